@@ -1,0 +1,19 @@
+import { HttpApi, OpenApi } from "@effect/platform"
+import { InternalErrorBody } from "./Domain/ApiError.js"
+import { withoutInternalDecodeError } from "./OpenApiDocument.js"
+import { HealthApi } from "./Health/Api.js"
+import { PetsApi } from "./Pets/Api.js"
+
+/**
+ * The Pet Store API: the single definition the server, the derived client, the OpenAPI document and
+ * the tests are built from. It imports no server code.
+ */
+export class PetStoreApi extends HttpApi.make("petstore")
+  .add(PetsApi)
+  .add(HealthApi)
+  .addError(InternalErrorBody)
+  .annotate(OpenApi.Title, "Pet Store")
+  .annotate(OpenApi.Version, "1.0.0")
+  .annotate(OpenApi.Description, "A catalogue of animals held in a store.")
+  .annotate(OpenApi.Transform, withoutInternalDecodeError)
+{}

@@ -1,0 +1,82 @@
+import { Config, Context, Layer, LogLevel, Option } from "effect"
+
+export type Environment = "production" | "staging"
+
+const httpUrl = (name: string) =>
+  Config.string(name).pipe(
+    Config.validate({ message: "must be an absolute http(s) URL", validation: isHttpUrl }),
+    Config.map((url) => url.replace(/\/+$/, ""))
+  )
+
+/** The service's settings, read from the environment and checked once at start. */
+export class AppConfig extends Context.Tag("petstore/AppConfig")<
+  AppConfig,
+  {
+    readonly port: number
+    readonly host: string
+    /** A SQLite file: a path, `sqlite:path` or `file:path`. */
+    readonly databaseUrl: string
+    readonly environment: Environment
+    /** Where clients reach this instance; used in `Link` headers. */
+    readonly publicBaseUrl: string
+    /** The base address of each environment, for the OpenAPI document. */
+    readonly servers: { readonly production: string; readonly staging: string }
+    readonly logLevel: LogLevel.LogLevel
+  }
+>() {
+  static readonly config = Config.all({
+    port: Config.integer("PORT").pipe(
+      Config.validate({ message: "must be a port number from 1 to 65535", validation: (p) => p >= 1 && p <= 65535 }),
+      Config.withDefault(3000)
+    ),
+    host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
+    databaseUrl: Config.string("DATABASE_URL").pipe(
+      Config.validate({
+        message: "must be a SQLite file path, sqlite:path or file:path",
+        validation: (url) => url.trim().length > 0 && !/^(?!sqlite:|file:)[a-z][a-z0-9+.-]*:\/\//i.test(url)
+      }),
+      Config.withDefault("data/petstore.db")
+    ),
+    environment: Config.literal("production", "staging")("PETSTORE_ENV").pipe(Config.withDefault("staging")),
+    publicBaseUrl: Config.option(httpUrl("PUBLIC_BASE_URL")),
+    productionUrl: httpUrl("PETSTORE_PRODUCTION_URL").pipe(Config.withDefault("https://petstore.example.com")),
+    stagingUrl: httpUrl("PETSTORE_STAGING_URL").pipe(Config.withDefault("https://staging.petstore.example.com")),
+    logLevel: Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
+  }).pipe(
+    Config.map(({ productionUrl, publicBaseUrl, stagingUrl, ...config }) => {
+      const self = Option.getOrElse(publicBaseUrl, () => `http://localhost:${config.port}`)
+      return {
+        ...config,
+        publicBaseUrl: self,
+        // This instance is its own environment's address.
+        servers: config.environment === "production"
+          ? { production: self, staging: stagingUrl }
+          : { production: productionUrl, staging: self }
+      }
+    })
+  )
+
+  static readonly layer = Layer.effect(AppConfig, AppConfig.config)
+
+  /** Settings for tests and for composing the service in code. */
+  static readonly make = (config: Partial<AppConfig["Type"]> = {}) =>
+    Layer.succeed(AppConfig, {
+      port: 3000,
+      host: "127.0.0.1",
+      databaseUrl: ":memory:",
+      environment: "staging",
+      publicBaseUrl: "http://localhost:3000",
+      servers: { production: "https://petstore.example.com", staging: "https://staging.petstore.example.com" },
+      logLevel: LogLevel.Info,
+      ...config
+    })
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value)
+    return url.protocol === "http:" || url.protocol === "https:"
+  } catch {
+    return false
+  }
+}

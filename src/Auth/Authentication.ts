@@ -1,0 +1,17 @@
+import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
+import { CurrentCaller } from "../Domain/Caller.js"
+import { UnauthorizedBody } from "../Domain/ApiError.js"
+
+/**
+ * Bearer authentication for every `/v1` operation. It runs before the request is decoded, so a
+ * caller without a valid key learns nothing about its request.
+ */
+export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
+  failure: UnauthorizedBody,
+  provides: CurrentCaller,
+  security: {
+    bearer: HttpApiSecurity.bearer.pipe(
+      HttpApiSecurity.annotate(OpenApi.Description, "An API key, sent as `Authorization: Bearer <API_KEY>`.")
+    )
+  }
+}) {}

@@ -1,0 +1,109 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+
+/**
+ * Every error of the service answers with the interface's Error body: exactly `code`, `message`
+ * and `status`. Each HTTP status has one tagged error carrying the codes it may use; on the wire
+ * the tag is dropped (see `ErrorBody`), so clients see only the three fields.
+ */
+const errorFields = <const Codes extends readonly [string, ...Array<string>], const Status extends number>(
+  status: Status,
+  codes: Codes
+) => ({
+  code: Schema.Literal(...codes).annotations({ description: "Machine-readable error code." }),
+  message: Schema.String.annotations({
+    description: "Human-readable description, naming the offending field or parameter and the rule it broke.",
+    examples: ["name: must be a string of 1 to 255 characters"]
+  }),
+  status: Schema.Literal(status).annotations({ description: "The HTTP status code of the response." })
+})
+
+export class BadRequest extends Schema.TaggedError<BadRequest>()(
+  "BadRequest",
+  errorFields(400, ["validation_failed", "malformed_json", "invalid_parameter", "invalid_cursor"])
+) {}
+
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
+  "Unauthorized",
+  errorFields(401, ["missing_api_key", "invalid_api_key"])
+) {}
+
+export class NotFound extends Schema.TaggedError<NotFound>()(
+  "NotFound",
+  errorFields(404, ["pet_not_found", "route_not_found"])
+) {}
+
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()(
+  "MethodNotAllowed",
+  errorFields(405, ["method_not_allowed"])
+) {}
+
+export class Gone extends Schema.TaggedError<Gone>()(
+  "Gone",
+  errorFields(410, ["endpoint_removed"])
+) {}
+
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
+  "PayloadTooLarge",
+  errorFields(413, ["payload_too_large"])
+) {}
+
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()(
+  "UnsupportedMediaType",
+  errorFields(415, ["unsupported_media_type"])
+) {}
+
+export class InternalError extends Schema.TaggedError<InternalError>()(
+  "InternalError",
+  errorFields(500, ["internal_error"])
+) {}
+
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
+  "ServiceUnavailable",
+  errorFields(503, ["database_unavailable"])
+) {}
+
+type ErrorClass<A, I extends { readonly _tag: string }> = Schema.Schema<A, I> & {
+  readonly _tag: I["_tag"]
+  readonly fields: Schema.Struct.Fields
+}
+
+/** The wire form of a tagged error: the Error body without the tag, with its HTTP status. */
+export const ErrorBody = <A, I extends { readonly _tag: string }>(
+  error: ErrorClass<A, I>,
+  description: string
+): Schema.Schema<A, Omit<I, "_tag">> => {
+  const { _tag: _, ...fields } = error.fields
+  const status = (fields.status as Schema.Literal<[number]>).literals[0]
+  return Schema.transform(
+    Schema.Struct(fields).annotations({ identifier: `${error._tag}Error`, description }),
+    error,
+    {
+      strict: false,
+      decode: (body) => ({ ...body, _tag: error._tag }),
+      encode: ({ _tag, ...body }) => body
+    }
+  ).annotations(HttpApiSchema.annotations({ status, description })) as any
+}
+
+export const BadRequestBody = ErrorBody(BadRequest, "The request has an invalid body, parameter or cursor.")
+export const UnauthorizedBody = ErrorBody(Unauthorized, "The API key is missing, malformed, unknown or revoked.")
+export const NotFoundBody = ErrorBody(NotFound, "Nothing is found at this address.")
+export const MethodNotAllowedBody = ErrorBody(MethodNotAllowed, "The path exists but not with this method.")
+export const GoneBody = ErrorBody(Gone, "The endpoint was removed at its announced sunset.")
+export const PayloadTooLargeBody = ErrorBody(PayloadTooLarge, "The request body is larger than 64 KiB.")
+export const UnsupportedMediaTypeBody = ErrorBody(UnsupportedMediaType, "The request body is not application/json.")
+export const InternalErrorBody = ErrorBody(InternalError, "The service failed unexpectedly.")
+export const ServiceUnavailableBody = ErrorBody(ServiceUnavailable, "The database does not answer.")
+
+/** Every error the service answers with, for code outside the declared endpoints (unknown routes). */
+export type ApiError =
+  | BadRequest
+  | Unauthorized
+  | NotFound
+  | MethodNotAllowed
+  | Gone
+  | PayloadTooLarge
+  | UnsupportedMediaType
+  | InternalError
+  | ServiceUnavailable

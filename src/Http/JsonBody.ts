@@ -1,0 +1,77 @@
+import { HttpServerRequest } from "@effect/platform"
+import { Effect, Option, ParseResult, Schema, Stream } from "effect"
+import { BadRequest, PayloadTooLarge, UnsupportedMediaType } from "../Domain/ApiError.js"
+import { describeIssues } from "./ParseIssues.js"
+
+export const maxBodyBytes = 64 * 1024
+
+const tooLarge = new PayloadTooLarge({
+  code: "payload_too_large",
+  message: `body: must be at most ${maxBodyBytes} bytes`,
+  status: 413
+})
+
+const isJson = (contentType: string | undefined) =>
+  contentType !== undefined && /^application\/json\s*(;|$)/i.test(contentType.trim())
+
+/** The body's bytes, refused once past the limit without reading the rest. */
+const readText = (request: HttpServerRequest.HttpServerRequest) => {
+  const declared = request.headers["content-length"]
+  if (declared !== undefined) {
+    // A declared length is checked before a byte is read.
+    return Number(declared) > maxBodyBytes ? Effect.fail(tooLarge) : Effect.orDie(request.text)
+  }
+  return request.stream.pipe(
+    Stream.runFoldEffect({ size: 0, chunks: [] as Array<Uint8Array> }, (read, chunk) =>
+      read.size + chunk.length > maxBodyBytes
+        ? Effect.fail(tooLarge)
+        : Effect.succeed({ size: read.size + chunk.length, chunks: [...read.chunks, chunk] })),
+    Effect.map(({ chunks }) => Buffer.concat(chunks).toString("utf8")),
+    Effect.catchTag("RequestError", () => Effect.succeed(""))
+  )
+}
+
+/**
+ * Reads a JSON request body and decodes it with `schema`: 415 unless it is `application/json`,
+ * 413 past 64 KiB, 400 `malformed_json` when it does not parse, 400 `validation_failed` when it
+ * breaks the schema.
+ */
+export const readJsonBody = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknown(schema, { errors: "first" })
+  return Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    if (!isJson(request.headers["content-type"])) {
+      return yield* new UnsupportedMediaType({
+        code: "unsupported_media_type",
+        message: "Content-Type: must be application/json",
+        status: 415
+      })
+    }
+    const text = yield* readText(request)
+    const json = parseJson(text)
+    if (Option.isNone(json)) {
+      return yield* new BadRequest({
+        code: "malformed_json",
+        message: text.trim() === "" ? "body: is empty; a JSON object is required" : "body: is not valid JSON",
+        status: 400
+      })
+    }
+    return yield* decode(json.value).pipe(
+      Effect.mapError((error) =>
+        new BadRequest({
+          code: "validation_failed",
+          message: describeIssues(ParseResult.ArrayFormatter.formatErrorSync(error), "body"),
+          status: 400
+        })
+      )
+    )
+  })
+}
+
+const parseJson = (text: string): Option.Option<unknown> => {
+  try {
+    return Option.some(JSON.parse(text))
+  } catch {
+    return Option.none()
+  }
+}

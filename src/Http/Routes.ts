@@ -1,0 +1,23 @@
+import { HttpApi } from "@effect/platform"
+import { PetStoreApi } from "../Api.js"
+
+/** Routes served beside the API definition's endpoints. */
+export const extraRoutes = [
+  { method: "GET", path: "/v1/openapi.json" },
+  { method: "GET", path: "/docs" }
+] as const
+
+/** For a path no route matched with its method: the methods that path does answer (for 405 and `Allow`). */
+export const makeAllowedMethods = () => {
+  const routes: Array<{ readonly method: string; readonly pattern: RegExp }> = []
+  const add = (method: string, path: string) =>
+    routes.push({ method, pattern: new RegExp(`^${path.replace(/:\w+/g, "[^/]+")}/?$`) })
+  HttpApi.reflect(PetStoreApi, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => add(endpoint.method, endpoint.path)
+  })
+  extraRoutes.forEach(({ method, path }) => add(method, path))
+  return (path: string): ReadonlyArray<string> => [
+    ...new Set(routes.filter(({ pattern }) => pattern.test(path)).map(({ method }) => method))
+  ]
+}

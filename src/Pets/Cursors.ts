@@ -1,0 +1,63 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import { BadRequest } from "../Domain/ApiError.js"
+import type { PetId, PetStatus } from "../Domain/Pet.js"
+
+/**
+ * Opaque page positions for listPets: the last id served and the status filter, signed with a
+ * secret so that a tampered cursor, or one reused with another filter, is refused.
+ */
+export class Cursors extends Context.Tag("petstore/Cursors")<
+  Cursors,
+  {
+    readonly encode: (position: { readonly afterId: PetId; readonly status: PetStatus | undefined }) => string
+    /** The id the page starts after, if the cursor was issued for this status filter. */
+    readonly decode: (cursor: string, status: PetStatus | undefined) => Effect.Effect<PetId, BadRequest>
+  }
+>() {
+  static readonly make = (secret: Uint8Array) => {
+    const sign = (payload: string) => createHmac("sha256", secret).update(payload).digest().subarray(0, 16)
+    const invalid = new BadRequest({
+      code: "invalid_cursor",
+      message: "cursor: is not a cursor this service issued for this status filter",
+      status: 400
+    })
+    return Cursors.of({
+      encode: ({ afterId, status }) => {
+        const payload = `${afterId}.${status ?? ""}`
+        return `${Buffer.from(payload).toString("base64url")}.${sign(payload).toString("base64url")}`
+      },
+      decode: (cursor, status) => {
+        const [encodedPayload, encodedSignature, ...rest] = cursor.split(".")
+        if (encodedPayload === undefined || encodedSignature === undefined || rest.length > 0) {
+          return Effect.fail(invalid)
+        }
+        const payload = Buffer.from(encodedPayload, "base64url").toString()
+        const signature = Buffer.from(encodedSignature, "base64url")
+        const expected = sign(payload)
+        if (signature.length !== expected.length || !timingSafeEqual(signature, expected)) {
+          return Effect.fail(invalid)
+        }
+        const [afterId, cursorStatus] = payload.split(".")
+        return cursorStatus === (status ?? "") ? Effect.succeed(Number(afterId)) : Effect.fail(invalid)
+      }
+    })
+  }
+
+  /** A secret of this process alone: cursors do not outlive it. */
+  static readonly InMemory = Layer.sync(Cursors, () => Cursors.make(randomBytes(32)))
+
+  /** The secret kept in the database, so cursors survive restarts and work on every instance. */
+  static readonly Sql = Layer.effect(
+    Cursors,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ value: string }>`SELECT value FROM settings WHERE name = 'cursor_secret'`
+      const secret = yield* Option.fromNullable(rows[0]).pipe(
+        Effect.orElseFail(() => new Error("The settings table has no cursor_secret: the migrations did not run"))
+      )
+      return Cursors.make(Buffer.from(secret.value, "hex"))
+    }).pipe(Effect.orDie)
+  )
+}
