@@ -10,13 +10,15 @@ import {
 import { DecimalIntFromString, NewPet, Pet, Pets, PetStatus } from "../Domain/Pet.js"
 import { getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
 
+export const defaultLimit = 20
+
 export const ListPetsParams = Schema.Struct({
-  limit: Schema.optionalWith(
+  limit: Schema.optional(
     DecimalIntFromString.pipe(Schema.compose(Schema.Int.pipe(Schema.between(1, 100)))).annotations({
-      description: "Maximum number of animals returned, 1 to 100.",
+      description: `Maximum number of animals returned, 1 to 100; ${defaultLimit} when absent.`,
+      default: defaultLimit,
       message: () => ({ message: "must be an integer from 1 to 100", override: true })
-    }),
-    { default: () => 20 }
+    })
   ),
   status: Schema.optional(PetStatus.annotations({
     description: "Return only animals with this status.",

@@ -5,6 +5,7 @@ import { AppConfig } from "../AppConfig.js"
 import { Gone, NotFound } from "../Domain/ApiError.js"
 import { NewPet } from "../Domain/Pet.js"
 import { readJsonBody } from "../Http/JsonBody.js"
+import { defaultLimit } from "./Api.js"
 import { Cursors } from "./Cursors.js"
 import { getPetDeprecatedAt, getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
 import { PetRepository } from "./PetRepository.js"
@@ -21,7 +22,7 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
     const { publicBaseUrl } = yield* AppConfig
 
     return handlers
-      .handle("listPets", ({ urlParams: { cursor, limit, status } }) =>
+      .handle("listPets", ({ urlParams: { cursor, limit = defaultLimit, status } }) =>
         Effect.gen(function*() {
           const afterId = cursor === undefined ? undefined : yield* cursors.decode(cursor, status)
           const page = yield* pets.list({ afterId, limit, status })

@@ -1,0 +1,61 @@
+import { HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { BunHttpServer } from "@effect/platform-bun"
+import { Effect, Layer, Redacted, Stream } from "effect"
+import { PetStoreApi } from "../../src/Api.js"
+import { AppConfig } from "../../src/AppConfig.js"
+import { ApiKeys } from "../../src/Auth/ApiKeys.js"
+import { HttpLive } from "../../src/Http.js"
+import { Cursors } from "../../src/Pets/Cursors.js"
+import { PetRepository } from "../../src/Pets/PetRepository.js"
+
+export const publicBaseUrl = "http://petstore.test"
+
+/** The whole HTTP service on a fresh test server, with the in-memory stores. */
+export const TestServer = HttpLive.pipe(
+  Layer.provideMerge(BunHttpServer.layerTest),
+  Layer.provideMerge(Layer.mergeAll(PetRepository.InMemory, ApiKeys.InMemory, Cursors.InMemory)),
+  Layer.provideMerge(AppConfig.make({ publicBaseUrl }))
+)
+
+/** A new API key on the test server. */
+export const createKey = (name = "test client") =>
+  Effect.flatMap(ApiKeys, (keys) => keys.create(name))
+
+/** The client derived from the API definition, sending `key` as its bearer credential. */
+export const clientWith = (key: Redacted.Redacted | string | undefined) =>
+  HttpApiClient.make(PetStoreApi, {
+    transformClient: key === undefined
+      ? undefined
+      : HttpClient.mapRequest(HttpClientRequest.bearerToken(typeof key === "string" ? key : Redacted.value(key)))
+  })
+
+/** A client holding a fresh valid key. */
+export const authorizedClient = Effect.flatMap(createKey(), ({ key }) => clientWith(key))
+
+/** A request written by hand, for what a derived client would never send; answers status, headers and body. */
+export const send = (
+  method: "GET" | "POST" | "PUT" | "DELETE" | "PATCH",
+  path: string,
+  options: {
+    readonly key?: Redacted.Redacted | undefined
+    readonly headers?: Record<string, string>
+    readonly body?: string | Uint8Array | ReadableStream<Uint8Array>
+  } = {}
+) =>
+  Effect.gen(function*() {
+    const http = yield* HttpClient.HttpClient
+    let request = HttpClientRequest.make(method)(path).pipe(HttpClientRequest.setHeaders(options.headers ?? {}))
+    if (options.key !== undefined) request = HttpClientRequest.bearerToken(request, Redacted.value(options.key))
+    if (typeof options.body === "string") {
+      request = HttpClientRequest.bodyText(request, options.body, options.headers?.["content-type"] ?? "application/json")
+    } else if (options.body instanceof Uint8Array) {
+      request = HttpClientRequest.bodyUint8Array(request, options.body, options.headers?.["content-type"])
+    } else if (options.body !== undefined) {
+      request = HttpClientRequest.bodyStream(request, Stream.fromReadableStream(() => options.body as ReadableStream<Uint8Array>, (e) => e), {
+        contentType: options.headers?.["content-type"] ?? "application/json"
+      })
+    }
+    const response = yield* http.execute(request)
+    const text = yield* response.text
+    return { status: response.status, headers: response.headers, text, body: text === "" ? undefined : JSON.parse(text) }
+  }).pipe(Effect.scoped)
