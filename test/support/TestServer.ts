@@ -10,12 +10,17 @@ import { PetRepository } from "../../src/Pets/PetRepository.js"
 
 export const publicBaseUrl = "http://petstore.test"
 
-/** The whole HTTP service on a fresh test server, with the in-memory stores. */
-export const TestServer = HttpLive.pipe(
-  Layer.provideMerge(BunHttpServer.layerTest),
-  Layer.provideMerge(Layer.mergeAll(PetRepository.InMemory, ApiKeys.InMemory, Cursors.InMemory)),
-  Layer.provideMerge(AppConfig.make({ publicBaseUrl }))
-)
+/** The whole HTTP service on a fresh test server, with the in-memory stores unless told otherwise. */
+export const makeTestServer = (
+  pets: Layer.Layer<PetRepository> = PetRepository.InMemory
+) =>
+  HttpLive.pipe(
+    Layer.provideMerge(BunHttpServer.layerTest),
+    Layer.provideMerge(Layer.mergeAll(pets, ApiKeys.InMemory, Cursors.InMemory)),
+    Layer.provideMerge(AppConfig.make({ publicBaseUrl }))
+  )
+
+export const TestServer = makeTestServer()
 
 /** A new API key on the test server. */
 export const createKey = (name = "test client") =>
