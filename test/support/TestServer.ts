@@ -62,5 +62,6 @@ export const send = (
     }
     const response = yield* http.execute(request)
     const text = yield* response.text
-    return { status: response.status, headers: response.headers, text, body: text === "" ? undefined : JSON.parse(text) }
+    const isJson = response.headers["content-type"]?.startsWith("application/json") ?? false
+    return { status: response.status, headers: response.headers, text, body: isJson ? JSON.parse(text) : undefined }
   }).pipe(Effect.scoped)

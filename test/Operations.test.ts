@@ -1,0 +1,68 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { readFileSync, writeFileSync } from "node:fs"
+import { PetRepository } from "../src/Pets/PetRepository.js"
+import { createKey, makeTestServer, send, TestServer } from "./support/TestServer.js"
+
+const UnreadyStore = Layer.effect(
+  PetRepository,
+  Effect.map(PetRepository, (pets) => ({ ...pets, isReady: Effect.succeed(false) }))
+).pipe(Layer.provide(PetRepository.InMemory))
+
+const fixture = new URL("./fixtures/openapi.json", import.meta.url)
+
+describe("served beside the API", () => {
+  it.effect("GET /v1/openapi.json is the checked-in document: any change to it is deliberate", () =>
+    Effect.gen(function*() {
+      const response = yield* send("GET", "/v1/openapi.json")
+      expect(response.status).toBe(200)
+      // UPDATE_OPENAPI_FIXTURE=1 rewrites the copy after a deliberate change.
+      if (process.env.UPDATE_OPENAPI_FIXTURE === "1") writeFileSync(fixture, JSON.stringify(response.body, null, 2) + "\n")
+      expect(response.body).toEqual(JSON.parse(readFileSync(fixture, "utf8")))
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("the document lists both environments, bearer security, deprecation, and no internal decode error", () =>
+    Effect.gen(function*() {
+      const { body: spec } = yield* send("GET", "/v1/openapi.json")
+      expect(spec.servers.map((server: { description: string }) => server.description)).toEqual(["Production", "Staging"])
+      expect(spec.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" })
+      expect(spec.paths["/v1/pets/{petId}"].get.deprecated).toBe(true)
+      expect(JSON.stringify(spec)).not.toContain("HttpApiDecodeError")
+      expect(spec.paths["/v1/pets"].post.security).toEqual([{ bearer: [] }])
+      expect(spec.paths["/livez"].get.security).toEqual([])
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("GET /docs is an interactive page that works offline", () =>
+    Effect.gen(function*() {
+      const page = yield* send("GET", "/docs")
+      expect(page.status).toBe(200)
+      expect(page.headers["content-type"]).toContain("text/html")
+      expect(page.text).toContain(`id="api-reference"`)
+      // The viewer's script is inlined: no CDN is needed.
+      expect(page.text).not.toMatch(/<script[^>]+src=/)
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("GET /livez and GET /readyz answer without a key", () =>
+    Effect.gen(function*() {
+      expect(yield* send("GET", "/livez")).toMatchObject({ status: 200, body: { status: "ok" } })
+      expect(yield* send("GET", "/readyz")).toMatchObject({ status: 200, body: { status: "ok" } })
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("GET /readyz answers 503 when the database does not", () =>
+    Effect.gen(function*() {
+      const response = yield* send("GET", "/readyz")
+      expect(response.status).toBe(503)
+      expect(response.body).toEqual({ code: "database_unavailable", message: "database: does not answer", status: 503 })
+    }).pipe(Effect.provide(makeTestServer(UnreadyStore))))
+
+  it.effect("every response carries X-Request-Id: the caller's when sane, else a new one", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const echoed = yield* send("GET", "/v1/pets", { key, headers: { "x-request-id": "abc-123" } })
+      expect(echoed.headers["x-request-id"]).toBe("abc-123")
+      const replaced = yield* send("GET", "/v1/nowhere", { headers: { "x-request-id": "bad id with spaces" } })
+      expect(replaced.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/)
+      const unauthorized = yield* send("GET", "/v1/pets")
+      expect(unauthorized.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/)
+    }).pipe(Effect.provide(TestServer)))
+})
