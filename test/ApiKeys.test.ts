@@ -1,0 +1,62 @@
+import { describe, expect, it } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { AppConfig } from "../src/AppConfig.js"
+import { ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
+import { TemporarySqlite } from "./support/SqliteStores.js"
+
+const stores = (environment: "production" | "staging"): ReadonlyArray<readonly [string, Layer.Layer<ApiKeys>]> => [
+  ["in memory", ApiKeys.InMemory.pipe(Layer.provide(AppConfig.make({ environment })))],
+  ["SQLite", ApiKeys.Sql.pipe(Layer.provide(TemporarySqlite), Layer.provide(AppConfig.make({ environment })))]
+]
+
+for (const [name, store] of stores("staging")) {
+  describe(`ApiKeys contract, ${name}`, () => {
+    it.effect("a new key is random, prefixed by environment, and found by its hash", () =>
+      Effect.gen(function*() {
+        const keys = yield* ApiKeys
+        const { key, record } = yield* keys.create("alice")
+        const other = yield* keys.create("bob")
+        const value = Redacted.value(key)
+        expect(value).toMatch(/^ps_test_[A-Za-z0-9_-]{43}$/)
+        expect(Redacted.value(other.key)).not.toBe(value)
+        expect(record).toMatchObject({ id: 1, name: "alice", prefix: value.slice(0, 12) })
+        expect(yield* keys.findActiveByHash(hashKey(value))).toStrictEqual(Option.some({ keyId: 1, name: "alice" }))
+        expect(yield* keys.findActiveByHash(hashKey(value + "x"))).toStrictEqual(Option.none())
+      }).pipe(Effect.provide(store)))
+
+    it.effect("list shows id, name, prefix, created and revoked; revoke stops the key", () =>
+      Effect.gen(function*() {
+        const keys = yield* ApiKeys
+        const { key } = yield* keys.create("alice")
+        const revoked = yield* keys.revoke(1)
+        expect(Option.getOrThrow(revoked).revokedAt._tag).toBe("Some")
+        expect(yield* keys.revoke(2)).toStrictEqual(Option.none())
+        expect(yield* keys.findActiveByHash(hashKey(Redacted.value(key)))).toStrictEqual(Option.none())
+        const [listed] = yield* keys.list
+        expect(Object.keys(listed!).sort()).toEqual(["createdAt", "id", "name", "prefix", "revokedAt"])
+        expect(Option.isSome(listed!.revokedAt)).toBe(true)
+      }).pipe(Effect.provide(store)))
+  })
+}
+
+describe("API keys in production", () => {
+  for (const [name, store] of stores("production")) {
+    it.effect(`are prefixed ps_live_ (${name})`, () =>
+      Effect.gen(function*() {
+        const { key } = yield* (yield* ApiKeys).create("prod")
+        expect(Redacted.value(key)).toMatch(/^ps_live_/)
+      }).pipe(Effect.provide(store)))
+  }
+})
+
+describe("the SQLite key store", () => {
+  it.effect("keeps only the SHA-256 hash, never the key", () =>
+    Effect.gen(function*() {
+      const { key } = yield* (yield* ApiKeys).create("alice")
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql`SELECT * FROM api_keys`
+      expect(JSON.stringify(rows)).not.toContain(Redacted.value(key))
+      expect(rows[0]).toMatchObject({ key_hash: hashKey(Redacted.value(key)) })
+    }).pipe(Effect.provide(ApiKeys.Sql.pipe(Layer.provideMerge(TemporarySqlite), Layer.provide(AppConfig.make())))))
+})
