@@ -4,6 +4,7 @@ import { PetStoreApi } from "./Api.js"
 import { AppConfig } from "./AppConfig.js"
 import { AuthenticationLive } from "./Auth/Http.js"
 import { HealthHttpLive } from "./Health/Http.js"
+import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { ErrorResponses } from "./Http/ErrorResponses.js"
 import { requestLog } from "./Http/RequestLog.js"
 import { PetsHttpLive, SunsetPolicyLive } from "./Pets/Http.js"
@@ -25,9 +26,14 @@ const ApiLive = Layer.unwrapEffect(
 
 /**
  * The whole HTTP service: the API, its OpenAPI document and docs page, error bodies for every
- * failure, and the request log. Needs an `HttpServer`, the stores and `AppConfig`.
+ * failure, the request log, and the count of requests in flight for a graceful stop. Needs an
+ * `HttpServer`, the stores, `InFlightRequests` and `AppConfig`.
  */
-export const HttpLive = HttpApiBuilder.serve(requestLog).pipe(
+export const HttpLive = Layer.unwrapEffect(
+  Effect.map(InFlightRequests, ({ middleware }) =>
+    HttpApiBuilder.serve((app) => requestLog(middleware(app)))
+  )
+).pipe(
   Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
   Layer.provide(ErrorResponses),

@@ -3,6 +3,7 @@ import { ConfigError, Effect, Layer, Logger } from "effect"
 import { AppConfig } from "./AppConfig.js"
 import { ApiKeys } from "./Auth/ApiKeys.js"
 import { HttpLive } from "./Http.js"
+import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { Cursors } from "./Pets/Cursors.js"
 import { PetRepository } from "./Pets/PetRepository.js"
 import { Database } from "./Sql/Database.js"
@@ -16,18 +17,31 @@ const ServerLive = Layer.unwrapEffect(
   )
 ).pipe(Layer.provide(StoresLive))
 
+/** How long a stop waits for the requests in flight. */
+const drainTimeout = "10 seconds"
+
 const main = Effect.gen(function*() {
   const config = yield* AppConfig
-  yield* Effect.logInfo("starting").pipe(
+  const inFlight = yield* InFlightRequests
+  yield* Layer.build(ServerLive)
+  // Added after the server, so it runs first on stop: running requests finish before the server,
+  // then the database, close.
+  yield* Effect.addFinalizer(() =>
+    Effect.logInfo("stopping: finishing the requests in flight").pipe(Effect.zipRight(inFlight.drain(drainTimeout)))
+  )
+  yield* Effect.logInfo("listening").pipe(
     Effect.annotateLogs({ environment: config.environment, host: config.host, port: config.port })
   )
-  return yield* Layer.launch(ServerLive).pipe(Logger.withMinimumLogLevel(config.logLevel))
+  return yield* Effect.never
 }).pipe(
+  Effect.scoped,
+  Effect.provide(InFlightRequests.layer),
   Effect.provide(AppConfig.layer),
   Effect.catchIf(ConfigError.isConfigError, (error) =>
     Effect.logError(`Invalid configuration: ${error}`).pipe(Effect.zipRight(Effect.fail(error)))),
+  Effect.tapErrorCause((cause) => Effect.logError("failed to start", cause)),
   Effect.provide(Logger.json)
 )
 
-// runMain interrupts on SIGINT/SIGTERM: the server stops accepting, drains, and the database closes.
+// runMain interrupts on SIGINT and SIGTERM; the process then exits 0, or 1 if it could not start.
 BunRuntime.runMain(main, { disableErrorReporting: true, disablePrettyLogger: true })

@@ -5,7 +5,7 @@ import { AppConfig } from "../src/AppConfig.js"
 import { ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
-const stores = (environment: "production" | "staging"): ReadonlyArray<readonly [string, Layer.Layer<ApiKeys>]> => [
+const stores = (environment: "production" | "staging"): ReadonlyArray<readonly [string, Layer.Layer<ApiKeys, unknown>]> => [
   ["in memory", ApiKeys.InMemory.pipe(Layer.provide(AppConfig.make({ environment })))],
   ["SQLite", ApiKeys.Sql.pipe(Layer.provide(TemporarySqlite), Layer.provide(AppConfig.make({ environment })))]
 ]

@@ -5,7 +5,7 @@ import type { NewPet } from "../src/Domain/Pet.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
-const stores: ReadonlyArray<readonly [string, Layer.Layer<PetRepository>]> = [
+const stores: ReadonlyArray<readonly [string, Layer.Layer<PetRepository, unknown>]> = [
   ["in memory", PetRepository.InMemory],
   ["SQLite", PetRepository.Sql.pipe(Layer.provide(TemporarySqlite))]
 ]

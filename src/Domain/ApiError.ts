@@ -60,7 +60,7 @@ export class InternalError extends Schema.TaggedError<InternalError>()(
 
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
   "ServiceUnavailable",
-  errorFields(503, ["database_unavailable"])
+  errorFields(503, ["database_unavailable", "shutting_down"])
 ) {}
 
 type ErrorClass<A, I extends { readonly _tag: string }> = Schema.Schema<A, I> & {
@@ -94,7 +94,7 @@ export const GoneBody = ErrorBody(Gone, "The endpoint was removed at its announc
 export const PayloadTooLargeBody = ErrorBody(PayloadTooLarge, "The request body is larger than 64 KiB.")
 export const UnsupportedMediaTypeBody = ErrorBody(UnsupportedMediaType, "The request body is not application/json.")
 export const InternalErrorBody = ErrorBody(InternalError, "The service failed unexpectedly.")
-export const ServiceUnavailableBody = ErrorBody(ServiceUnavailable, "The database does not answer.")
+export const ServiceUnavailableBody = ErrorBody(ServiceUnavailable, "The database does not answer, or the instance is shutting down.")
 
 /** Every error the service answers with, for code outside the declared endpoints (unknown routes). */
 export type ApiError =

@@ -1,4 +1,4 @@
-import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Exit } from "effect"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
@@ -8,7 +8,7 @@ const acceptableRequestId = /^[\w.:-]{1,128}$/
  * structured log line per request: method, path, status, duration and request id. Headers and the
  * query string are never logged, so neither is a key.
  */
-export const requestLog = HttpMiddleware.make((app) =>
+export const requestLog = (app: HttpApp.Default): HttpApp.Default<never, HttpServerRequest.HttpServerRequest> =>
   Effect.gen(function*() {
     const start = performance.now()
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -34,4 +34,3 @@ export const requestLog = HttpMiddleware.make((app) =>
       )
     )
   })
-)

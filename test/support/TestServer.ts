@@ -5,6 +5,7 @@ import { PetStoreApi } from "../../src/Api.js"
 import { AppConfig } from "../../src/AppConfig.js"
 import { ApiKeys } from "../../src/Auth/ApiKeys.js"
 import { HttpLive } from "../../src/Http.js"
+import { InFlightRequests } from "../../src/Http/InFlightRequests.js"
 import { Cursors } from "../../src/Pets/Cursors.js"
 import { PetRepository } from "../../src/Pets/PetRepository.js"
 
@@ -17,7 +18,7 @@ export const makeTestServer = (
   HttpLive.pipe(
     Layer.provideMerge(BunHttpServer.layerTest),
     Layer.provideMerge(Layer.mergeAll(pets, ApiKeys.InMemory, Cursors.InMemory)),
-    Layer.provideMerge(AppConfig.make({ publicBaseUrl }))
+    Layer.provideMerge(Layer.merge(AppConfig.make({ publicBaseUrl }), InFlightRequests.layer))
   )
 
 export const TestServer = makeTestServer()
@@ -43,8 +44,8 @@ export const send = (
   path: string,
   options: {
     readonly key?: Redacted.Redacted | undefined
-    readonly headers?: Record<string, string>
-    readonly body?: string | Uint8Array | ReadableStream<Uint8Array>
+    readonly headers?: Record<string, string> | undefined
+    readonly body?: string | Uint8Array | ReadableStream<Uint8Array> | undefined
   } = {}
 ) =>
   Effect.gen(function*() {

@@ -1,0 +1,43 @@
+import { type HttpApp, HttpServerResponse } from "@effect/platform"
+import { Context, Duration, Effect, Layer, Schedule, Schema } from "effect"
+import { ServiceUnavailable, ServiceUnavailableBody } from "../Domain/ApiError.js"
+
+const shuttingDown = HttpServerResponse.unsafeJson(
+  Schema.encodeSync(ServiceUnavailableBody)(
+    new ServiceUnavailable({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 })
+  ),
+  { status: 503, headers: { connection: "close", "retry-after": "1" } }
+)
+
+/**
+ * Counts the requests being served, so that shutting down can let them finish: once `drain` starts,
+ * new requests are refused with 503 and `drain` waits for the running ones.
+ */
+export class InFlightRequests extends Context.Tag("petstore/InFlightRequests")<
+  InFlightRequests,
+  {
+    readonly middleware: (app: HttpApp.Default) => HttpApp.Default
+    readonly drain: (timeout: Duration.DurationInput) => Effect.Effect<void>
+  }
+>() {
+  static readonly layer = Layer.sync(InFlightRequests, () => {
+    let running = 0
+    let draining = false
+    return InFlightRequests.of({
+      middleware: (app) =>
+        Effect.suspend(() => {
+          if (draining) return Effect.succeed(shuttingDown)
+          running++
+          return Effect.ensuring(app, Effect.sync(() => running--))
+        }),
+      drain: (timeout) =>
+        Effect.suspend(() => {
+          draining = true
+          return Effect.repeat(Effect.sync(() => running), {
+            until: (count) => count === 0,
+            schedule: Schedule.spaced("10 millis")
+          }).pipe(Effect.timeoutOption(timeout), Effect.asVoid)
+        })
+    })
+  })
+}

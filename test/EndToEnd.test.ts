@@ -1,0 +1,108 @@
+import { describe, expect, it } from "@effect/vitest"
+import { join } from "node:path"
+import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+
+describe("the real server process on a temporary SQLite file", () => {
+  it("serves the whole contract over HTTP, with keys made by the command line", async () => {
+    using folder = temporaryFolder()
+    const env = { DATABASE_URL: join(folder.path, "data", "petstore.db"), LOG_LEVEL: "Info" }
+    const server = await startServer(env)
+    try {
+      const created = await runCommand(["src/keys.ts", "create", "--name", "e2e"], env)
+      expect(created.exitCode).toBe(0)
+      const key = created.stdout.trim().split("\n").at(-1)!
+      expect(key).toMatch(/^ps_test_[A-Za-z0-9_-]{43}$/)
+      const auth = { authorization: `Bearer ${key}` }
+
+      const post = await fetch(`${server.url}/v1/pets`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ name: "Rex", categoryId: 3, status: "pending" })
+      })
+      expect(post.status).toBe(201)
+      expect(post.headers.get("location")).toBe("/v1/pets/1")
+      expect(await post.json()).toEqual({ id: 1, name: "Rex", categoryId: 3, status: "pending" })
+
+      const list = await fetch(`${server.url}/v1/pets?status=pending`, { headers: auth })
+      expect(await list.json()).toEqual([{ id: 1, name: "Rex", categoryId: 3, status: "pending" }])
+      const get = await fetch(`${server.url}/v1/pets/1`, { headers: auth })
+      expect(get.status).toBe(200)
+      expect(get.headers.get("sunset")).toBe("Thu, 05 Dec 2030 00:00:00 GMT")
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200)
+
+      const listed = await runCommand(["src/keys.ts", "list"], env)
+      expect(listed.stdout).toMatch(/1\s+e2e\s+ps_test_/)
+      expect(listed.stdout).not.toContain(key)
+      const revoked = await runCommand(["src/keys.ts", "revoke", "1"], env)
+      expect(revoked.exitCode).toBe(0)
+      const refused = await fetch(`${server.url}/v1/pets`, { headers: auth })
+      expect(refused.status).toBe(401)
+      const unknown = await runCommand(["src/keys.ts", "revoke", "99"], env)
+      expect(unknown.exitCode).not.toBe(0)
+      expect(unknown.stdout + unknown.stderr).toContain("No API key has id 99")
+
+      // One structured line per request; never the key nor the Authorization header.
+      const lines = server.logs().trim().split("\n").map((line) => JSON.parse(line))
+      const requests = lines.filter((line) => line.message === "request")
+      expect(requests.length).toBeGreaterThanOrEqual(5)
+      expect(requests[0].annotations).toMatchObject({ method: expect.any(String), path: expect.any(String) })
+      for (const line of requests) {
+        expect(Object.keys(line.annotations).sort()).toEqual(["durationMs", "method", "path", "requestId", "status"])
+      }
+      expect(server.logs()).not.toContain(key)
+      expect(server.logs().toLowerCase()).not.toContain("authorization")
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it("keeps the pets across a restart, and stops with exit 0 on SIGTERM after finishing requests in flight", async () => {
+    using folder = temporaryFolder()
+    const env = { DATABASE_URL: join(folder.path, "petstore.db") }
+    const key = (await runCommand(["src/keys.ts", "create", "--name", "e2e"], env)).stdout.trim().split("\n").at(-1)!
+    const server = await startServer(env)
+    // A request still uploading its body when the signal arrives.
+    const body = new TransformStream<Uint8Array, Uint8Array>()
+    const writer = body.writable.getWriter()
+    const inFlight = fetch(`${server.url}/v1/pets`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: body.readable,
+      // @ts-expect-error Bun and Node need this for a streamed request body
+      duplex: "half"
+    })
+    await writer.write(new TextEncoder().encode(`{"name":"Slow",`))
+    await Bun.sleep(200)
+    server.proc.kill("SIGTERM")
+    await Bun.sleep(200)
+    await writer.write(new TextEncoder().encode(`"categoryId":1}`))
+    await writer.close()
+    const response = await inFlight
+    expect(response.status).toBe(201)
+    expect(await response.json()).toEqual({ id: 1, name: "Slow", categoryId: 1 })
+    expect(await server.proc.exited).toBe(0)
+
+    const again = await startServer(env)
+    try {
+      const pets = await fetch(`${again.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+      expect(await pets.json()).toEqual([{ id: 1, name: "Slow", categoryId: 1 }])
+    } finally {
+      expect(await again.stop("SIGINT")).toBe(0)
+    }
+  })
+
+  it("refuses a bad configuration at start: a message naming the variable, exit code 1", async () => {
+    for (
+      const [name, value] of [
+        ["PORT", "eighty"],
+        ["PETSTORE_ENV", "testing"],
+        ["PUBLIC_BASE_URL", "not a url"],
+        ["DATABASE_URL", "mysql://db/pets"]
+      ]
+    ) {
+      const result = await runCommand(["src/main.ts"], { [name!]: value! })
+      expect(result.exitCode, name).toBe(1)
+      expect(result.stdout + result.stderr, name).toContain(name)
+    }
+  })
+})

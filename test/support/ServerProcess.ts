@@ -1,0 +1,72 @@
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+const root = new URL("../..", import.meta.url).pathname
+
+/** A port nothing listens on right now. */
+export const freePort = (): number => {
+  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
+  const port = probe.port!
+  probe.stop(true)
+  return port
+}
+
+export const temporaryFolder = () => {
+  const path = mkdtempSync(join(tmpdir(), "petstore-e2e-"))
+  return { path, [Symbol.dispose]: () => rmSync(path, { recursive: true, force: true }) }
+}
+
+const collect = (stream: ReadableStream<Uint8Array>) => {
+  const output = { text: "" }
+  void (async () => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) output.text += decoder.decode(chunk, { stream: true })
+  })()
+  return output
+}
+
+/** Runs a command of the project (`bun src/...`) to its end. */
+export const runCommand = async (args: ReadonlyArray<string>, env: Record<string, string>) => {
+  const proc = Bun.spawn(["bun", ...args], { cwd: root, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" })
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited
+  ])
+  return { stdout, stderr, exitCode }
+}
+
+/** The real server, `bun src/main.ts`, started with `env` and waited for until it answers. */
+export const startServer = async (env: Record<string, string>) => {
+  const port = freePort()
+  const startedAt = performance.now()
+  const proc = Bun.spawn(["bun", "src/main.ts"], {
+    cwd: root,
+    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), ...env },
+    stdout: "pipe",
+    stderr: "pipe"
+  })
+  const stdout = collect(proc.stdout)
+  const stderr = collect(proc.stderr)
+  const url = `http://127.0.0.1:${port}`
+  for (let attempt = 0; ; attempt++) {
+    const ok = await fetch(`${url}/livez`).then((r) => r.ok, () => false)
+    if (ok) break
+    if (proc.exitCode !== null || attempt > 200) {
+      proc.kill()
+      throw new Error(`The server did not start: ${stdout.text}${stderr.text}`)
+    }
+    await Bun.sleep(25)
+  }
+  return {
+    url,
+    proc,
+    startupMs: performance.now() - startedAt,
+    logs: () => stdout.text + stderr.text,
+    stop: async (signal: NodeJS.Signals = "SIGTERM") => {
+      proc.kill(signal)
+      return proc.exited
+    }
+  }
+}
