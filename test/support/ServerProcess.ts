@@ -21,7 +21,10 @@ const collect = (stream: ReadableStream<Uint8Array>) => {
   const output = { text: "" }
   void (async () => {
     const decoder = new TextDecoder()
-    for await (const chunk of stream) output.text += decoder.decode(chunk, { stream: true })
+    const reader = stream.getReader()
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      output.text += decoder.decode(read.value, { stream: true })
+    }
   })()
   return output
 }

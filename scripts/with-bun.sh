@@ -1,0 +1,20 @@
+#!/bin/sh
+# Runs a command with Bun and the locked dependencies installed, so that a machine with only
+# Node.js and npm needs nothing else: Bun comes from the npm package `bun` when it is missing.
+set -e
+cd "$(dirname "$0")/.."
+if ! command -v bun >/dev/null 2>&1; then
+  if [ ! -x .tools/node_modules/.bin/bun ]; then
+    echo "Installing Bun 1.4.5 from npm into .tools/ ..." >&2
+    npm install --silent --no-save --no-package-lock --no-audit --no-fund --prefix .tools bun@1.4.5 >&2
+  fi
+  PATH="$PWD/.tools/node_modules/.bin:$PATH"
+  export PATH
+fi
+if [ ! -d node_modules ] || [ bun.lock -nt node_modules ]; then
+  bun install --frozen-lockfile >&2
+  touch node_modules
+fi
+PATH="$PWD/node_modules/.bin:$PATH"
+export PATH
+exec "$@"
