@@ -1,0 +1,243 @@
+/**
+ * Benchmark: the service against a hand-written Bun.serve baseline on copies of one seeded SQLite
+ * database, measured with wrk in turns (A B A B …), server on core 0 and wrk on core 1.
+ *
+ * Usage: bun run bench [results.json] [--rounds N] [--duration SECONDS]
+ */
+import { Database } from "bun:sqlite"
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+const root = new URL("..", import.meta.url).pathname
+const args = process.argv.slice(2)
+const option = (name: string, fallback: number) => {
+  const at = args.indexOf(name)
+  return at === -1 ? fallback : Number(args[at + 1])
+}
+const rounds = option("--rounds", 3)
+const duration = option("--duration", 8)
+const output = args.find((arg, i) => !arg.startsWith("--") && !args[i - 1]?.startsWith("--"))
+
+if (Bun.spawnSync(["sh", "-c", "command -v wrk"]).exitCode !== 0) {
+  console.error("wrk is missing. Install it with: sudo apt-get install wrk")
+  process.exit(1)
+}
+const cores = navigator.hardwareConcurrency
+const serverCore = "0"
+const loadCore = cores > 1 ? "1" : "0"
+
+const folder = mkdtempSync(join(tmpdir(), "petstore-bench-"))
+process.on("exit", () => rmSync(folder, { recursive: true, force: true }))
+
+// Seed: the service's own migrations and a production key, then 10,000 pets (a tenth without status).
+const seed = join(folder, "seed.db")
+const keyRun = Bun.spawnSync(["bun", "src/keys.ts", "create", "--name", "bench"], {
+  cwd: root,
+  env: { ...process.env, DATABASE_URL: seed, PETSTORE_ENV: "production" }
+})
+if (keyRun.exitCode !== 0) throw new Error(`Could not create a key: ${keyRun.stderr}`)
+const key = keyRun.stdout.toString().trim().split("\n").at(-1)!
+{
+  const db = new Database(seed)
+  const insert = db.query("INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)")
+  const statuses = ["available", "pending", "sold"]
+  db.transaction(() => {
+    for (let i = 1; i <= 10_000; i++) insert.run(`pet ${i}`, i % 50, i % 10 === 0 ? null : statuses[i % 3]!)
+  })()
+  db.run("PRAGMA wal_checkpoint(TRUNCATE)")
+  db.close()
+}
+
+const rssKiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1])
+
+interface Server {
+  readonly name: string
+  readonly url: string
+  readonly pid: number
+  readonly startupMs: number
+  readonly rssAfterStartKiB: number
+  readonly stop: () => Promise<void>
+}
+
+const start = async (name: string, command: Array<string>, env: Record<string, string>, port: number): Promise<Server> => {
+  const startedAt = performance.now()
+  const proc = Bun.spawn(["taskset", "-c", serverCore, ...command], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdout: Bun.file(join(folder, `${name}.log`)),
+    stderr: "inherit"
+  })
+  const url = `http://127.0.0.1:${port}`
+  for (;;) {
+    const ok = await fetch(`${url}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } }).then(
+      (r) => r.status === 200,
+      () => false
+    )
+    if (ok) break
+    if (proc.exitCode !== null) throw new Error(`${name} did not start`)
+    await Bun.sleep(5)
+  }
+  const startupMs = performance.now() - startedAt
+  return {
+    name,
+    url,
+    pid: proc.pid,
+    startupMs,
+    rssAfterStartKiB: rssKiB(proc.pid),
+    stop: async () => {
+      proc.kill("SIGTERM")
+      await proc.exited
+    }
+  }
+}
+
+const servicePort = 3901
+const baselinePort = 3902
+copyFileSync(seed, join(folder, "service.db"))
+copyFileSync(seed, join(folder, "baseline.db"))
+const service = await start("service", ["bun", "src/main.ts"], {
+  DATABASE_URL: join(folder, "service.db"),
+  PETSTORE_ENV: "production",
+  HOST: "127.0.0.1",
+  PORT: String(servicePort),
+  PUBLIC_BASE_URL: `http://localhost:${servicePort}`
+}, servicePort)
+const baseline = await start(
+  "baseline",
+  ["bun", "scripts/bench/baseline.ts", join(folder, "baseline.db"), String(baselinePort)],
+  {},
+  baselinePort
+)
+
+const lua = (name: string, body: string) => {
+  const path = join(folder, `${name}.lua`)
+  writeFileSync(path, body)
+  return path
+}
+const auth = `wrk.headers["Authorization"] = "Bearer ${key}"\n`
+const workloads = [
+  { name: "list, limit 20", path: "/v1/pets?limit=20", script: lua("list20", auth) },
+  { name: "list, limit 100, status", path: "/v1/pets?limit=100&status=available", script: lua("list100", auth) },
+  {
+    name: "get by id",
+    path: "/v1/pets/1",
+    script: lua("get", auth + `request = function() return wrk.format("GET", "/v1/pets/" .. math.random(1, 10000)) end\n`)
+  },
+  {
+    name: "create",
+    path: "/v1/pets",
+    script: lua(
+      "create",
+      auth + `wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n` +
+        `wrk.body = '{"name":"Bench","categoryId":7,"status":"pending"}'\n`
+    )
+  },
+  { name: "401 without key", path: "/v1/pets", script: lua("unauthorized", "") }
+]
+
+const toMs = (value: string, unit: string) => Number(value) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[unit]!
+const runWrk = (url: string, script: string) => {
+  const result = Bun.spawnSync([
+    "taskset", "-c", loadCore,
+    "wrk", "-t1", "-c32", `-d${duration}s`, "--latency", "-s", script, url
+  ])
+  const text = result.stdout.toString()
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1])
+  const latency = (p: string) => {
+    const match = new RegExp(`\\s${p}%\\s+([\\d.]+)(us|ms|s)`).exec(text)
+    return match ? toMs(match[1]!, match[2]!) : NaN
+  }
+  const errors = /Non-2xx or 3xx responses: (\d+)/.exec(text)?.[1]
+  return { rps, p50: latency("50"), p99: latency("99"), non2xx: Number(errors ?? 0) }
+}
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+// Warm both up once on every workload, so the first measured round is not a JIT warm-up.
+for (const workload of workloads) {
+  for (const server of [service, baseline]) {
+    Bun.spawnSync(["taskset", "-c", loadCore, "wrk", "-t1", "-c32", "-d2s", "-s", workload.script, server.url + workload.path])
+  }
+}
+
+const rows = []
+for (const workload of workloads) {
+  const samples: Record<string, Array<ReturnType<typeof runWrk>>> = { service: [], baseline: [] }
+  for (let round = 0; round < rounds; round++) {
+    for (const server of [service, baseline]) samples[server.name]!.push(runWrk(server.url + workload.path, workload.script))
+  }
+  const summary = (name: string) => ({
+    rps: median(samples[name]!.map((s) => s.rps)),
+    p50Ms: median(samples[name]!.map((s) => s.p50)),
+    p99Ms: median(samples[name]!.map((s) => s.p99)),
+    rounds: samples[name]!
+  })
+  const serviceSummary = summary("service")
+  const baselineSummary = summary("baseline")
+  rows.push({
+    workload: workload.name,
+    service: serviceSummary,
+    baseline: baselineSummary,
+    ratio: serviceSummary.rps / baselineSummary.rps
+  })
+}
+
+const rssAfterRunKiB = rssKiB(service.pid)
+await service.stop()
+await baseline.stop()
+
+const cell = (value: string, width: number) => value.padStart(width)
+console.log(
+  `\nwrk 1 thread, 32 connections, ${duration}s per run, median of ${rounds} rounds (A B turns); ` +
+    `servers on core ${serverCore}, wrk on core ${loadCore}\n`
+)
+console.log(
+  ["workload".padEnd(26), cell("service rps", 12), cell("baseline rps", 13), cell("ratio", 7), cell("p50 ms", 8), cell("p99 ms", 8), cell("base p50", 9), cell("base p99", 9)].join(" ")
+)
+for (const row of rows) {
+  console.log(
+    [
+      row.workload.padEnd(26),
+      cell(row.service.rps.toFixed(0), 12),
+      cell(row.baseline.rps.toFixed(0), 13),
+      cell(row.ratio.toFixed(2), 7),
+      cell(row.service.p50Ms.toFixed(2), 8),
+      cell(row.service.p99Ms.toFixed(2), 8),
+      cell(row.baseline.p50Ms.toFixed(2), 9),
+      cell(row.baseline.p99Ms.toFixed(2), 9)
+    ].join(" ")
+  )
+}
+const memory = {
+  rssAfterStartMiB: service.rssAfterStartKiB / 1024,
+  rssAfterRunMiB: rssAfterRunKiB / 1024,
+  growth: rssAfterRunKiB / service.rssAfterStartKiB
+}
+console.log(
+  `\nservice memory: ${memory.rssAfterStartMiB.toFixed(1)} MiB after start, ${memory.rssAfterRunMiB.toFixed(1)} MiB after the run ` +
+    `(${memory.growth.toFixed(2)}x)`
+)
+console.log(`service start to first successful request: ${service.startupMs.toFixed(0)} ms (baseline ${baseline.startupMs.toFixed(0)} ms)`)
+
+if (output !== undefined) {
+  writeFileSync(
+    output,
+    JSON.stringify(
+      {
+        date: new Date().toISOString(),
+        commit: Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root }).stdout.toString().trim(),
+        settings: { threads: 1, connections: 32, durationSeconds: duration, rounds, serverCore, loadCore },
+        workloads: rows,
+        memory,
+        startupMs: { service: service.startupMs, baseline: baseline.startupMs }
+      },
+      null,
+      2
+    ) + "\n"
+  )
+  console.log(`\nwrote ${output}`)
+}
