@@ -1,12 +1,12 @@
-import { HttpApiBuilder, HttpApiScalar, HttpMiddleware, OpenApi } from "@effect/platform"
-import { Effect, Layer } from "effect"
+import { HttpApiBuilder, HttpApiScalar, type HttpApp, HttpMiddleware, OpenApi } from "@effect/platform"
+import { Effect, Layer, LogLevel } from "effect"
 import { PetStoreApi } from "./Api.js"
 import { AppConfig } from "./AppConfig.js"
 import { AuthenticationLive } from "./Auth/Http.js"
 import { HealthHttpLive } from "./Health/Http.js"
 import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { ErrorResponses } from "./Http/ErrorResponses.js"
-import { requestLog } from "./Http/RequestLog.js"
+import { makeRequestLog, RequestLines } from "./Http/RequestLog.js"
 import { PetsHttpLive, SunsetPolicyLive } from "./Pets/Http.js"
 
 /** The API definition with this deployment's servers, for the OpenAPI document and the docs page. */
@@ -24,20 +24,27 @@ const ApiLive = Layer.unwrapEffect(
   Layer.provide([AuthenticationLive, SunsetPolicyLive])
 )
 
+/** The API's handlers, its OpenAPI document and docs page, and error bodies for every failure. */
+export const AppLive = Layer.mergeAll(
+  HttpApiScalar.layer({ path: "/docs" }),
+  HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" }),
+  ErrorResponses
+).pipe(Layer.provideMerge(ApiLive))
+
+/** Around every request: the count of requests in flight (for a graceful stop), then the request log. */
+export const serverMiddleware = Effect.gen(function*() {
+  const { middleware } = yield* InFlightRequests
+  const { logLevel } = yield* AppConfig
+  const requestLog = makeRequestLog(LogLevel.greaterThan(logLevel, LogLevel.Info) ? undefined : (yield* RequestLines).add)
+  return (app: HttpApp.Default) => requestLog(middleware(app))
+})
+
 /**
- * The whole HTTP service: the API, its OpenAPI document and docs page, error bodies for every
- * failure, the request log, and the count of requests in flight for a graceful stop. Needs an
- * `HttpServer`, the stores, `InFlightRequests` and `AppConfig`.
+ * The whole HTTP service. Needs an `HttpServer`, the stores, `InFlightRequests`, `RequestLines`
+ * and `AppConfig`.
  */
-export const HttpLive = Layer.unwrapEffect(
-  Effect.map(InFlightRequests, ({ middleware }) =>
-    HttpApiBuilder.serve((app) => requestLog(middleware(app)))
-  )
-).pipe(
-  Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
-  Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
-  Layer.provide(ErrorResponses),
-  Layer.provide(ApiLive),
+export const HttpLive = Layer.unwrapEffect(Effect.map(serverMiddleware, HttpApiBuilder.serve)).pipe(
+  Layer.provide(AppLive),
   // Spans are exported nowhere; tracing every request would cost time for nothing.
   HttpMiddleware.withTracerDisabledWhen(() => true)
 )

@@ -4,6 +4,7 @@ import { AppConfig } from "./AppConfig.js"
 import { ApiKeys } from "./Auth/ApiKeys.js"
 import { HttpLive } from "./Http.js"
 import { InFlightRequests } from "./Http/InFlightRequests.js"
+import { RequestLines } from "./Http/RequestLog.js"
 import { Cursors } from "./Pets/Cursors.js"
 import { PetRepository } from "./Pets/PetRepository.js"
 import { Database } from "./Sql/Database.js"
@@ -15,7 +16,7 @@ const ServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ host, port }) =>
     HttpLive.pipe(Layer.provide(BunHttpServer.layer({ port, hostname: host, development: false })))
   )
-).pipe(Layer.provide(StoresLive))
+).pipe(Layer.provide(StoresLive), Layer.provide(RequestLines.Stdout))
 
 /** How long a stop waits for the requests in flight. */
 const drainTimeout = "10 seconds"

@@ -14,6 +14,7 @@ import {
   NotFoundBody
 } from "../Domain/ApiError.js"
 import { describeIssues } from "./ParseIssues.js"
+import { requestIdOf } from "./RequestLog.js"
 import { makeAllowedMethods } from "./Routes.js"
 
 const respond = <A, I>(schema: Schema.Schema<A, I>, status: number, error: A, headers: Record<string, string> = {}) =>
@@ -73,7 +74,8 @@ export const ErrorResponses = HttpApiBuilder.middleware(
             }
             if (!Cause.isDie(cause)) return yield* passThrough
           }
-          yield* Effect.logError("request failed", cause)
+          const request = yield* HttpServerRequest.HttpServerRequest
+          yield* Effect.logError("request failed", cause).pipe(Effect.annotateLogs("requestId", requestIdOf(request)))
           return internalError
         }))
   })

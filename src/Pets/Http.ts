@@ -3,17 +3,20 @@ import { Clock, Effect, Layer, Option } from "effect"
 import { PetStoreApi } from "../Api.js"
 import { AppConfig } from "../AppConfig.js"
 import { Gone, NotFound } from "../Domain/ApiError.js"
-import { NewPet } from "../Domain/Pet.js"
+import { NewPet, type Pet } from "../Domain/Pet.js"
 import { readJsonBody } from "../Http/JsonBody.js"
 import { defaultLimit } from "./Api.js"
 import { Cursors } from "./Cursors.js"
 import { getPetDeprecatedAt, getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
 import { PetRepository } from "./PetRepository.js"
 
-const setHeader = (name: string, value: string) =>
-  HttpApp.appendPreResponseHandler((_request, response) =>
-    Effect.succeed(HttpServerResponse.setHeader(response, name, value))
-  )
+/**
+ * A Pet is its own wire form (the Schema has no transformation) and the repository has already
+ * checked every row, so responses are written directly: encoding a page of 100 pets through the
+ * Schema again would cost more than the query.
+ */
+const json = (body: Pet | ReadonlyArray<Pet>, options?: { readonly status?: number; readonly headers?: Record<string, string> }) =>
+  HttpServerResponse.unsafeJson(body, options)
 
 export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers) =>
   Effect.gen(function*() {
@@ -27,29 +30,26 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
           const afterId = cursor === undefined ? undefined : yield* cursors.decode(cursor, status)
           const page = yield* pets.list({ afterId, limit, status })
           const last = page.pets[page.pets.length - 1]
-          if (page.hasMore && last !== undefined) {
-            const next = new URL(`${publicBaseUrl}/v1/pets`)
-            next.searchParams.set("limit", String(limit))
-            if (status !== undefined) next.searchParams.set("status", status)
-            next.searchParams.set("cursor", cursors.encode({ afterId: last.id, status }))
-            yield* setHeader("link", `<${next.href}>; rel="next"`)
-          }
-          return page.pets
+          if (!page.hasMore || last === undefined) return json(page.pets)
+          const next = new URL(`${publicBaseUrl}/v1/pets`)
+          next.searchParams.set("limit", String(limit))
+          if (status !== undefined) next.searchParams.set("status", status)
+          next.searchParams.set("cursor", cursors.encode({ afterId: last.id, status }))
+          return json(page.pets, { headers: { link: `<${next.href}>; rel="next"` } })
         }))
       // Raw: the body is read here, after authentication, with its own size and media-type checks.
       .handleRaw("createPet", () =>
         Effect.gen(function*() {
           const newPet = yield* readJsonBody(NewPet)
           const pet = yield* pets.create(newPet)
-          yield* setHeader("location", `/v1/pets/${pet.id}`)
-          return pet
+          return json(pet, { status: 201, headers: { location: `/v1/pets/${pet.id}` } })
         }))
       .handle("getPet", ({ path: { petId } }) =>
         pets.findById(petId).pipe(
           Effect.flatMap(Option.match({
             onNone: () =>
               Effect.fail(new NotFound({ code: "pet_not_found", message: `petId: no animal has id ${petId}`, status: 404 })),
-            onSome: Effect.succeed
+            onSome: (pet) => Effect.succeed(json(pet))
           }))
         ))
   }))

@@ -6,6 +6,7 @@ import { AppConfig } from "../../src/AppConfig.js"
 import { ApiKeys } from "../../src/Auth/ApiKeys.js"
 import { HttpLive } from "../../src/Http.js"
 import { InFlightRequests } from "../../src/Http/InFlightRequests.js"
+import { RequestLines } from "../../src/Http/RequestLog.js"
 import { Cursors } from "../../src/Pets/Cursors.js"
 import { PetRepository } from "../../src/Pets/PetRepository.js"
 
@@ -18,7 +19,9 @@ export const makeTestServer = (
   HttpLive.pipe(
     Layer.provideMerge(BunHttpServer.layerTest),
     Layer.provideMerge(Layer.mergeAll(pets, ApiKeys.InMemory, Cursors.InMemory)),
-    Layer.provideMerge(Layer.merge(AppConfig.make({ publicBaseUrl }), InFlightRequests.layer))
+    Layer.provideMerge(
+      Layer.mergeAll(AppConfig.make({ publicBaseUrl }), InFlightRequests.layer, RequestLines.layer(() => {}))
+    )
   )
 
 export const TestServer = makeTestServer()
