@@ -5,7 +5,7 @@ import { AppConfig } from "./AppConfig.js"
 import { AuthenticationLive } from "./Auth/Http.js"
 import { HealthHttpLive } from "./Health/Http.js"
 import { InFlightRequests } from "./Http/InFlightRequests.js"
-import { ErrorResponses } from "./Http/ErrorResponses.js"
+import { ApiResponses } from "./Http/ApiResponses.js"
 import { makeRequestLog, RequestLines } from "./Http/RequestLog.js"
 import { PetsHttpLive, SunsetPolicyLive } from "./Pets/Http.js"
 
@@ -24,11 +24,11 @@ const ApiLive = Layer.unwrapEffect(
   Layer.provide([AuthenticationLive, SunsetPolicyLive])
 )
 
-/** The API's handlers, its OpenAPI document and docs page, and error bodies for every failure. */
+/** The API's handlers, its OpenAPI document and docs page, error bodies and request ids. */
 export const AppLive = Layer.mergeAll(
   HttpApiScalar.layer({ path: "/docs" }),
   HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" }),
-  ErrorResponses
+  ApiResponses
 ).pipe(Layer.provideMerge(ApiLive))
 
 /** Around every request: the count of requests in flight (for a graceful stop), then the request log. */

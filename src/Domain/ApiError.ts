@@ -96,7 +96,20 @@ export const UnsupportedMediaTypeBody = ErrorBody(UnsupportedMediaType, "The req
 export const InternalErrorBody = ErrorBody(InternalError, "The service failed unexpectedly.")
 export const ServiceUnavailableBody = ErrorBody(ServiceUnavailable, "The database does not answer, or the instance is shutting down.")
 
-/** Every error the service answers with, for code outside the declared endpoints (unknown routes). */
+/** The wire form of every error the service answers with, by tag. */
+export const errorBodies = {
+  BadRequest: BadRequestBody,
+  Unauthorized: UnauthorizedBody,
+  NotFound: NotFoundBody,
+  MethodNotAllowed: MethodNotAllowedBody,
+  Gone: GoneBody,
+  PayloadTooLarge: PayloadTooLargeBody,
+  UnsupportedMediaType: UnsupportedMediaTypeBody,
+  InternalError: InternalErrorBody,
+  ServiceUnavailable: ServiceUnavailableBody
+} as const
+
+/** Every error the service answers with. */
 export type ApiError =
   | BadRequest
   | Unauthorized

@@ -1,4 +1,5 @@
-import { HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { HttpApp } from "@effect/platform"
+import { HttpServerRequest } from "@effect/platform"
 import { Context, Effect, Exit, Layer } from "effect"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
@@ -51,38 +52,35 @@ export class RequestLines extends Context.Tag("petstore/RequestLines")<
 }
 
 /**
- * Gives every response an `X-Request-Id` (the caller's, when it sent a sane one) and, when `log`
- * is given, one structured JSON line per request: method, path, status, duration and request id,
+ * Names every request (the caller's `X-Request-Id` when it sent a sane one, else a new one; the API
+ * puts it on the response) and, when `log` is given, writes one structured JSON line per request: method, path, status, duration and request id,
  * in the shape of the service's other log lines. Headers and the query string are never logged,
  * so neither is a key.
  */
 export const makeRequestLog = (log: ((line: string) => void) | undefined) =>
 (app: HttpApp.Default): HttpApp.Default<never, HttpServerRequest.HttpServerRequest> =>
-  Effect.gen(function*() {
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const start = performance.now()
-    const request = yield* HttpServerRequest.HttpServerRequest
     const incoming = request.headers["x-request-id"]
-    const requestId = incoming !== undefined && acceptableRequestId.test(incoming) ? incoming : crypto.randomUUID()
-    requestIds.set(request, requestId)
-    yield* HttpApp.appendPreResponseHandler((_request, response) =>
-      Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
+    requestIds.set(
+      request,
+      incoming !== undefined && acceptableRequestId.test(incoming) ? incoming : crypto.randomUUID()
     )
-    if (log === undefined) return yield* app
-    const queryAt = request.url.indexOf("?")
-    const path = queryAt === -1 ? request.url : request.url.slice(0, queryAt)
-    return yield* Effect.onExit(app, (exit) =>
-      Effect.sync(() =>
+    if (log === undefined) return app
+    return Effect.onExit(app, (exit) =>
+      Effect.sync(() => {
+        const queryAt = request.url.indexOf("?")
         log(JSON.stringify({
           message: "request",
           logLevel: "INFO",
           timestamp: new Date().toISOString(),
           annotations: {
             method: request.method,
-            path,
+            path: queryAt === -1 ? request.url : request.url.slice(0, queryAt),
             status: Exit.isSuccess(exit) ? exit.value.status : 500,
             durationMs: Math.round((performance.now() - start) * 100) / 100,
-            requestId
+            requestId: requestIdOf(request)
           }
         }))
-      ))
+      }))
   })

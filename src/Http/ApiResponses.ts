@@ -1,10 +1,12 @@
 import { HttpApiBuilder, type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
-import { Cause, Effect, Option, Schema } from "effect"
+import { Cause, Effect, Option, Predicate, Schema } from "effect"
 import { PetStoreApi } from "../Api.js"
 import {
+  type ApiError,
   BadRequest,
+  errorBodies,
   BadRequestBody,
   InternalError,
   InternalErrorBody,
@@ -26,24 +28,39 @@ const internalError = respond(
   new InternalError({ code: "internal_error", message: "The service failed unexpectedly; the request id names it in the log", status: 500 })
 )
 
+const isApiError = (error: unknown): error is ApiError =>
+  Predicate.hasProperty(error, "_tag") && Predicate.hasProperty(errorBodies, error._tag as string) &&
+  Predicate.hasProperty(error, "status")
+
+/** RFC 6750: a 401 names the realm, and the error when a token was sent. */
+const challenge = (error: ApiError): Record<string, string> =>
+  error._tag !== "Unauthorized"
+    ? {}
+    : {
+      "www-authenticate": error.code === "missing_api_key"
+        ? `Bearer realm="petstore"`
+        : `Bearer realm="petstore", error="invalid_token"`
+    }
+
 /**
- * Turns every failure under the API into the interface's Error body: the platform's decode errors,
- * unknown routes and methods, and unexpected failures (logged, never shown). The errors the
- * endpoints declare pass through to the platform, which encodes them.
+ * Every response leaving the API carries the request's `X-Request-Id`, and every failure becomes
+ * the interface's Error body: the errors the endpoints declare (encoded directly with their own
+ * wire schema, cheaper than the platform's union of all of them), the platform's decode errors,
+ * unknown routes and methods, and unexpected failures (logged, never shown).
  */
-export const ErrorResponses = HttpApiBuilder.middleware(
+export const ApiResponses = HttpApiBuilder.middleware(
   PetStoreApi,
   Effect.sync(() => {
     const allowedMethods = makeAllowedMethods()
-    return (app: HttpApp.Default): HttpApp.Default =>
-      Effect.catchAllCause(app, (cause: Cause.Cause<unknown>) =>
+    const errorResponse = (cause: Cause.Cause<unknown>) =>
         Effect.gen(function*() {
-          // The platform encodes the errors the endpoints declare; the app's type does not list them.
-          const passThrough = Effect.failCause(cause as Cause.Cause<never>)
-          if (Cause.isInterruptedOnly(cause)) return yield* passThrough
+          if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause as Cause.Cause<never>)
           const failure = Cause.failureOption(cause)
-          if (Option.isSome(failure)) {
+          if (Option.isSome(failure) && !Cause.isDie(cause)) {
             const error = failure.value
+            if (isApiError(error)) {
+              return respond(errorBodies[error._tag] as Schema.Schema<ApiError, unknown>, error.status, error, challenge(error))
+            }
             if (error instanceof HttpApiDecodeError) {
               return respond(
                 BadRequestBody,
@@ -72,11 +89,19 @@ export const ErrorResponses = HttpApiBuilder.middleware(
                   { allow: allowed.join(", ") }
                 )
             }
-            if (!Cause.isDie(cause)) return yield* passThrough
           }
           const request = yield* HttpServerRequest.HttpServerRequest
           yield* Effect.logError("request failed", cause).pipe(Effect.annotateLogs("requestId", requestIdOf(request)))
           return internalError
-        }))
+        })
+    return (app: HttpApp.Default): HttpApp.Default =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const withId = (response: HttpServerResponse.HttpServerResponse) =>
+          HttpServerResponse.setHeader(response, "x-request-id", requestIdOf(request))
+        return Effect.matchCauseEffect(app, {
+          onSuccess: (response) => Effect.succeed(withId(response)),
+          onFailure: (cause) => Effect.map(errorResponse(cause), withId)
+        })
+      })
   })
 )
