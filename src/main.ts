@@ -7,10 +7,10 @@ import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { RequestLines } from "./Http/RequestLog.js"
 import { Cursors } from "./Pets/Cursors.js"
 import { PetRepository } from "./Pets/PetRepository.js"
-import { Database } from "./Sql/Database.js"
+import { Sqlite } from "./Sql/Database.js"
 
 /** The stores on the configured database. */
-const StoresLive = Layer.mergeAll(PetRepository.Sql, ApiKeys.Sql, Cursors.Sql).pipe(Layer.provide(Database))
+const StoresLive = Layer.mergeAll(PetRepository.Sqlite, ApiKeys.Sqlite, Cursors.Sqlite).pipe(Layer.provide(Sqlite.layer))
 
 const ServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ host, port }) =>

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
-import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../src/AppConfig.js"
 import { ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
+import { Sqlite } from "../src/Sql/Database.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
 const stores = (environment: "production" | "staging"): ReadonlyArray<readonly [string, Layer.Layer<ApiKeys, unknown>]> => [
   ["in memory", ApiKeys.InMemory.pipe(Layer.provide(AppConfig.make({ environment })))],
-  ["SQLite", ApiKeys.Sql.pipe(Layer.provide(TemporarySqlite), Layer.provide(AppConfig.make({ environment })))]
+  ["SQLite", ApiKeys.Sqlite.pipe(Layer.provide(TemporarySqlite), Layer.provide(AppConfig.make({ environment })))]
 ]
 
 for (const [name, store] of stores("staging")) {
@@ -54,9 +54,8 @@ describe("the SQLite key store", () => {
   it.effect("keeps only the SHA-256 hash, never the key", () =>
     Effect.gen(function*() {
       const { key } = yield* (yield* ApiKeys).create("alice")
-      const sql = yield* SqlClient.SqlClient
-      const rows = yield* sql`SELECT * FROM api_keys`
+      const rows = (yield* Sqlite).query("SELECT * FROM api_keys").all()
       expect(JSON.stringify(rows)).not.toContain(Redacted.value(key))
       expect(rows[0]).toMatchObject({ key_hash: hashKey(Redacted.value(key)) })
-    }).pipe(Effect.provide(ApiKeys.Sql.pipe(Layer.provideMerge(TemporarySqlite), Layer.provide(AppConfig.make())))))
+    }).pipe(Effect.provide(ApiKeys.Sqlite.pipe(Layer.provideMerge(TemporarySqlite), Layer.provide(AppConfig.make())))))
 })

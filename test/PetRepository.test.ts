@@ -1,13 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
-import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option } from "effect"
 import type { NewPet } from "../src/Domain/Pet.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
+import { Sqlite } from "../src/Sql/Database.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
 const stores: ReadonlyArray<readonly [string, Layer.Layer<PetRepository, unknown>]> = [
   ["in memory", PetRepository.InMemory],
-  ["SQLite", PetRepository.Sql.pipe(Layer.provide(TemporarySqlite))]
+  ["SQLite", PetRepository.Sqlite.pipe(Layer.provide(TemporarySqlite))]
 ]
 
 const rex: NewPet = { name: "Rex", categoryId: 3, status: "available" }
@@ -63,23 +63,24 @@ for (const [name, store] of stores) {
 describe("SQLite database", () => {
   it.effect("runs WAL with synchronous=NORMAL, a busy timeout, and an index serving the status filter in id order", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      expect(yield* sql`PRAGMA journal_mode`).toEqual([{ journal_mode: "wal" }])
-      expect(yield* sql`PRAGMA synchronous`).toEqual([{ synchronous: 1 }])
-      expect(yield* sql`PRAGMA busy_timeout`).toEqual([{ timeout: 5000 }])
-      const plan = yield* sql<{ detail: string }>`EXPLAIN QUERY PLAN
-        SELECT id FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21`
-      expect(plan.map((row) => row.detail).join("\n")).toMatch(/USING (COVERING )?INDEX pets_status_id/)
-      expect(plan.map((row) => row.detail).join("\n")).not.toContain("TEMP B-TREE")
+      const db = yield* Sqlite
+      expect(db.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" })
+      expect(db.query("PRAGMA synchronous").get()).toEqual({ synchronous: 1 })
+      expect(db.query("PRAGMA busy_timeout").get()).toEqual({ timeout: 5000 })
+      const plan = db.query<{ detail: string }, []>(`EXPLAIN QUERY PLAN
+        SELECT id, name, category_id, status FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21`).all()
+      const details = plan.map((row) => row.detail).join("\n")
+      expect(details).toMatch(/USING INDEX pets_status_id/)
+      expect(details).not.toContain("TEMP B-TREE")
     }).pipe(Effect.provide(TemporarySqlite)))
 
   it.effect("ids are never reused, even after the highest row is deleted", () =>
     Effect.gen(function*() {
       const pets = yield* PetRepository
-      const sql = yield* SqlClient.SqlClient
+      const db = yield* Sqlite
       yield* pets.create(rex)
       const second = yield* pets.create(rex)
-      yield* sql`DELETE FROM pets WHERE id = ${second.id}`
+      db.run("DELETE FROM pets WHERE id = ?", [second.id])
       expect((yield* pets.create(rex)).id).toBe(3)
-    }).pipe(Effect.provide(PetRepository.Sql.pipe(Layer.provideMerge(TemporarySqlite)))))
+    }).pipe(Effect.provide(PetRepository.Sqlite.pipe(Layer.provideMerge(TemporarySqlite)))))
 })

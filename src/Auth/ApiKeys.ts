@@ -1,7 +1,7 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
 import { Context, Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { AppConfig, type Environment } from "../AppConfig.js"
+import { Sqlite } from "../Sql/Database.js"
 
 export class ApiKeyRecord extends Schema.Class<ApiKeyRecord>("ApiKeyRecord")({
   id: Schema.Number,
@@ -81,53 +81,38 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
     })
   )
 
-  /** Keys in the `api_keys` table of the SQL database. */
-  static readonly Sql = Layer.effect(
+  /** Keys in the `api_keys` table of the SQLite database, through prepared statements. */
+  static readonly Sqlite = Layer.effect(
     ApiKeys,
     Effect.gen(function*() {
       const { environment } = yield* AppConfig
-      const sql = yield* SqlClient.SqlClient
-      const columns = sql`id, name, prefix, created_at AS "createdAt", revoked_at AS "revokedAt"`
-
-      const insert = SqlSchema.single({
-        Request: Schema.Struct({ name: Schema.String, prefix: Schema.String, hash: Schema.String }),
-        Result: ApiKeyRecord,
-        execute: ({ hash, name, prefix }) =>
-          sql`INSERT INTO api_keys (name, prefix, key_hash, created_at)
-              VALUES (${name}, ${prefix}, ${hash}, ${new Date().toISOString()})
-              RETURNING ${columns}`
-      })
-      const all = SqlSchema.findAll({
-        Request: Schema.Void,
-        Result: ApiKeyRecord,
-        execute: () => sql`SELECT ${columns} FROM api_keys ORDER BY id`
-      })
-      const revoke = SqlSchema.findOne({
-        Request: Schema.Number,
-        Result: ApiKeyRecord,
-        execute: (id) =>
-          sql`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${new Date().toISOString()})
-              WHERE id = ${id} RETURNING ${columns}`
-      })
-      const activeByHash = SqlSchema.findOne({
-        Request: Schema.String,
-        Result: Schema.Struct({ keyId: Schema.Number, name: Schema.String }),
-        execute: (hash) =>
-          sql`SELECT id AS "keyId", name FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`
-      })
-
+      const db = yield* Sqlite
+      const columns = "id, name, prefix, created_at AS createdAt, revoked_at AS revokedAt"
+      const insert = db.query(
+        `INSERT INTO api_keys (name, prefix, key_hash, created_at) VALUES (?, ?, ?, ?) RETURNING ${columns}`
+      )
+      const all = db.query(`SELECT ${columns} FROM api_keys ORDER BY id`)
+      const revoke = db.query(
+        `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? RETURNING ${columns}`
+      )
+      const activeByHash = db.query<KeyHolder, [string]>(
+        "SELECT id AS keyId, name FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL"
+      )
+      // A failing statement is a defect: nothing a caller could handle.
       return ApiKeys.of({
-        create: (name) => {
-          const key = generateKey(environment)
-          return insert({ name, prefix: key.slice(0, shownPrefixLength), hash: hashKey(key) }).pipe(
-            Effect.map((record) => ({ key: Redacted.make(key), record })),
-            Effect.orDie
-          )
-        },
-        list: Effect.orDie(all(undefined)),
-        revoke: (id) => Effect.orDie(revoke(id)),
-        findActiveByHash: (hash) => Effect.orDie(activeByHash(hash))
+        create: (name) =>
+          Effect.sync(() => {
+            const key = generateKey(environment)
+            const row = insert.get(name, key.slice(0, shownPrefixLength), hashKey(key), new Date().toISOString())
+            return { key: Redacted.make(key), record: decodeRecord(row) }
+          }),
+        list: Effect.sync(() => all.all().map((row) => decodeRecord(row))),
+        revoke: (id) =>
+          Effect.sync(() => Option.fromNullable(revoke.get(new Date().toISOString(), id)).pipe(Option.map(decodeRecord))),
+        findActiveByHash: (hash) => Effect.sync(() => Option.fromNullable(activeByHash.get(hash)))
       })
     })
   )
 }
+
+const decodeRecord = Schema.decodeUnknownSync(ApiKeyRecord)

@@ -1,7 +1,7 @@
-import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option, type ParseResult, Ref, Schema } from "effect"
+import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
 import type { NewPet, Pet, PetId } from "../Domain/Pet.js"
 import { PetStatus } from "../Domain/Pet.js"
+import { Sqlite } from "../Sql/Database.js"
 
 export interface PetQuery {
   readonly status?: PetStatus | undefined
@@ -51,55 +51,46 @@ export class PetRepository extends Context.Tag("petstore/PetRepository")<
     })
   )
 
-  /** Pets in the `pets` table of the SQL database. */
-  static readonly Sql = Layer.effect(
+  /** Pets in the `pets` table of the SQLite database, through prepared statements. */
+  static readonly Sqlite = Layer.effect(
     PetRepository,
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const columns = sql`id, name, category_id, status`
+    Effect.map(Sqlite, (db) => {
+      const columns = "id, name, category_id, status"
+      const insert = db.query(`INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING ${columns}`)
+      const byId = db.query(`SELECT ${columns} FROM pets WHERE id = ?`)
+      const page = db.query(`SELECT ${columns} FROM pets WHERE id > ? ORDER BY id LIMIT ?`)
+      const pageByStatus = db.query(`SELECT ${columns} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`)
+      const ping = db.query("SELECT 1")
+      // A failing statement is a defect: nothing a caller could handle.
       return PetRepository.of({
-        create: (pet) =>
-          sql`INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status ?? null})
-              RETURNING ${columns}`.pipe(Effect.flatMap(decodeRows), Effect.map((pets) => pets[0]!), Effect.orDie),
-        findById: (id) =>
-          sql`SELECT ${columns} FROM pets WHERE id = ${id}`.pipe(
-            Effect.flatMap(decodeRows),
-            Effect.map((pets) => Option.fromNullable(pets[0])),
-            Effect.orDie
-          ),
+        create: (pet) => Effect.sync(() => toPets([insert.get(pet.name, pet.categoryId, pet.status ?? null)])[0]!),
+        findById: (id) => Effect.sync(() => Option.fromNullable(toPets([byId.get(id)].filter((row) => row !== null))[0])),
         list: ({ afterId = 0, limit, status }) =>
-          // One row more than the page tells whether another page follows.
-          (status === undefined
-            ? sql`SELECT ${columns} FROM pets WHERE id > ${afterId} ORDER BY id LIMIT ${limit + 1}`
-            : sql`SELECT ${columns} FROM pets WHERE status = ${status} AND id > ${afterId} ORDER BY id LIMIT ${
-              limit + 1
-            }`).pipe(
-              Effect.flatMap(decodeRows),
-              Effect.map((pets) => ({ pets: pets.slice(0, limit), hasMore: pets.length > limit })),
-              Effect.orDie
-            ),
-        isReady: sql`SELECT 1`.pipe(Effect.as(true), Effect.orElseSucceed(() => false))
+          Effect.sync(() => {
+            // One row more than the page tells whether another page follows.
+            const rows = status === undefined ? page.all(afterId, limit + 1) : pageByStatus.all(status, afterId, limit + 1)
+            const pets = toPets(rows)
+            return { pets: pets.slice(0, limit), hasMore: pets.length > limit }
+          }),
+        isReady: Effect.sync(() => ping.get() !== null).pipe(Effect.catchAllDefect(() => Effect.succeed(false)))
       })
     })
   )
 }
 
 /** Rows of `pets`: snake_case columns, NULL for an absent status. */
-const PetRows = Schema.Array(Schema.Struct({
+const decodePetRows = Schema.decodeUnknownSync(Schema.Array(Schema.Struct({
   id: Schema.Number,
   name: Schema.String,
   category_id: Schema.Number,
   status: Schema.NullOr(PetStatus)
-}))
-
-const decodePetRows = Schema.decodeUnknown(PetRows)
+})))
 
 /**
  * Rows are checked against the table's shape, then mapped by hand: a Schema transformation per row
  * costs more than the query itself on a page of 100.
  */
-const decodeRows = (rows: unknown): Effect.Effect<Array<Pet>, ParseResult.ParseError> =>
-  Effect.map(decodePetRows(rows), (rows) =>
-    rows.map(({ category_id, id, name, status }) =>
-      status === null ? { id, name, categoryId: category_id } : { id, name, categoryId: category_id, status }
-    ))
+const toPets = (rows: ReadonlyArray<unknown>): Array<Pet> =>
+  decodePetRows(rows).map(({ category_id, id, name, status }) =>
+    status === null ? { id, name, categoryId: category_id } : { id, name, categoryId: category_id, status }
+  )
