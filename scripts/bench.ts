@@ -3,9 +3,10 @@
  * database, measured with wrk in turns (A B A B …), server on core 0 and wrk on core 1.
  *
  * Usage: bun run bench [results.json] [--rounds N] [--duration SECONDS]
+ * (`bun run bench` builds dist/main.js first; `bun scripts/bench.ts` uses the build as it is.)
  */
 import { Database } from "bun:sqlite"
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -96,7 +97,9 @@ const servicePort = 3901
 const baselinePort = 3902
 copyFileSync(seed, join(folder, "service.db"))
 copyFileSync(seed, join(folder, "baseline.db"))
-const service = await start("service", ["bun", "src/main.ts"], {
+// The production build, as `npm start` runs it (`bun run build` makes it).
+if (!existsSync(join(root, "dist/main.js"))) throw new Error("dist/main.js is missing: run `bun run build` first")
+const service = await start("service", ["bun", "dist/main.js"], {
   DATABASE_URL: join(folder, "service.db"),
   PETSTORE_ENV: "production",
   HOST: "127.0.0.1",

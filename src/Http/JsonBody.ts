@@ -19,7 +19,11 @@ const readText = (request: HttpServerRequest.HttpServerRequest) => {
   const declared = request.headers["content-length"]
   if (declared !== undefined) {
     // A declared length is checked before a byte is read.
-    return Number(declared) > maxBodyBytes ? Effect.fail(tooLarge) : Effect.orDie(request.text)
+    if (Number(declared) > maxBodyBytes) return Effect.fail(tooLarge)
+    // Bun's own Request reads the body directly; the platform's wrapper caches it through a fiber.
+    return request.source instanceof Request
+      ? Effect.promise(() => (request.source as Request).text())
+      : Effect.orDie(request.text)
   }
   return request.stream.pipe(
     Stream.runFoldEffect({ size: 0, chunks: [] as Array<Uint8Array> }, (read, chunk) =>
