@@ -26,10 +26,11 @@ const readText = (request: HttpServerRequest.HttpServerRequest) => {
       : Effect.orDie(request.text)
   }
   return request.stream.pipe(
-    Stream.runFoldEffect({ size: 0, chunks: [] as Array<Uint8Array> }, (read, chunk) =>
-      read.size + chunk.length > maxBodyBytes
-        ? Effect.fail(tooLarge)
-        : Effect.succeed({ size: read.size + chunk.length, chunks: [...read.chunks, chunk] })),
+    Stream.runFoldEffect({ size: 0, chunks: [] as Array<Uint8Array> }, (read, chunk) => {
+      if (read.size + chunk.length > maxBodyBytes) return Effect.fail(tooLarge)
+      read.chunks.push(chunk)
+      return Effect.succeed({ size: read.size + chunk.length, chunks: read.chunks })
+    }),
     Effect.map(({ chunks }) => Buffer.concat(chunks).toString("utf8")),
     Effect.catchTag("RequestError", () => Effect.succeed(""))
   )

@@ -18,6 +18,8 @@ import { PetRepository } from "./PetRepository.js"
 const json = (body: Pet | ReadonlyArray<Pet>, options?: { readonly status?: number; readonly headers?: Record<string, string> }) =>
   HttpServerResponse.unsafeJson(body, options)
 
+const readNewPet = readJsonBody(NewPet)
+
 export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers) =>
   Effect.gen(function*() {
     const pets = yield* PetRepository
@@ -40,7 +42,7 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
       // Raw: the body is read here, after authentication, with its own size and media-type checks.
       .handleRaw("createPet", () =>
         Effect.gen(function*() {
-          const newPet = yield* readJsonBody(NewPet)
+          const newPet = yield* readNewPet
           const pet = yield* pets.create(newPet)
           return json(pet, { status: 201, headers: { location: `/v1/pets/${pet.id}` } })
         }))
