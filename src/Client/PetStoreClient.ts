@@ -1,0 +1,160 @@
+import {
+  FetchHttpClient,
+  HttpApiClient,
+  HttpClient,
+  type HttpClientError,
+  HttpClientRequest,
+  type HttpClientResponse
+} from "@effect/platform"
+import { Chunk, Config, Context, Duration, Effect, FiberRef, Layer, Option, Redacted, Schedule, Stream } from "effect"
+import { PetStoreApi } from "../Api.js"
+import type { NewPet, Pet, PetStatus } from "../Domain/Pet.js"
+
+/** Which deployment a client talks to; `production` and `staging` take their address from configuration. */
+export type Target =
+  | { readonly environment: "production" | "staging" }
+  | { readonly baseUrl: string }
+
+export interface PetStoreClientOptions {
+  readonly target: Target
+  readonly apiKey: Redacted.Redacted
+  /** Attempts after the first for transient failures (default 3). */
+  readonly retries?: number | undefined
+  /** First retry delay; doubles each attempt, with jitter (default 100 ms). */
+  readonly retryBaseDelay?: Duration.DurationInput | undefined
+}
+
+/** The `Idempotency-Key` header for the request being made, set by `createPet`. */
+const currentIdempotencyKey = FiberRef.unsafeMake(Option.none<string>())
+
+const transientStatuses = new Set([502, 503, 504])
+
+class TransientStatus {
+  readonly _tag = "TransientStatus"
+  constructor(readonly response: HttpClientResponse.HttpClientResponse) {}
+}
+
+/**
+ * Retries what is safe to retry: a GET, or a POST that carries an idempotency key, after a
+ * connection error or a 502, 503 or 504, with exponential backoff and jitter. The last answer is
+ * returned as it came when the retries run out.
+ */
+const retryTransient = (retries: number, baseDelay: Duration.DurationInput) => (client: HttpClient.HttpClient) => {
+  const schedule = Schedule.exponential(baseDelay).pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(retries)))
+  const isTransient = (error: HttpClientError.HttpClientError | TransientStatus) =>
+    error._tag === "TransientStatus" || (error._tag === "RequestError" && error.reason === "Transport")
+  return HttpClient.transform(client, (effect, request): Effect.Effect<HttpClientResponse.HttpClientResponse, HttpClientError.HttpClientError> => {
+    const safe = request.method === "GET" || (request.method === "POST" && request.headers["idempotency-key"] !== undefined)
+    if (!safe) return effect
+    return effect.pipe(
+      Effect.flatMap((response) =>
+        transientStatuses.has(response.status) ? Effect.fail(new TransientStatus(response)) : Effect.succeed(response)
+      ),
+      Effect.retry({ schedule, while: isTransient }),
+      Effect.catchIf(
+        (error): error is TransientStatus => error._tag === "TransientStatus",
+        (error) => Effect.succeed(error.response)
+      )
+    )
+  })
+}
+
+const nextCursor = (link: string | undefined): Option.Option<string> => {
+  const url = link === undefined ? undefined : /<([^>]+)>\s*;\s*rel="next"/.exec(link)?.[1]
+  return Option.fromNullable(url === undefined ? null : new URL(url).searchParams.get("cursor"))
+}
+
+const make = (options: PetStoreClientOptions) =>
+  Effect.gen(function*() {
+    const baseUrl = "baseUrl" in options.target
+      ? options.target.baseUrl
+      : yield* Config.string(
+        options.target.environment === "production" ? "PETSTORE_PRODUCTION_URL" : "PETSTORE_STAGING_URL"
+      )
+    const httpClient = (yield* HttpClient.HttpClient).pipe(
+      HttpClient.mapRequest(HttpClientRequest.bearerToken(Redacted.value(options.apiKey))),
+      HttpClient.mapRequestEffect((request) =>
+        Effect.map(
+          FiberRef.get(currentIdempotencyKey),
+          Option.match({
+            onNone: () => request,
+            onSome: (key) => HttpClientRequest.setHeader(request, "idempotency-key", key)
+          })
+        )
+      ),
+      retryTransient(options.retries ?? 3, options.retryBaseDelay ?? "100 millis")
+    )
+    const api = yield* HttpApiClient.makeWith(PetStoreApi, { httpClient, baseUrl: baseUrl.replace(/\/+$/, "") })
+    let warnedOfSunset = false
+
+    const listPage = (
+      params: {
+        readonly status?: PetStatus | undefined
+        readonly limit?: number | undefined
+        readonly cursor?: string | undefined
+      } = {}
+    ) =>
+      Effect.map(api.pets.listPets({ urlParams: params, withResponse: true }), ([pets, response]) => ({
+        pets,
+        next: nextCursor(response.headers["link"])
+      }))
+
+    return {
+      /** One page of animals, and the cursor of the next page when there is one. */
+      listPets: listPage,
+      /**
+       * Every animal (with `status`, those with it), page after page, following the
+       * `Link: rel="next"` header. Pages are fetched only as the stream is consumed.
+       */
+      listAll: (params: { readonly status?: PetStatus | undefined; readonly pageSize?: number | undefined } = {}) =>
+        Stream.paginateChunkEffect(undefined as string | undefined, (cursor) =>
+          Effect.map(
+            listPage({ status: params.status, limit: params.pageSize, cursor }),
+            ({ next, pets }): [Chunk.Chunk<Pet>, Option.Option<string | undefined>] => [Chunk.fromIterable(pets), next]
+          )),
+      /**
+       * Adds an animal. With an idempotency key, a retry after a lost answer cannot add it twice,
+       * and transient failures are retried.
+       */
+      createPet: (pet: NewPet, createOptions: { readonly idempotencyKey?: string | undefined } = {}) =>
+        Effect.locally(
+          api.pets.createPet({ payload: pet }),
+          currentIdempotencyKey,
+          Option.fromNullable(createOptions.idempotencyKey)
+        ),
+      /**
+       * One animal by id.
+       * @deprecated Removed on 5 December 2030: use `listPets` or `listAll` with `status`.
+       */
+      getPet: (petId: number) =>
+        Effect.flatMap(api.pets.getPet({ path: { petId }, withResponse: true }), ([pet, response]) => {
+          const sunset = response.headers["sunset"]
+          if (warnedOfSunset || sunset === undefined) return Effect.succeed(pet)
+          warnedOfSunset = true
+          return Effect.as(
+            Effect.logWarning(
+              `GET /v1/pets/{petId} is deprecated and will be removed on ${sunset}; use listPets with status`
+            ),
+            pet
+          )
+        })
+    }
+  })
+
+/**
+ * A client of the Pet Store, derived from the same API definition as the server: payloads and
+ * answers are checked by the same Schemas, and the interface's errors arrive typed in the error
+ * channel (`BadRequest`, `Unauthorized`, `NotFound`, `Gone`, …) with their `code`, `message` and
+ * `status`.
+ */
+export class PetStoreClient extends Context.Tag("petstore/PetStoreClient")<
+  PetStoreClient,
+  Effect.Effect.Success<ReturnType<typeof make>>
+>() {
+  /** A client over the given `HttpClient` (for tests, or another transport). */
+  static readonly layerWithoutHttpClient = (options: PetStoreClientOptions) => Layer.effect(PetStoreClient, make(options))
+
+  /** A client over `fetch`: works under Bun, Node.js and in browsers. */
+  static readonly layer = (options: PetStoreClientOptions) =>
+    PetStoreClient.layerWithoutHttpClient(options).pipe(Layer.provide(FetchHttpClient.layer))
+}

@@ -1,0 +1,18 @@
+/**
+ * The Pet Store client: `PetStoreClient` for Effect programs, `createPetStoreClient` for
+ * Promise-based code, and the errors both report. It imports no server code.
+ */
+export { PetStoreClient, type PetStoreClientOptions, type Target } from "./Client/PetStoreClient.js"
+export { createPetStoreClient, type PromiseClientOptions } from "./Client/PromiseClient.js"
+export {
+  BadRequest,
+  Gone,
+  InternalError,
+  MethodNotAllowed,
+  NotFound,
+  PayloadTooLarge,
+  ServiceUnavailable,
+  Unauthorized,
+  UnsupportedMediaType
+} from "./Domain/ApiError.js"
+export type { NewPet, Pet, PetStatus } from "./Domain/Pet.js"
