@@ -1,6 +1,6 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { InternalErrorBody } from "./Domain/ApiError.js"
-import { withoutInternalDecodeError } from "./OpenApiDocument.js"
+import { finishDocument } from "./OpenApiDocument.js"
 import { HealthApi } from "./Health/Api.js"
 import { PetsApi } from "./Pets/Api.js"
 
@@ -15,5 +15,6 @@ export class PetStoreApi extends HttpApi.make("petstore")
   .annotate(OpenApi.Title, "Pet Store")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(OpenApi.Description, "A catalogue of animals held in a store.")
-  .annotate(OpenApi.Transform, withoutInternalDecodeError)
+  .annotate(OpenApi.License, { name: "Proprietary" })
+  .annotate(OpenApi.Transform, finishDocument)
 {}

@@ -26,6 +26,53 @@ export const withoutInternalDecodeError = (spec: Json): Json => {
   }
   delete spec.components.schemas.HttpApiDecodeError
   delete spec.components.schemas.Issue
+  delete spec.components.schemas.PropertyKey
   return spec
 }
+
+export interface HeaderDoc {
+  readonly description: string
+  readonly example: string
+}
+
+const headerObject = ({ description, example }: HeaderDoc) => ({ description, schema: { type: "string" }, example })
+
+/**
+ * Declares the headers an operation's responses carry (by status, or `"*"` for every response),
+ * which HttpApi's schemas do not describe.
+ */
+export const withResponseHeaders = (headers: Record<string, Record<string, HeaderDoc>>) => (operation: Json): Json => {
+  for (const [status, response] of Object.entries<Json>(operation.responses)) {
+    const declared = { ...headers["*"], ...headers[status] }
+    if (Object.keys(declared).length === 0) continue
+    response.headers = {
+      ...response.headers,
+      ...Object.fromEntries(Object.entries(declared).map(([name, doc]) => [name, headerObject(doc)]))
+    }
+  }
+  return operation
+}
+
+const requestId: HeaderDoc = {
+  description: "Names the request in the service's log: the caller's X-Request-Id when it sent one, else a new id.",
+  example: "6f1c9a52-8d2e-4d7e-9a55-0c1f3b2a7e10"
+}
+
+const challenge: HeaderDoc = {
+  description: "The bearer challenge (RFC 6750); `error=\"invalid_token\"` when a key was sent but refused.",
+  example: "Bearer realm=\"petstore\", error=\"invalid_token\""
+}
+
+/** Every response names its request; every 401 carries the bearer challenge. */
+const withCommonHeaders = (spec: Json): Json => {
+  for (const operations of Object.values<Json>(spec.paths)) {
+    for (const operation of Object.values<Json>(operations)) {
+      withResponseHeaders({ "*": { "X-Request-Id": requestId }, "401": { "WWW-Authenticate": challenge } })(operation)
+    }
+  }
+  return spec
+}
+
+/** The finishing touches of the generated document, in order. */
+export const finishDocument = (spec: Json): Json => withCommonHeaders(withoutInternalDecodeError(spec))
 

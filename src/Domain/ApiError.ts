@@ -10,12 +10,12 @@ const errorFields = <const Codes extends readonly [string, ...Array<string>], co
   status: Status,
   codes: Codes
 ) => ({
-  code: Schema.Literal(...codes).annotations({ description: "Machine-readable error code." }),
+  code: Schema.Literal(...codes).annotations({ description: "Machine-readable error code.", examples: [codes[0]] }),
   message: Schema.String.annotations({
     description: "Human-readable description, naming the offending field or parameter and the rule it broke.",
     examples: ["name: must be a string of 1 to 255 characters"]
   }),
-  status: Schema.Literal(status).annotations({ description: "The HTTP status code of the response." })
+  status: Schema.Literal(status).annotations({ description: "The HTTP status code of the response.", examples: [status] })
 })
 
 export class BadRequest extends Schema.TaggedError<BadRequest>()(

@@ -43,6 +43,7 @@ const newPetFields = {
   status: Schema.optionalWith(
     PetStatus.annotations({
       description: "Availability status; absent when none was given (there is no default).",
+      examples: ["available"],
       message: () => ({ message: "must be one of available, pending, sold", override: true })
     }),
     { exact: true }

@@ -2,7 +2,9 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { ServiceUnavailableBody } from "../Domain/ApiError.js"
 
-export const Health = Schema.Struct({ status: Schema.Literal("ok") }).annotations({ identifier: "Health" })
+export const Health = Schema.Struct({
+  status: Schema.Literal("ok").annotations({ description: "Always `ok` when the probe succeeds.", examples: ["ok"] })
+}).annotations({ identifier: "Health", description: "A successful probe." })
 
 /** Probes for process supervisors and load balancers; they need no API key. */
 export class HealthApi extends HttpApiGroup.make("health")

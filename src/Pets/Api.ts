@@ -8,6 +8,7 @@ import {
   UnsupportedMediaTypeBody
 } from "../Domain/ApiError.js"
 import { DecimalIntFromString, NewPet, Pet, Pets, PetStatus } from "../Domain/Pet.js"
+import { withResponseHeaders } from "../OpenApiDocument.js"
 import { getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
 
 export const defaultLimit = 20
@@ -16,7 +17,15 @@ export const ListPetsParams = Schema.Struct({
   limit: Schema.optional(
     DecimalIntFromString.pipe(Schema.compose(Schema.Int.pipe(Schema.between(1, 100)))).annotations({
       description: `Maximum number of animals returned, 1 to 100; ${defaultLimit} when absent.`,
-      default: defaultLimit,
+      // Written as text in the query string, but an integer to every client.
+      jsonSchema: {
+        type: "integer",
+        minimum: 1,
+        maximum: 100,
+        default: defaultLimit,
+        examples: [defaultLimit],
+        description: `Maximum number of animals returned, 1 to 100; ${defaultLimit} when absent.`
+      },
       message: () => ({ message: "must be an integer from 1 to 100", override: true })
     })
   ),
@@ -25,13 +34,15 @@ export const ListPetsParams = Schema.Struct({
     message: () => ({ message: "must be one of available, pending, sold", override: true })
   })),
   cursor: Schema.optional(Schema.String.annotations({
-    description: "Opaque position from the `Link: rel=\"next\"` header of the previous page."
+    description: "Opaque position from the `Link: rel=\"next\"` header of the previous page.",
+    examples: ["MjAuYXZhaWxhYmxl.x8KfQ2m1bV0sZ3pTnE4yLw"]
   }))
 })
 
 export const GetPetPath = Schema.Struct({
   petId: DecimalIntFromString.annotations({
     description: "Identifier of the animal to retrieve.",
+    jsonSchema: { type: "integer", format: "int64", examples: [1], description: "Identifier of the animal to retrieve." },
     message: () => ({ message: "must be a decimal integer in the safe range", override: true })
   })
 })
@@ -41,6 +52,17 @@ export const listPets = HttpApiEndpoint.get("listPets", "/pets")
   .addSuccess(Pets)
   .addError(BadRequestBody)
   .annotate(OpenApi.Summary, "List animals")
+  .annotate(
+    OpenApi.Transform,
+    withResponseHeaders({
+      "200": {
+        Link: {
+          description: "The next page, when more animals match: an absolute URL keeping limit and status, with a cursor.",
+          example: "<https://petstore.example.com/v1/pets?limit=20&status=available&cursor=MjAu.x8Kf>; rel=\"next\""
+        }
+      }
+    })
+  )
   .annotate(
     OpenApi.Description,
     "Returns animals in ascending id order, optionally filtered by status. When more animals match, " +
@@ -55,6 +77,10 @@ export const createPet = HttpApiEndpoint.post("createPet", "/pets")
   .addError(UnsupportedMediaTypeBody)
   .annotate(OpenApi.Summary, "Add an animal")
   .annotate(
+    OpenApi.Transform,
+    withResponseHeaders({ "201": { Location: { description: "Where the new animal is.", example: "/v1/pets/42" } } })
+  )
+  .annotate(
     OpenApi.Description,
     "Stores a new animal and answers 201 with it, its assigned `id` and `Location: /v1/pets/{id}`."
   )
@@ -66,6 +92,19 @@ export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId")
   .addError(NotFoundBody)
   .middleware(SunsetPolicy)
   .annotate(OpenApi.Deprecated, true)
+  .annotate(
+    OpenApi.Transform,
+    withResponseHeaders({
+      "*": {
+        Deprecation: { description: "When this endpoint was deprecated (RFC 9745).", example: "@1767225600" },
+        Sunset: { description: "When this endpoint is removed (RFC 8594).", example: "Thu, 05 Dec 2030 00:00:00 GMT" },
+        Link: {
+          description: "The documentation of the replacement, `GET /v1/pets` with the status filter.",
+          example: "<https://petstore.example.com/docs#tag/pets/GET/v1/pets>; rel=\"deprecation\"; type=\"text/html\""
+        }
+      }
+    })
+  )
   .annotate(OpenApi.Summary, "Fetch one animal (deprecated)")
   .annotate(
     OpenApi.Description,
