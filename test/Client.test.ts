@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Layer, Logger, Redacted, Stream } from "effect"
+import { Chunk, Effect, Layer, Logger, Redacted, Stream, TestClock } from "effect"
 import { join } from "node:path"
 import { PetStoreClient } from "../src/Client/PetStoreClient.js"
-import { createPetStoreClient, NotFound, Unauthorized } from "../src/client.js"
+import { createPetStoreClient, Gone, NotFound, Unauthorized } from "../src/client.js"
 import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 import { createKey, TestServer } from "./support/TestServer.js"
 
@@ -36,6 +36,16 @@ describe("PetStoreClient, against the in-memory service", () => {
       expect(invalid._tag).toBe("ParseError")
       const badCursor = yield* Effect.flip(client.listPets({ cursor: "forged" }))
       expect(badCursor).toMatchObject({ _tag: "BadRequest", code: "invalid_cursor", status: 400 })
+    }).pipe(Effect.provide(InMemoryClient)))
+
+  it.effect("sees getPet's removal at the sunset as the typed Gone error", () =>
+    Effect.gen(function*() {
+      const client = yield* PetStoreClient
+      yield* client.createPet({ name: "Rex", categoryId: 1 })
+      yield* TestClock.setTime(Date.parse("2030-12-05T00:00:00Z"))
+      const removed = yield* Effect.flip(client.getPet(1))
+      expect(removed).toBeInstanceOf(Gone)
+      expect(removed).toMatchObject({ code: "endpoint_removed", status: 410 })
     }).pipe(Effect.provide(InMemoryClient)))
 
   it.effect("listAll follows the Link header over more than three pages, with a status filter", () =>

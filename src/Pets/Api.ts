@@ -47,6 +47,10 @@ export const GetPetPath = Schema.Struct({
   })
 })
 
+/**
+ * `GET /v1/pets`: animals in ascending id order, `limit` (1–100, default 20) at a time, optionally
+ * only those with `status`; the next page is linked by `Link: <…>; rel="next"`.
+ */
 export const listPets = HttpApiEndpoint.get("listPets", "/pets")
   .setUrlParams(ListPetsParams)
   .addSuccess(Pets)
@@ -69,6 +73,7 @@ export const listPets = HttpApiEndpoint.get("listPets", "/pets")
       "the response carries `Link: <url>; rel=\"next\"` pointing at the next page."
   )
 
+/** `POST /v1/pets`: adds an animal and answers 201 with it and `Location: /v1/pets/{id}`. */
 export const createPet = HttpApiEndpoint.post("createPet", "/pets")
   .setPayload(NewPet)
   .addSuccess(Pet, { status: 201 })
@@ -85,6 +90,10 @@ export const createPet = HttpApiEndpoint.post("createPet", "/pets")
     "Stores a new animal and answers 201 with it, its assigned `id` and `Location: /v1/pets/{id}`."
   )
 
+/**
+ * `GET /v1/pets/{petId}`: one animal, or 404.
+ * @deprecated Removed on 5 December 2030 (410 from then on): use `listPets` with `status`.
+ */
 export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId")
   .setPath(GetPetPath)
   .addSuccess(Pet)
