@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Layer, Logger, Redacted, Stream, TestClock } from "effect"
+import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { PetStoreClient } from "../src/Client/PetStoreClient.js"
 import { createPetStoreClient, Gone, NotFound, Unauthorized } from "../src/client.js"
@@ -142,7 +143,7 @@ describe("PetStoreClient retries", () => {
 })
 
 describe("the client against the real server process", () => {
-  it("the Promise facade and the command line", async () => {
+  it("the Promise facade (under Bun and Node.js) and the command line", async () => {
     using folder = temporaryFolder()
     const env = { DATABASE_URL: join(folder.path, "petstore.db") }
     const key = (await runCommand(["src/keys.ts", "create", "--name", "client"], env)).stdout.trim().split("\n").at(-1)!
@@ -162,17 +163,43 @@ describe("the client against the real server process", () => {
       await client.close()
       await outsider.close()
 
+      // The same client under Node.js, built for it.
+      using nodeFolder = temporaryFolder()
+      const build = Bun.spawnSync(
+        ["bun", "build", "src/client.ts", "--target=node", "--outfile", join(nodeFolder.path, "client.mjs")],
+        { cwd: new URL("..", import.meta.url).pathname }
+      )
+      expect(build.exitCode, build.stderr.toString()).toBe(0)
+      writeFileSync(
+        join(nodeFolder.path, "main.mjs"),
+        `import { createPetStoreClient, NotFound } from "./client.mjs"
+const client = createPetStoreClient({ target: { baseUrl: process.env.BASE_URL }, apiKey: process.env.API_KEY })
+const pet = await client.createPet({ name: "Node", categoryId: 9 })
+const missing = await client.getPet(999).catch((error) => error instanceof NotFound && error.code)
+console.log(JSON.stringify({ pet, missing }))
+await client.close()
+`
+      )
+      const node = Bun.spawnSync(["node", join(nodeFolder.path, "main.mjs")], {
+        env: { ...process.env, BASE_URL: server.url, API_KEY: key }
+      })
+      expect(node.exitCode, node.stderr.toString()).toBe(0)
+      expect(JSON.parse(node.stdout.toString())).toEqual({
+        pet: { id: 8, name: "Node", categoryId: 9 },
+        missing: "pet_not_found"
+      })
+
       const cli = (args: Array<string>, apiKey = key) =>
         runCommand(["src/cli.ts", "pets", ...args, "--base-url", server.url], { PETSTORE_API_KEY: apiKey })
       const created = await cli(["create", "--name", "Tom", "--category-id", "4"])
       expect(created.exitCode).toBe(0)
-      expect(created.stdout).toBe("id  name  category  status\n8   Tom   4         -\n")
+      expect(created.stdout).toBe("id  name  category  status\n9   Tom   4         -\n")
       const listed = await cli(["list", "--status", "pending", "--limit", "2", "--json"])
       expect(JSON.parse(listed.stdout).map((pet: { id: number }) => pet.id)).toEqual([1, 2])
       const everything = await cli(["list", "--all", "--limit", "3", "--json"])
-      expect(JSON.parse(everything.stdout)).toHaveLength(8)
-      const got = await cli(["get", "8", "--json"])
-      expect(JSON.parse(got.stdout)).toEqual({ id: 8, name: "Tom", categoryId: 4 })
+      expect(JSON.parse(everything.stdout)).toHaveLength(9)
+      const got = await cli(["get", "9", "--json"])
+      expect(JSON.parse(got.stdout)).toEqual({ id: 9, name: "Tom", categoryId: 4 })
       const missing = await cli(["get", "99"])
       expect(missing.exitCode).not.toBe(0)
       expect(missing.stderr).toContain("petId: no animal has id 99")
