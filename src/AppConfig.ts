@@ -32,8 +32,9 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
     databaseUrl: Config.string("DATABASE_URL").pipe(
       Config.validate({
-        message: "must be a SQLite file path, sqlite:path or file:path",
-        validation: (url) => url.trim().length > 0 && !/^(?!sqlite:|file:)[a-z][a-z0-9+.-]*:\/\//i.test(url)
+        message: "must be a SQLite file path, sqlite:path or file:path (not :memory:: the migrations and the service share the file)",
+        validation: (url) =>
+          url.trim().length > 0 && !url.includes(":memory:") && !/^(?!sqlite:|file:)[a-z][a-z0-9+.-]*:\/\//i.test(url)
       }),
       Config.withDefault("data/petstore.db")
     ),
@@ -63,7 +64,7 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     Layer.succeed(AppConfig, {
       port: 3000,
       host: "127.0.0.1",
-      databaseUrl: ":memory:",
+      databaseUrl: "data/petstore.db",
       environment: "staging",
       publicBaseUrl: "http://localhost:3000",
       servers: { production: "https://petstore.example.com", staging: "https://staging.petstore.example.com" },

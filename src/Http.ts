@@ -7,6 +7,7 @@ import { HealthHttpLive } from "./Health/Http.js"
 import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { ApiResponses } from "./Http/ApiResponses.js"
 import { makeRequestLog, RequestLines } from "./Http/RequestLog.js"
+import { docsPath, openApiPath } from "./Http/Routes.js"
 import { PetsHttpLive, SunsetPolicyLive } from "./Pets/Http.js"
 
 /** The API definition with this deployment's servers, for the OpenAPI document and the docs page. */
@@ -26,8 +27,8 @@ const ApiLive = Layer.unwrapEffect(
 
 /** The API's handlers, its OpenAPI document and docs page, error bodies and request ids. */
 export const AppLive = Layer.mergeAll(
-  HttpApiScalar.layer({ path: "/docs" }),
-  HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" }),
+  HttpApiScalar.layer({ path: docsPath }),
+  HttpApiBuilder.middlewareOpenApi({ path: openApiPath }),
   ApiResponses
 ).pipe(Layer.provideMerge(ApiLive))
 

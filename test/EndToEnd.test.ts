@@ -97,7 +97,8 @@ describe("the real server process on a temporary SQLite file", () => {
         ["PORT", "eighty"],
         ["PETSTORE_ENV", "testing"],
         ["PUBLIC_BASE_URL", "not a url"],
-        ["DATABASE_URL", "mysql://db/pets"]
+        ["DATABASE_URL", "mysql://db/pets"],
+        ["DATABASE_URL", ":memory:"]
       ]
     ) {
       const result = await runCommand(["src/main.ts"], { [name!]: value! })

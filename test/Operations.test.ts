@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { readFileSync, writeFileSync } from "node:fs"
+import { InFlightRequests } from "../src/Http/InFlightRequests.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
 import { createKey, makeTestServer, send, TestServer } from "./support/TestServer.js"
 
@@ -54,6 +55,16 @@ describe("served beside the API", () => {
       expect(response.status).toBe(503)
       expect(response.body).toEqual({ code: "database_unavailable", message: "database: does not answer", status: 503 })
     }).pipe(Effect.provide(makeTestServer(UnreadyStore))))
+
+  it.effect("while stopping, new requests are refused with 503 shutting_down", () =>
+    Effect.gen(function*() {
+      yield* Effect.flatMap(InFlightRequests, (inFlight) => inFlight.drain("1 second"))
+      const refused = yield* send("GET", "/livez", { headers: { "x-request-id": "late-1" } })
+      expect(refused.status).toBe(503)
+      expect(refused.headers["connection"]).toBe("close")
+      expect(refused.headers["x-request-id"]).toBe("late-1")
+      expect(refused.body).toEqual({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 })
+    }).pipe(Effect.provide(TestServer)))
 
   it.effect("every response carries X-Request-Id: the caller's when sane, else a new one", () =>
     Effect.gen(function*() {

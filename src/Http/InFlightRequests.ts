@@ -1,6 +1,7 @@
-import { type HttpApp, HttpServerResponse } from "@effect/platform"
+import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Context, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { ServiceUnavailable, ServiceUnavailableBody } from "../Domain/ApiError.js"
+import { requestIdOf } from "./RequestLog.js"
 
 const shuttingDown = HttpServerResponse.unsafeJson(
   Schema.encodeSync(ServiceUnavailableBody)(
@@ -16,7 +17,7 @@ const shuttingDown = HttpServerResponse.unsafeJson(
 export class InFlightRequests extends Context.Tag("petstore/InFlightRequests")<
   InFlightRequests,
   {
-    readonly middleware: (app: HttpApp.Default) => HttpApp.Default
+    readonly middleware: (app: HttpApp.Default) => HttpApp.Default<never, HttpServerRequest.HttpServerRequest>
     readonly drain: (timeout: Duration.DurationInput) => Effect.Effect<void>
   }
 >() {
@@ -26,7 +27,10 @@ export class InFlightRequests extends Context.Tag("petstore/InFlightRequests")<
     return InFlightRequests.of({
       middleware: (app) =>
         Effect.suspend(() => {
-          if (draining) return Effect.succeed(shuttingDown)
+          if (draining) {
+            return Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+              HttpServerResponse.setHeader(shuttingDown, "x-request-id", requestIdOf(request)))
+          }
           running++
           return Effect.ensuring(app, Effect.sync(() => running--))
         }),

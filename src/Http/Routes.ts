@@ -1,10 +1,13 @@
 import { HttpApi } from "@effect/platform"
 import { PetStoreApi } from "../Api.js"
 
-/** Routes served beside the API definition's endpoints. */
-export const extraRoutes = [
-  { method: "GET", path: "/v1/openapi.json" },
-  { method: "GET", path: "/docs" }
+/** Where the OpenAPI document and the interactive docs page are served, beside the API. */
+export const openApiPath = "/v1/openapi.json"
+export const docsPath = "/docs"
+
+const extraRoutes = [
+  { method: "GET", path: openApiPath },
+  { method: "GET", path: docsPath }
 ] as const
 
 /** For a path no route matched with its method: the methods that path does answer (for 405 and `Allow`). */

@@ -5,6 +5,7 @@ import { AppConfig } from "../AppConfig.js"
 import { Gone, NotFound } from "../Domain/ApiError.js"
 import { NewPet, type Pet } from "../Domain/Pet.js"
 import { readJsonBody } from "../Http/JsonBody.js"
+import { docsPath } from "../Http/Routes.js"
 import { defaultLimit } from "./Api.js"
 import { Cursors } from "./Cursors.js"
 import { getPetDeprecatedAt, getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
@@ -65,7 +66,7 @@ export const SunsetPolicyLive = Layer.effect(
     const headers = {
       deprecation: `@${unixSeconds(getPetDeprecatedAt)}`,
       sunset: getPetSunsetAt.toUTCString(),
-      link: `<${publicBaseUrl}/docs#tag/pets/GET/v1/pets>; rel="deprecation"; type="text/html"`
+      link: `<${publicBaseUrl}${docsPath}#tag/pets/GET/v1/pets>; rel="deprecation"; type="text/html"`
     }
     const mark = HttpApp.appendPreResponseHandler((_request, response) =>
       Effect.succeed(HttpServerResponse.setHeaders(response, headers))
