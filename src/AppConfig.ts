@@ -21,6 +21,8 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     readonly publicBaseUrl: string
     /** The base address of each environment, for the OpenAPI document. */
     readonly servers: { readonly production: string; readonly staging: string }
+    /** Browser origins allowed to call the API (CORS); none unless listed. */
+    readonly corsOrigins: ReadonlyArray<string>
     readonly logLevel: LogLevel.LogLevel
   }
 >() {
@@ -42,6 +44,11 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     publicBaseUrl: Config.option(httpUrl("PUBLIC_BASE_URL")),
     productionUrl: httpUrl("PETSTORE_PRODUCTION_URL").pipe(Config.withDefault("https://petstore.example.com")),
     stagingUrl: httpUrl("PETSTORE_STAGING_URL").pipe(Config.withDefault("https://staging.petstore.example.com")),
+    corsOrigins: Config.string("CORS_ORIGINS").pipe(
+      Config.withDefault(""),
+      Config.map((list) => list.split(",").map((origin) => origin.trim().replace(/\/+$/, "")).filter((o) => o !== "")),
+      Config.validate({ message: "must be a comma-separated list of http(s) origins", validation: (list) => list.every(isHttpUrl) })
+    ),
     logLevel: Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
   }).pipe(
     Config.map(({ productionUrl, publicBaseUrl, stagingUrl, ...config }) => {
@@ -68,6 +75,7 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       environment: "staging",
       publicBaseUrl: "http://localhost:3000",
       servers: { production: "https://petstore.example.com", staging: "https://staging.petstore.example.com" },
+      corsOrigins: [],
       logLevel: LogLevel.Info,
       ...config
     })

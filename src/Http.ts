@@ -25,11 +25,25 @@ const ApiLive = Layer.unwrapEffect(
   Layer.provide([AuthenticationLive, SunsetPolicyLive])
 )
 
-/** The API's handlers, its OpenAPI document and docs page, error bodies and request ids. */
+/** CORS for the listed browser origins; off when `CORS_ORIGINS` lists none. */
+const CorsLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, ({ corsOrigins }) =>
+    corsOrigins.length === 0 ? Layer.empty : HttpApiBuilder.middlewareCors({
+      allowedOrigins: corsOrigins,
+      allowedMethods: ["GET", "POST"],
+      allowedHeaders: ["authorization", "content-type", "idempotency-key", "x-request-id"],
+      exposedHeaders: ["link", "location", "deprecation", "sunset", "www-authenticate", "x-request-id"],
+      maxAge: 600
+    })
+  )
+)
+
+/** The API's handlers, its OpenAPI document and docs page, error bodies and response headers. */
 export const AppLive = Layer.mergeAll(
   HttpApiScalar.layer({ path: docsPath }),
   HttpApiBuilder.middlewareOpenApi({ path: openApiPath }),
-  ApiResponses
+  // Built after ApiResponses, so it wraps it and its headers reach error responses too.
+  CorsLive.pipe(Layer.provide(ApiResponses))
 ).pipe(Layer.provideMerge(ApiLive))
 
 /** Around every request: the count of requests in flight (for a graceful stop), then the request log. */

@@ -56,6 +56,49 @@ describe("served beside the API", () => {
       expect(response.body).toEqual({ code: "database_unavailable", message: "database: does not answer", status: 503 })
     }).pipe(Effect.provide(makeTestServer(UnreadyStore))))
 
+  it.effect("every response is marked never to be cached nor sniffed", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      for (const response of [
+        yield* send("GET", "/v1/pets", { key }),
+        yield* send("GET", "/v1/pets"),
+        yield* send("GET", "/v1/nowhere"),
+        yield* send("GET", "/livez")
+      ]) {
+        expect(response.headers["cache-control"]).toBe("no-store")
+        expect(response.headers["x-content-type-options"]).toBe("nosniff")
+      }
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("CORS is off unless CORS_ORIGINS lists origins", () =>
+    Effect.gen(function*() {
+      const response = yield* send("GET", "/v1/pets", { headers: { origin: "https://app.example" } })
+      expect(response.headers["access-control-allow-origin"]).toBeUndefined()
+      const preflight = yield* send("OPTIONS", "/v1/pets", {
+        headers: { origin: "https://app.example", "access-control-request-method": "POST" }
+      })
+      expect(preflight.headers["access-control-allow-origin"]).toBeUndefined()
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("with CORS_ORIGINS, the listed origins may call the API from a browser", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const preflight = yield* send("OPTIONS", "/v1/pets", {
+        headers: { origin: "https://app.example", "access-control-request-method": "POST" }
+      })
+      expect(preflight.status).toBe(204)
+      expect(preflight.headers["access-control-allow-origin"]).toBe("https://app.example")
+      expect(preflight.headers["access-control-allow-headers"]).toContain("authorization")
+      const allowed = yield* send("GET", "/v1/pets", { key, headers: { origin: "https://app.example" } })
+      expect(allowed.headers["access-control-allow-origin"]).toBe("https://app.example")
+      expect(allowed.headers["access-control-expose-headers"]).toContain("link")
+      const refused = yield* send("GET", "/v1/pets", { headers: { origin: "https://app.example" } })
+      expect(refused.status).toBe(401)
+      expect(refused.headers["access-control-allow-origin"]).toBe("https://app.example")
+      const other = yield* send("GET", "/v1/pets", { key, headers: { origin: "https://evil.example" } })
+      expect(other.headers["access-control-allow-origin"]).toBeUndefined()
+    }).pipe(Effect.provide(makeTestServer(undefined, { corsOrigins: ["https://app.example", "https://admin.example"] }))))
+
   it.effect("while stopping, new requests are refused with 503 shutting_down", () =>
     Effect.gen(function*() {
       yield* Effect.flatMap(InFlightRequests, (inFlight) => inFlight.drain("1 second"))

@@ -43,7 +43,8 @@ const challenge = (error: ApiError): Record<string, string> =>
     }
 
 /**
- * Every response leaving the API carries the request's `X-Request-Id`, and every failure becomes
+ * Every response leaving the API carries the request's `X-Request-Id`, `Cache-Control: no-store`
+ * and `X-Content-Type-Options: nosniff`, and every failure becomes
  * the interface's Error body: the errors the endpoints declare (encoded directly with their own
  * wire schema, cheaper than the platform's union of all of them), the platform's decode errors,
  * unknown routes and methods, and unexpected failures (logged, never shown).
@@ -97,7 +98,12 @@ export const ApiResponses = HttpApiBuilder.middleware(
     return (app: HttpApp.Default): HttpApp.Default =>
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
         const withId = (response: HttpServerResponse.HttpServerResponse) =>
-          HttpServerResponse.setHeader(response, "x-request-id", requestIdOf(request))
+          HttpServerResponse.setHeaders(response, {
+            "x-request-id": requestIdOf(request),
+            // Answers are about one caller at one moment: never cached, never sniffed as another type.
+            "cache-control": "no-store",
+            "x-content-type-options": "nosniff"
+          })
         return Effect.matchCauseEffect(app, {
           onSuccess: (response) => Effect.succeed(withId(response)),
           onFailure: (cause) => Effect.map(errorResponse(cause), withId)

@@ -14,13 +14,14 @@ export const publicBaseUrl = "http://petstore.test"
 
 /** The whole HTTP service on a fresh test server, with the in-memory stores unless told otherwise. */
 export const makeTestServer = (
-  pets: Layer.Layer<PetRepository> = PetRepository.InMemory
+  pets: Layer.Layer<PetRepository> = PetRepository.InMemory,
+  config: Partial<AppConfig["Type"]> = {}
 ) =>
   HttpLive.pipe(
     Layer.provideMerge(BunHttpServer.layerTest),
     Layer.provideMerge(Layer.mergeAll(pets, ApiKeys.InMemory, Cursors.InMemory)),
     Layer.provideMerge(
-      Layer.mergeAll(AppConfig.make({ publicBaseUrl }), InFlightRequests.layer, RequestLines.layer(() => {}))
+      Layer.mergeAll(AppConfig.make({ publicBaseUrl, ...config }), InFlightRequests.layer, RequestLines.layer(() => {}))
     )
   )
 
@@ -43,7 +44,7 @@ export const authorizedClient = Effect.flatMap(createKey(), ({ key }) => clientW
 
 /** A request written by hand, for what a derived client would never send; answers status, headers and body. */
 export const send = (
-  method: "GET" | "POST" | "PUT" | "DELETE" | "PATCH",
+  method: "GET" | "POST" | "PUT" | "DELETE" | "PATCH" | "OPTIONS",
   path: string,
   options: {
     readonly key?: Redacted.Redacted | undefined
