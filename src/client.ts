@@ -6,6 +6,7 @@ export { PetStoreClient, type PetStoreClientOptions, type Target } from "./Clien
 export { createPetStoreClient, type PromiseClientOptions } from "./Client/PromiseClient.js"
 export {
   BadRequest,
+  Conflict,
   Gone,
   InternalError,
   MethodNotAllowed,
@@ -13,6 +14,7 @@ export {
   PayloadTooLarge,
   ServiceUnavailable,
   Unauthorized,
+  UnprocessableContent,
   UnsupportedMediaType
 } from "./Domain/ApiError.js"
 export type { NewPet, Pet, PetStatus } from "./Domain/Pet.js"

@@ -39,6 +39,17 @@ describe("PetStoreClient, against the in-memory service", () => {
       expect(badCursor).toMatchObject({ _tag: "BadRequest", code: "invalid_cursor", status: 400 })
     }).pipe(Effect.provide(InMemoryClient)))
 
+  it.effect("an idempotent create sent twice creates one pet", () =>
+    Effect.gen(function*() {
+      const client = yield* PetStoreClient
+      const first = yield* client.createPet({ name: "Rex", categoryId: 1 }, { idempotencyKey: "rex-once" })
+      const again = yield* client.createPet({ name: "Rex", categoryId: 1 }, { idempotencyKey: "rex-once" })
+      expect(again).toEqual(first)
+      const reused = yield* Effect.flip(client.createPet({ name: "Tom", categoryId: 1 }, { idempotencyKey: "rex-once" }))
+      expect(reused).toMatchObject({ _tag: "UnprocessableContent", code: "idempotency_key_reused", status: 422 })
+      expect((yield* client.listPets()).pets).toHaveLength(1)
+    }).pipe(Effect.provide(InMemoryClient)))
+
   it.effect("sees getPet's removal at the sunset as the typed Gone error", () =>
     Effect.gen(function*() {
       const client = yield* PetStoreClient

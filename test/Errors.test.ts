@@ -126,6 +126,9 @@ describe("every error answers with exactly {code, message, status}", () => {
       create: () => Effect.die(new Error("disk on fire: /var/secret/path")),
       findById: () => Effect.die(new Error("disk on fire")),
       list: () => Effect.die(new Error("disk on fire")),
+      reserve: () => Effect.die(new Error("disk on fire")),
+      release: () => Effect.void,
+      createOnce: () => Effect.die(new Error("disk on fire")),
       isReady: Effect.succeed(false)
     })
     const capture = Logger.replace(

@@ -8,7 +8,7 @@ describe("createPet, POST /v1/pets", () => {
   it.effect("answers 201 with the stored pet and its Location", () =>
     Effect.gen(function*() {
       const client = yield* authorizedClient
-      const [pet, response] = yield* client.pets.createPet({ payload: newPet, withResponse: true })
+      const [pet, response] = yield* client.pets.createPet({ headers: {}, payload: newPet, withResponse: true })
       expect(response.status).toBe(201)
       expect(pet).toEqual({ id: 1, ...newPet })
       expect(response.headers["location"]).toBe("/v1/pets/1")
@@ -29,7 +29,7 @@ describe("createPet, POST /v1/pets", () => {
   it.effect("assigns ascending ids that are never reused", () =>
     Effect.gen(function*() {
       const client = yield* authorizedClient
-      const ids = yield* Effect.forEach([1, 2, 3], () => client.pets.createPet({ payload: newPet }).pipe(Effect.map((p) => p.id)))
+      const ids = yield* Effect.forEach([1, 2, 3], () => client.pets.createPet({ headers: {}, payload: newPet }).pipe(Effect.map((p) => p.id)))
       expect(ids).toEqual([1, 2, 3])
     }).pipe(Effect.provide(TestServer)))
 
@@ -40,7 +40,7 @@ describe("createPet, POST /v1/pets", () => {
         { name: "a", categoryId: Number.MAX_SAFE_INTEGER },
         { name: "é".repeat(255), categoryId: -Number.MAX_SAFE_INTEGER, status: "sold" as const }
       ]) {
-        const pet = yield* client.pets.createPet({ payload })
+        const pet = yield* client.pets.createPet({ headers: {}, payload })
         expect(pet).toEqual({ id: pet.id, ...payload })
       }
     }).pipe(Effect.provide(TestServer)))
@@ -50,7 +50,7 @@ describe("getPet, GET /v1/pets/{petId}", () => {
   it.effect("answers 200 with the pet", () =>
     Effect.gen(function*() {
       const client = yield* authorizedClient
-      const created = yield* client.pets.createPet({ payload: newPet })
+      const created = yield* client.pets.createPet({ headers: {}, payload: newPet })
       const [pet, response] = yield* client.pets.getPet({ path: { petId: created.id }, withResponse: true })
       expect(response.status).toBe(200)
       expect(pet).toEqual(created)
@@ -71,6 +71,7 @@ describe("listPets, GET /v1/pets", () => {
       const client = yield* authorizedClient
       for (let i = 1; i <= count; i++) {
         yield* client.pets.createPet({
+          headers: {},
           payload: { name: `pet ${i}`, categoryId: i, status: i % 3 === 0 ? "sold" : "available" }
         })
       }
@@ -121,7 +122,7 @@ describe("listPets, GET /v1/pets", () => {
       do {
         const [page, response] = yield* client.pets.listPets({ urlParams: { limit: 2, cursor }, withResponse: true })
         seen.push(...page.map((pet) => pet.id))
-        if (added++ < 3) yield* client.pets.createPet({ payload: newPet })
+        if (added++ < 3) yield* client.pets.createPet({ headers: {}, payload: newPet })
         const link = response.headers["link"]
         cursor = link === undefined ? undefined : new URL(/<([^>]+)>/.exec(link)![1]!).searchParams.get("cursor")!
       } while (cursor !== undefined)

@@ -6,7 +6,7 @@ import {
   HttpClientRequest,
   type HttpClientResponse
 } from "@effect/platform"
-import { Chunk, Config, Context, Duration, Effect, FiberRef, Layer, Option, Redacted, Schedule, Stream } from "effect"
+import { Chunk, Config, Context, type Duration, Effect, Layer, Option, Redacted, Schedule, Stream } from "effect"
 import { PetStoreApi } from "../Api.js"
 import type { NewPet, Pet, PetStatus } from "../Domain/Pet.js"
 
@@ -23,9 +23,6 @@ export interface PetStoreClientOptions {
   /** First retry delay; doubles each attempt, with jitter (default 100 ms). */
   readonly retryBaseDelay?: Duration.DurationInput | undefined
 }
-
-/** The `Idempotency-Key` header for the request being made, set by `createPet`. */
-const currentIdempotencyKey = FiberRef.unsafeMake(Option.none<string>())
 
 const transientStatuses = new Set([502, 503, 504])
 
@@ -73,15 +70,6 @@ const make = (options: PetStoreClientOptions) =>
       )
     const httpClient = (yield* HttpClient.HttpClient).pipe(
       HttpClient.mapRequest(HttpClientRequest.bearerToken(Redacted.value(options.apiKey))),
-      HttpClient.mapRequestEffect((request) =>
-        Effect.map(
-          FiberRef.get(currentIdempotencyKey),
-          Option.match({
-            onNone: () => request,
-            onSome: (key) => HttpClientRequest.setHeader(request, "idempotency-key", key)
-          })
-        )
-      ),
       retryTransient(options.retries ?? 3, options.retryBaseDelay ?? "100 millis")
     )
     const api = yield* HttpApiClient.makeWith(PetStoreApi, { httpClient, baseUrl: baseUrl.replace(/\/+$/, "") })
@@ -117,11 +105,10 @@ const make = (options: PetStoreClientOptions) =>
        * and transient failures are retried.
        */
       createPet: (pet: NewPet, createOptions: { readonly idempotencyKey?: string | undefined } = {}) =>
-        Effect.locally(
-          api.pets.createPet({ payload: pet }),
-          currentIdempotencyKey,
-          Option.fromNullable(createOptions.idempotencyKey)
-        ),
+        api.pets.createPet({
+          payload: pet,
+          headers: createOptions.idempotencyKey === undefined ? {} : { "idempotency-key": createOptions.idempotencyKey }
+        }),
       /**
        * One animal by id.
        * @deprecated Removed on 5 December 2030: use `listPets` or `listAll` with `status`.

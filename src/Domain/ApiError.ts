@@ -38,6 +38,11 @@ export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()(
   errorFields(405, ["method_not_allowed"])
 ) {}
 
+export class Conflict extends Schema.TaggedError<Conflict>()(
+  "Conflict",
+  errorFields(409, ["idempotency_request_in_progress"])
+) {}
+
 export class Gone extends Schema.TaggedError<Gone>()(
   "Gone",
   errorFields(410, ["endpoint_removed"])
@@ -51,6 +56,11 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
 export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()(
   "UnsupportedMediaType",
   errorFields(415, ["unsupported_media_type"])
+) {}
+
+export class UnprocessableContent extends Schema.TaggedError<UnprocessableContent>()(
+  "UnprocessableContent",
+  errorFields(422, ["idempotency_key_reused"])
 ) {}
 
 export class InternalError extends Schema.TaggedError<InternalError>()(
@@ -90,6 +100,11 @@ export const BadRequestBody = ErrorBody(BadRequest, "The request has an invalid 
 export const UnauthorizedBody = ErrorBody(Unauthorized, "The API key is missing, malformed, unknown or revoked.")
 export const NotFoundBody = ErrorBody(NotFound, "Nothing is found at this address.")
 export const MethodNotAllowedBody = ErrorBody(MethodNotAllowed, "The path exists but not with this method.")
+export const ConflictBody = ErrorBody(Conflict, "A request with this Idempotency-Key is still being processed.")
+export const UnprocessableContentBody = ErrorBody(
+  UnprocessableContent,
+  "This Idempotency-Key was used with a different request body."
+)
 export const GoneBody = ErrorBody(Gone, "The endpoint was removed at its announced sunset.")
 export const PayloadTooLargeBody = ErrorBody(PayloadTooLarge, "The request body is larger than 64 KiB.")
 export const UnsupportedMediaTypeBody = ErrorBody(UnsupportedMediaType, "The request body is not application/json.")
@@ -102,9 +117,11 @@ export const errorBodies = {
   Unauthorized: UnauthorizedBody,
   NotFound: NotFoundBody,
   MethodNotAllowed: MethodNotAllowedBody,
+  Conflict: ConflictBody,
   Gone: GoneBody,
   PayloadTooLarge: PayloadTooLargeBody,
   UnsupportedMediaType: UnsupportedMediaTypeBody,
+  UnprocessableContent: UnprocessableContentBody,
   InternalError: InternalErrorBody,
   ServiceUnavailable: ServiceUnavailableBody
 } as const
@@ -115,8 +132,10 @@ export type ApiError =
   | Unauthorized
   | NotFound
   | MethodNotAllowed
+  | Conflict
   | Gone
   | PayloadTooLarge
   | UnsupportedMediaType
+  | UnprocessableContent
   | InternalError
   | ServiceUnavailable

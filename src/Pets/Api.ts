@@ -3,8 +3,10 @@ import { Schema } from "effect"
 import { Authentication } from "../Auth/Authentication.js"
 import {
   BadRequestBody,
+  ConflictBody,
   NotFoundBody,
   PayloadTooLargeBody,
+  UnprocessableContentBody,
   UnsupportedMediaTypeBody
 } from "../Domain/ApiError.js"
 import { DecimalIntFromString, NewPet, Pet, Pets, PetStatus } from "../Domain/Pet.js"
@@ -37,6 +39,18 @@ export const ListPetsParams = Schema.Struct({
     description: "Opaque position from the `Link: rel=\"next\"` header of the previous page.",
     examples: ["MjAuYXZhaWxhYmxl.x8KfQ2m1bV0sZ3pTnE4yLw"]
   }))
+})
+
+/** `Idempotency-Key`: 1 to 255 printable ASCII characters, chosen by the client per operation. */
+export const CreatePetHeaders = Schema.Struct({
+  "idempotency-key": Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^[\x20-\x7e]{1,255}$/)).annotations({
+      description: "Makes a retried create safe: the same key with the same body returns the first answer and " +
+        "creates nothing. Kept at least 24 hours, per API key.",
+      examples: ["8e0f6a2c-create-rex"],
+      message: () => ({ message: "must be 1 to 255 printable ASCII characters", override: true })
+    })
+  )
 })
 
 export const GetPetPath = Schema.Struct({
@@ -76,10 +90,13 @@ export const listPets = HttpApiEndpoint.get("listPets", "/pets")
 /** `POST /v1/pets`: adds an animal and answers 201 with it and `Location: /v1/pets/{id}`. */
 export const createPet = HttpApiEndpoint.post("createPet", "/pets")
   .setPayload(NewPet)
+  .setHeaders(CreatePetHeaders)
   .addSuccess(Pet, { status: 201 })
   .addError(BadRequestBody)
+  .addError(ConflictBody)
   .addError(PayloadTooLargeBody)
   .addError(UnsupportedMediaTypeBody)
+  .addError(UnprocessableContentBody)
   .annotate(OpenApi.Summary, "Add an animal")
   .annotate(
     OpenApi.Transform,
@@ -87,7 +104,10 @@ export const createPet = HttpApiEndpoint.post("createPet", "/pets")
   )
   .annotate(
     OpenApi.Description,
-    "Stores a new animal and answers 201 with it, its assigned `id` and `Location: /v1/pets/{id}`."
+    "Stores a new animal and answers 201 with it, its assigned `id` and `Location: /v1/pets/{id}`. With an " +
+      "`Idempotency-Key`, a retry with the same body returns the first answer and creates nothing; the same key " +
+      "with another body gets 422 `idempotency_key_reused`, and a retry while the first is running 409 " +
+      "`idempotency_request_in_progress`."
   )
 
 /**

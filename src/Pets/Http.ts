@@ -1,15 +1,17 @@
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
-import { Clock, Effect, Layer, Option } from "effect"
+import { Clock, Effect, Exit, Layer, Option } from "effect"
+import { createHash } from "node:crypto"
 import { PetStoreApi } from "../Api.js"
 import { AppConfig } from "../AppConfig.js"
-import { Gone, NotFound } from "../Domain/ApiError.js"
+import { Conflict, Gone, NotFound, UnprocessableContent } from "../Domain/ApiError.js"
+import { CurrentCaller } from "../Domain/Caller.js"
 import { NewPet, type Pet } from "../Domain/Pet.js"
 import { readJsonBody } from "../Http/JsonBody.js"
 import { docsPath } from "../Http/Routes.js"
 import { defaultLimit } from "./Api.js"
 import { Cursors } from "./Cursors.js"
 import { getPetDeprecatedAt, getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
-import { PetRepository } from "./PetRepository.js"
+import { type IdempotencyScope, PetRepository } from "./PetRepository.js"
 
 /**
  * A Pet is its own wire form (the Schema has no transformation) and the repository has already
@@ -21,11 +23,54 @@ const json = (body: Pet | ReadonlyArray<Pet>, options?: { readonly status?: numb
 
 const readNewPet = readJsonBody(NewPet)
 
+const created = (pet: Pet) => json(pet, { status: 201, headers: { location: `/v1/pets/${pet.id}` } })
+
+/** What identifies a request body for an idempotency key: its decoded value, so spacing does not count. */
+const fingerprint = (pet: NewPet) =>
+  createHash("sha256").update(JSON.stringify([pet.name, pet.categoryId, pet.status ?? null])).digest("hex")
+
+const inProgress = new Conflict({
+  code: "idempotency_request_in_progress",
+  message: "Idempotency-Key: a request with this key is still being processed; retry later",
+  status: 409
+})
+const reused = new UnprocessableContent({
+  code: "idempotency_key_reused",
+  message: "Idempotency-Key: was used with a different request body",
+  status: 422
+})
+
 export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers) =>
   Effect.gen(function*() {
     const pets = yield* PetRepository
     const cursors = yield* Cursors
     const { publicBaseUrl } = yield* AppConfig
+
+    /**
+     * A create under an idempotency key: the key is reserved before the body is read (a retry
+     * meanwhile gets 409), the pet and the key's record are written in one transaction, and a
+     * retry with the same body replays the first answer.
+     */
+    const createOnce = (scope: IdempotencyScope) =>
+      Effect.flatMap(pets.reserve(scope), (reservation): Effect.Effect<
+        HttpServerResponse.HttpServerResponse,
+        Effect.Effect.Error<typeof readNewPet> | Conflict | UnprocessableContent,
+        Effect.Effect.Context<typeof readNewPet>
+      > => {
+        switch (reservation._tag) {
+          case "InProgress":
+            return Effect.fail(inProgress)
+          case "Completed":
+            return Effect.flatMap(readNewPet, (newPet) =>
+              fingerprint(newPet) === reservation.fingerprint ? Effect.succeed(created(reservation.pet)) : Effect.fail(reused))
+          case "Reserved":
+            return readNewPet.pipe(
+              Effect.flatMap((newPet) => pets.createOnce(scope, fingerprint(newPet), newPet)),
+              Effect.map(created),
+              Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : pets.release(scope))
+            )
+        }
+      })
 
     return handlers
       .handle("listPets", ({ urlParams: { cursor, limit = defaultLimit, status } }) =>
@@ -41,12 +86,11 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
           return json(page.pets, { headers: { link: `<${next.href}>; rel="next"` } })
         }))
       // Raw: the body is read here, after authentication, with its own size and media-type checks.
-      .handleRaw("createPet", () =>
-        Effect.gen(function*() {
-          const newPet = yield* readNewPet
-          const pet = yield* pets.create(newPet)
-          return json(pet, { status: 201, headers: { location: `/v1/pets/${pet.id}` } })
-        }))
+      .handleRaw("createPet", ({ headers }) => {
+        const key = headers["idempotency-key"]
+        if (key === undefined) return Effect.map(Effect.flatMap(readNewPet, pets.create), created)
+        return Effect.flatMap(CurrentCaller, ({ keyId }) => createOnce({ apiKeyId: keyId, key }))
+      })
       .handle("getPet", ({ path: { petId } }) =>
         pets.findById(petId).pipe(
           Effect.flatMap(Option.match({

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option, Ref } from "effect"
+import { Clock, Context, Effect, Layer, Option, Ref } from "effect"
 import type { NewPet, Pet, PetId } from "../Domain/Pet.js"
 import { PetStatus } from "../Domain/Pet.js"
 import { Sqlite } from "../Sql/Database.js"
@@ -16,6 +16,26 @@ export interface PetPage {
   readonly hasMore: boolean
 }
 
+/** A create under an `Idempotency-Key`, scoped to the API key that sent it. */
+export interface IdempotencyScope {
+  readonly apiKeyId: number
+  readonly key: string
+}
+
+/** What a reservation of an idempotency key found. */
+export type Reservation =
+  /** The key is new (or its earlier request was abandoned): this request proceeds. */
+  | { readonly _tag: "Reserved" }
+  /** An earlier request with this key created `pet` from a body with this fingerprint. */
+  | { readonly _tag: "Completed"; readonly fingerprint: string; readonly pet: Pet }
+  /** An earlier request with this key is still running. */
+  | { readonly _tag: "InProgress" }
+
+/** Idempotency records are kept this long (at least the 24 hours clients are promised). */
+export const idempotencyRetentionMillis = 24 * 60 * 60 * 1000
+/** A reservation older than this was abandoned (its process stopped mid-request). */
+export const abandonedReservationMillis = 60 * 1000
+
 /** Where the animals are kept. Ids are assigned by the store, ascending, and never reused. */
 export class PetRepository extends Context.Tag("petstore/PetRepository")<
   PetRepository,
@@ -23,6 +43,12 @@ export class PetRepository extends Context.Tag("petstore/PetRepository")<
     readonly create: (pet: NewPet) => Effect.Effect<Pet>
     readonly findById: (id: PetId) => Effect.Effect<Option.Option<Pet>>
     readonly list: (query: PetQuery) => Effect.Effect<PetPage>
+    /** Claims an idempotency key before its request's body is read. */
+    readonly reserve: (scope: IdempotencyScope) => Effect.Effect<Reservation>
+    /** Gives back a reservation whose request failed before creating anything. */
+    readonly release: (scope: IdempotencyScope) => Effect.Effect<void>
+    /** Creates the pet and completes the reservation in one transaction. */
+    readonly createOnce: (scope: IdempotencyScope, fingerprint: string, pet: NewPet) => Effect.Effect<Pet>
     /** Whether the store answers, for the readiness probe. */
     readonly isReady: Effect.Effect<boolean>
   }
@@ -32,11 +58,34 @@ export class PetRepository extends Context.Tag("petstore/PetRepository")<
     PetRepository,
     Effect.gen(function*() {
       const state = yield* Ref.make({ lastId: 0, pets: [] as ReadonlyArray<Pet> })
+      const records = new Map<string, { fingerprint?: string; pet?: Pet; createdAt: number }>()
+      const recordKey = ({ apiKeyId, key }: IdempotencyScope) => `${apiKeyId}\u0000${key}`
+      const create = (newPet: NewPet) =>
+        Ref.modify(state, ({ lastId, pets }) => {
+          const pet: Pet = { id: lastId + 1, ...newPet }
+          return [pet, { lastId: pet.id, pets: [...pets, pet] }]
+        })
       return PetRepository.of({
-        create: (newPet) =>
-          Ref.modify(state, ({ lastId, pets }) => {
-            const pet: Pet = { id: lastId + 1, ...newPet }
-            return [pet, { lastId: pet.id, pets: [...pets, pet] }]
+        create,
+        reserve: (scope) =>
+          Effect.map(Clock.currentTimeMillis, (now): Reservation => {
+            for (const [key, record] of records) {
+              if (record.createdAt < now - idempotencyRetentionMillis) records.delete(key)
+            }
+            const record = records.get(recordKey(scope))
+            if (record?.pet !== undefined) return { _tag: "Completed", fingerprint: record.fingerprint!, pet: record.pet }
+            if (record !== undefined && now - record.createdAt <= abandonedReservationMillis) return { _tag: "InProgress" }
+            records.set(recordKey(scope), { createdAt: now })
+            return { _tag: "Reserved" }
+          }),
+        release: (scope) =>
+          Effect.sync(() => {
+            if (records.get(recordKey(scope))?.pet === undefined) records.delete(recordKey(scope))
+          }),
+        createOnce: (scope, fingerprint, newPet) =>
+          Effect.tap(create(newPet), (pet) => {
+            const record = records.get(recordKey(scope))
+            if (record !== undefined) Object.assign(record, { fingerprint, pet })
           }),
         findById: (id) => Effect.map(Ref.get(state), ({ pets }) => Option.fromNullable(pets.find((pet) => pet.id === id))),
         list: ({ afterId, limit, status }) =>
@@ -61,9 +110,43 @@ export class PetRepository extends Context.Tag("petstore/PetRepository")<
       const page = db.query(`SELECT ${columns} FROM pets WHERE id > ? ORDER BY id LIMIT ?`)
       const pageByStatus = db.query(`SELECT ${columns} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`)
       const ping = db.query("SELECT 1")
+      const purgeRecords = db.query("DELETE FROM idempotency_keys WHERE created_at < ?")
+      const findRecord = db.query<{ fingerprint: string | null; pet_id: number | null; created_at: number }, [number, string]>(
+        "SELECT fingerprint, pet_id, created_at FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ?"
+      )
+      const claimRecord = db.query(
+        `INSERT INTO idempotency_keys (api_key_id, idempotency_key, created_at) VALUES (?, ?, ?)
+         ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET created_at = excluded.created_at`
+      )
+      const releaseRecord = db.query(
+        "DELETE FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ? AND pet_id IS NULL"
+      )
+      const completeRecord = db.query(
+        "UPDATE idempotency_keys SET fingerprint = ?, pet_id = ? WHERE api_key_id = ? AND idempotency_key = ?"
+      )
+      const insertPet = (pet: NewPet) => toPets([insert.get(pet.name, pet.categoryId, pet.status ?? null)])[0]!
+      const reserve = db.transaction(({ apiKeyId, key }: IdempotencyScope, now: number): Reservation => {
+        purgeRecords.run(now - idempotencyRetentionMillis)
+        const record = findRecord.get(apiKeyId, key)
+        if (record?.pet_id != null) {
+          return { _tag: "Completed", fingerprint: record.fingerprint!, pet: toPets([byId.get(record.pet_id)])[0]! }
+        }
+        if (record !== null && now - record.created_at <= abandonedReservationMillis) return { _tag: "InProgress" }
+        claimRecord.run(apiKeyId, key, now)
+        return { _tag: "Reserved" }
+      })
+      const createOnce = db.transaction(({ apiKeyId, key }: IdempotencyScope, fingerprint: string, newPet: NewPet) => {
+        const pet = insertPet(newPet)
+        completeRecord.run(fingerprint, pet.id, apiKeyId, key)
+        return pet
+      })
       // A failing statement is a defect: nothing a caller could handle.
       return PetRepository.of({
-        create: (pet) => Effect.sync(() => toPets([insert.get(pet.name, pet.categoryId, pet.status ?? null)])[0]!),
+        create: (pet) => Effect.sync(() => insertPet(pet)),
+        // IMMEDIATE: the reservation's read and write hold the write lock together, across processes too.
+        reserve: (scope) => Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => reserve.immediate(scope, now))),
+        release: ({ apiKeyId, key }) => Effect.sync(() => void releaseRecord.run(apiKeyId, key)),
+        createOnce: (scope, fingerprint, pet) => Effect.sync(() => createOnce(scope, fingerprint, pet)),
         findById: (id) => Effect.sync(() => Option.fromNullable(toPets([byId.get(id)].filter((row) => row !== null))[0])),
         list: ({ afterId = 0, limit, status }) =>
           Effect.sync(() => {

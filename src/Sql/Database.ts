@@ -9,11 +9,13 @@ import { AppConfig } from "../AppConfig.js"
 import createPets from "./migrations/0001_create_pets.js"
 import createApiKeys from "./migrations/0002_create_api_keys.js"
 import createSettings from "./migrations/0003_create_settings.js"
+import createIdempotencyKeys from "./migrations/0004_create_idempotency_keys.js"
 
 const migrations = Migrator.fromRecord({
   "0001_create_pets": createPets,
   "0002_create_api_keys": createApiKeys,
-  "0003_create_settings": createSettings
+  "0003_create_settings": createSettings,
+  "0004_create_idempotency_keys": createIdempotencyKeys
 })
 
 /** The SQLite file a `DATABASE_URL` names: a path, `sqlite:path` or `file:path`. */

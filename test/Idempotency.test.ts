@@ -1,0 +1,176 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, Layer, TestClock } from "effect"
+import { PetRepository } from "../src/Pets/PetRepository.js"
+import { Sqlite } from "../src/Sql/Database.js"
+import { TemporarySqlite } from "./support/SqliteStores.js"
+import { createKey, send, TestServer } from "./support/TestServer.js"
+
+const rex = JSON.stringify({ name: "Rex", categoryId: 3, status: "available" })
+const tom = JSON.stringify({ name: "Tom", categoryId: 1 })
+
+describe("idempotent creates, POST /v1/pets with Idempotency-Key", () => {
+  it.effect("a retry with the same key and body returns the first answer and creates nothing", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const headers = { "idempotency-key": "create-rex-1" }
+      const first = yield* send("POST", "/v1/pets", { key, headers, body: rex })
+      // The same body written differently is the same request.
+      const retry = yield* send("POST", "/v1/pets", {
+        key,
+        headers,
+        body: `{ "status": "available", "categoryId": 3, "name": "Rex" }`
+      })
+      expect(first.status).toBe(201)
+      expect(retry.status).toBe(201)
+      expect(retry.text).toBe(first.text)
+      expect(retry.headers["location"]).toBe(first.headers["location"])
+      expect((yield* send("GET", "/v1/pets", { key })).body).toHaveLength(1)
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("the same key with another body: 422 idempotency_key_reused, nothing created", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const headers = { "idempotency-key": "k" }
+      yield* send("POST", "/v1/pets", { key, headers, body: rex })
+      const reused = yield* send("POST", "/v1/pets", { key, headers, body: tom })
+      expect(reused.status).toBe(422)
+      expect(reused.body).toEqual({
+        code: "idempotency_key_reused",
+        message: "Idempotency-Key: was used with a different request body",
+        status: 422
+      })
+      expect((yield* send("GET", "/v1/pets", { key })).body).toHaveLength(1)
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("keys are scoped to the API key; creates without a key are never deduplicated", () =>
+    Effect.gen(function*() {
+      const alice = (yield* createKey("alice")).key
+      const bob = (yield* createKey("bob")).key
+      const headers = { "idempotency-key": "shared" }
+      const a = yield* send("POST", "/v1/pets", { key: alice, headers, body: rex })
+      const b = yield* send("POST", "/v1/pets", { key: bob, headers, body: tom })
+      expect([a.body.id, b.body.id]).toEqual([1, 2])
+      yield* send("POST", "/v1/pets", { key: alice, body: rex })
+      yield* send("POST", "/v1/pets", { key: alice, body: rex })
+      expect((yield* send("GET", "/v1/pets", { key: alice })).body).toHaveLength(4)
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("a key that is not 1 to 255 printable ASCII characters: 400 invalid_parameter", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      for (const idempotencyKey of ["x".repeat(256), "tab\there", ""]) {
+        const response = yield* send("POST", "/v1/pets", { key, headers: { "idempotency-key": idempotencyKey }, body: rex })
+        expect(response.status, JSON.stringify(idempotencyKey)).toBe(400)
+        expect(response.body).toEqual({
+          code: "invalid_parameter",
+          message: "idempotency-key: must be 1 to 255 printable ASCII characters",
+          status: 400
+        })
+      }
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("a retry while the first request is still running: 409 idempotency_request_in_progress", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const headers = { "idempotency-key": "slow" }
+      let finish: () => void = () => {}
+      const slowBody = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(rex.slice(0, 10)))
+          finish = () => {
+            controller.enqueue(new TextEncoder().encode(rex.slice(10)))
+            controller.close()
+          }
+        }
+      })
+      const first = yield* Effect.fork(send("POST", "/v1/pets", { key, headers, body: slowBody }))
+      yield* Effect.promise(() => Bun.sleep(100))
+      const meanwhile = yield* send("POST", "/v1/pets", { key, headers, body: rex })
+      expect(meanwhile.status).toBe(409)
+      expect(meanwhile.body).toEqual({
+        code: "idempotency_request_in_progress",
+        message: "Idempotency-Key: a request with this key is still being processed; retry later",
+        status: 409
+      })
+      finish()
+      const done = yield* Fiber.join(first)
+      expect(done.status).toBe(201)
+      const replay = yield* send("POST", "/v1/pets", { key, headers, body: rex })
+      expect(replay.text).toBe(done.text)
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("a first request that failed leaves the key free", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const headers = { "idempotency-key": "after-a-typo" }
+      expect((yield* send("POST", "/v1/pets", { key, headers, body: `{"name":""}` })).status).toBe(400)
+      expect((yield* send("POST", "/v1/pets", { key, headers, body: rex })).status).toBe(201)
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("records are kept 24 hours", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const headers = { "idempotency-key": "daily" }
+      const first = yield* send("POST", "/v1/pets", { key, headers, body: rex })
+      yield* TestClock.adjust("23 hours")
+      expect((yield* send("POST", "/v1/pets", { key, headers, body: rex })).body).toEqual(first.body)
+      yield* TestClock.adjust("2 hours")
+      expect((yield* send("POST", "/v1/pets", { key, headers, body: rex })).body.id).toBe(2)
+    }).pipe(Effect.provide(TestServer)))
+})
+
+const stores: ReadonlyArray<readonly [string, Layer.Layer<PetRepository, unknown>]> = [
+  ["in memory", PetRepository.InMemory],
+  ["SQLite", PetRepository.Sqlite.pipe(Layer.provide(TemporarySqlite))]
+]
+
+for (const [name, store] of stores) {
+  describe(`PetRepository idempotency contract, ${name}`, () => {
+    const scope = { apiKeyId: 1, key: "k" }
+    const pet = { name: "Rex", categoryId: 1 }
+
+    it.effect("reserve, create once, then replay the completed record; another API key is another scope", () =>
+      Effect.gen(function*() {
+        const pets = yield* PetRepository
+        expect(yield* pets.reserve(scope)).toEqual({ _tag: "Reserved" })
+        expect(yield* pets.reserve(scope)).toEqual({ _tag: "InProgress" })
+        const created = yield* pets.createOnce(scope, "fp", pet)
+        expect(yield* pets.reserve(scope)).toEqual({ _tag: "Completed", fingerprint: "fp", pet: created })
+        expect(yield* pets.reserve({ ...scope, apiKeyId: 2 })).toEqual({ _tag: "Reserved" })
+      }).pipe(Effect.provide(store)))
+
+    it.effect("release frees an unfinished reservation, never a completed one", () =>
+      Effect.gen(function*() {
+        const pets = yield* PetRepository
+        yield* pets.reserve(scope)
+        yield* pets.release(scope)
+        expect(yield* pets.reserve(scope)).toEqual({ _tag: "Reserved" })
+        yield* pets.createOnce(scope, "fp", pet)
+        yield* pets.release(scope)
+        expect((yield* pets.reserve(scope))._tag).toBe("Completed")
+      }).pipe(Effect.provide(store)))
+
+    it.effect("an abandoned reservation is taken over after a minute", () =>
+      Effect.gen(function*() {
+        const pets = yield* PetRepository
+        yield* pets.reserve(scope)
+        yield* TestClock.adjust("61 seconds")
+        expect(yield* pets.reserve(scope)).toEqual({ _tag: "Reserved" })
+      }).pipe(Effect.provide(store)))
+  })
+}
+
+describe("the SQLite idempotency record", () => {
+  it.effect("is written in one transaction with the pet: a failed insert completes nothing", () =>
+    Effect.gen(function*() {
+      const pets = yield* PetRepository
+      const db = yield* Sqlite
+      const scope = { apiKeyId: 1, key: "k" }
+      yield* pets.reserve(scope)
+      // Past the Schema, only the table's CHECK constraint refuses this status.
+      const exit = yield* Effect.exit(pets.createOnce(scope, "fp", { name: "Rex", categoryId: 1, status: "lost" as never }))
+      expect(exit._tag).toBe("Failure")
+      expect(db.query("SELECT count(*) AS n FROM pets").get()).toEqual({ n: 0 })
+      expect(db.query("SELECT pet_id, fingerprint FROM idempotency_keys").all()).toEqual([{ pet_id: null, fingerprint: null }])
+    }).pipe(Effect.provide(PetRepository.Sqlite.pipe(Layer.provideMerge(TemporarySqlite)))))
+})
