@@ -21,6 +21,10 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     readonly publicBaseUrl: string
     /** The base address of each environment, for the OpenAPI document. */
     readonly servers: { readonly production: string; readonly staging: string }
+    /** Requests per API key: a token bucket refilled at `perSecond`, holding `burst`. */
+    readonly rateLimit: { readonly perSecond: number; readonly burst: number }
+    /** Failed authentications allowed per client address and minute (also the burst). */
+    readonly authFailuresPerMinute: number
     /** Browser origins allowed to call the API (CORS); none unless listed. */
     readonly corsOrigins: ReadonlyArray<string>
     readonly logLevel: LogLevel.LogLevel
@@ -44,6 +48,20 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     publicBaseUrl: Config.option(httpUrl("PUBLIC_BASE_URL")),
     productionUrl: httpUrl("PETSTORE_PRODUCTION_URL").pipe(Config.withDefault("https://petstore.example.com")),
     stagingUrl: httpUrl("PETSTORE_STAGING_URL").pipe(Config.withDefault("https://staging.petstore.example.com")),
+    rateLimit: Config.all({
+      perSecond: Config.number("RATE_LIMIT_PER_SECOND").pipe(
+        Config.validate({ message: "must be a positive number", validation: (n) => n > 0 }),
+        Config.withDefault(100)
+      ),
+      burst: Config.integer("RATE_LIMIT_BURST").pipe(
+        Config.validate({ message: "must be a positive integer", validation: (n) => n >= 1 }),
+        Config.withDefault(200)
+      )
+    }),
+    authFailuresPerMinute: Config.integer("AUTH_FAILURES_PER_MINUTE").pipe(
+      Config.validate({ message: "must be a positive integer", validation: (n) => n >= 1 }),
+      Config.withDefault(20)
+    ),
     corsOrigins: Config.string("CORS_ORIGINS").pipe(
       Config.withDefault(""),
       Config.map((list) => list.split(",").map((origin) => origin.trim().replace(/\/+$/, "")).filter((o) => o !== "")),
@@ -75,6 +93,8 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       environment: "staging",
       publicBaseUrl: "http://localhost:3000",
       servers: { production: "https://petstore.example.com", staging: "https://staging.petstore.example.com" },
+      rateLimit: { perSecond: 100, burst: 200 },
+      authFailuresPerMinute: 20,
       corsOrigins: [],
       logLevel: LogLevel.Info,
       ...config

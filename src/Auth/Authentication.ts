@@ -1,13 +1,15 @@
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { CurrentCaller } from "../Domain/Caller.js"
-import { UnauthorizedBody } from "../Domain/ApiError.js"
+import { Schema } from "effect"
+import { TooManyRequestsBody, UnauthorizedBody } from "../Domain/ApiError.js"
 
 /**
  * Bearer authentication for every `/v1` operation. It runs before the request is decoded, so a
- * caller without a valid key learns nothing about its request.
+ * caller without a valid key learns nothing about its request. It also holds the rate limits: per
+ * API key, and of failed authentications per client address (429 `rate_limited`).
  */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
-  failure: UnauthorizedBody,
+  failure: Schema.Union(UnauthorizedBody, TooManyRequestsBody),
   provides: CurrentCaller,
   security: {
     bearer: HttpApiSecurity.bearer.pipe(

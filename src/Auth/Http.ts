@@ -1,8 +1,10 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
-import { Unauthorized } from "../Domain/ApiError.js"
-import { ApiKeys, hashKey } from "./ApiKeys.js"
+import { AppConfig } from "../AppConfig.js"
+import { TooManyRequests, Unauthorized } from "../Domain/ApiError.js"
+import { ApiKeys, hashKey, type KeyHolder } from "./ApiKeys.js"
 import { Authentication } from "./Authentication.js"
+import { noteRateLimit, RateLimiter, type RateLimitPolicy } from "./RateLimiter.js"
 
 const bearer = /^bearer +([\x21-\x7e]+) *$/i
 
@@ -23,26 +25,73 @@ const unknownKey = new Unauthorized({
   status: 401
 })
 
+const rateLimited = (message: string) => new TooManyRequests({ code: "rate_limited", message, status: 429 })
+const tooManyFailures = rateLimited("Too many failed authentications from this address; retry after the Retry-After seconds")
+const overRate = rateLimited("This API key is over its request rate; retry after the Retry-After seconds")
+
+/** Once half the allowed failures are spent, each further 401 waits 200 ms longer, up to 2 s. */
+const slowdown = (policy: RateLimitPolicy, remaining: number) =>
+  Math.min(2000, Math.max(0, Math.floor(policy.burst / 2) - remaining) * 200)
+
 /**
- * Authenticates by the key's SHA-256 hash; the key itself is never logged nor compared. The 401's
- * challenge header is added with its body (`Http/ApiResponses.ts`).
+ * Authenticates by the key's SHA-256 hash; the key itself is never logged nor compared. Failed
+ * attempts count against the client's address (slowed, then 429, so keys cannot be guessed at
+ * speed); a valid key's requests count against its own rate. The 401's challenge and the rate
+ * limit headers are added with the response (`Http/ApiResponses.ts`).
  */
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
     const keys = yield* ApiKeys
+    const limiter = yield* RateLimiter
+    const { authFailuresPerMinute, rateLimit } = yield* AppConfig
+    const perKey: RateLimitPolicy = { name: "per-key", ...rateLimit }
+    const failedAuthentication: RateLimitPolicy = {
+      name: "failed-authentication",
+      perSecond: authFailuresPerMinute / 60,
+      burst: authFailuresPerMinute
+    }
+
+    const refuse = (address: string, error: Unauthorized): Effect.Effect<never, Unauthorized> =>
+      Effect.flatMap(limiter.take(failedAuthentication, address), (decision) => {
+        const wait = slowdown(failedAuthentication, decision.remaining)
+        const failed = Effect.fail(error)
+        return wait === 0 ? failed : Effect.zipRight(Effect.sleep(wait), failed)
+      })
+
+    const authenticate = (
+      request: HttpServerRequest.HttpServerRequest,
+      address: string
+    ): Effect.Effect<KeyHolder, Unauthorized | TooManyRequests> => {
+      const header = request.headers.authorization
+      if (header === undefined || header.trim() === "") return refuse(address, missingKey)
+      const token = bearer.exec(header)?.[1]
+      if (token === undefined) return refuse(address, malformedKey)
+      return Effect.flatMap(
+        keys.findActiveByHash(hashKey(token)),
+        (holder): Effect.Effect<KeyHolder, Unauthorized | TooManyRequests> => {
+          if (Option.isNone(holder)) return refuse(address, unknownKey)
+          return Effect.flatMap(limiter.take(perKey, String(holder.value.keyId)), (decision) => {
+            noteRateLimit(request, decision)
+            return decision.allowed ? Effect.succeed(holder.value) : Effect.fail(overRate)
+          })
+        }
+      )
+    }
+
     return Authentication.of({
       // The platform's own bearer parsing is case-sensitive; the header is read here instead.
       bearer: () =>
         Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-          const header = request.headers.authorization
-          if (header === undefined || header.trim() === "") return Effect.fail(missingKey)
-          const token = bearer.exec(header)?.[1]
-          if (token === undefined) return Effect.fail(malformedKey)
-          return Effect.flatMap(
-            keys.findActiveByHash(hashKey(token)),
-            Option.match({ onNone: () => Effect.fail(unknownKey), onSome: Effect.succeed })
-          )
+          const address = Option.getOrElse(request.remoteAddress, () => "unknown")
+          return Effect.flatMap(limiter.peek(failedAuthentication, address), (failures): Effect.Effect<
+            KeyHolder,
+            Unauthorized | TooManyRequests
+          > => {
+            if (failures.allowed) return authenticate(request, address)
+            noteRateLimit(request, failures)
+            return Effect.fail(tooManyFailures)
+          })
         })
     })
   })

@@ -63,6 +63,11 @@ export class UnprocessableContent extends Schema.TaggedError<UnprocessableConten
   errorFields(422, ["idempotency_key_reused"])
 ) {}
 
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()(
+  "TooManyRequests",
+  errorFields(429, ["rate_limited"])
+) {}
+
 export class InternalError extends Schema.TaggedError<InternalError>()(
   "InternalError",
   errorFields(500, ["internal_error"])
@@ -108,6 +113,10 @@ export const UnprocessableContentBody = ErrorBody(
 export const GoneBody = ErrorBody(Gone, "The endpoint was removed at its announced sunset.")
 export const PayloadTooLargeBody = ErrorBody(PayloadTooLarge, "The request body is larger than 64 KiB.")
 export const UnsupportedMediaTypeBody = ErrorBody(UnsupportedMediaType, "The request body is not application/json.")
+export const TooManyRequestsBody = ErrorBody(
+  TooManyRequests,
+  "Too many requests: the API key's rate, or failed authentications from this address; see Retry-After."
+)
 export const InternalErrorBody = ErrorBody(InternalError, "The service failed unexpectedly.")
 export const ServiceUnavailableBody = ErrorBody(ServiceUnavailable, "The database does not answer, or the instance is shutting down.")
 
@@ -122,6 +131,7 @@ export const errorBodies = {
   PayloadTooLarge: PayloadTooLargeBody,
   UnsupportedMediaType: UnsupportedMediaTypeBody,
   UnprocessableContent: UnprocessableContentBody,
+  TooManyRequests: TooManyRequestsBody,
   InternalError: InternalErrorBody,
   ServiceUnavailable: ServiceUnavailableBody
 } as const
@@ -137,5 +147,6 @@ export type ApiError =
   | PayloadTooLarge
   | UnsupportedMediaType
   | UnprocessableContent
+  | TooManyRequests
   | InternalError
   | ServiceUnavailable

@@ -15,6 +15,7 @@ import {
   NotFound,
   NotFoundBody
 } from "../Domain/ApiError.js"
+import { rateLimitHeaders, rateLimitOf } from "../Auth/RateLimiter.js"
 import { describeIssues } from "./ParseIssues.js"
 import { requestIdOf } from "./RequestLog.js"
 import { makeAllowedMethods } from "./Routes.js"
@@ -97,13 +98,16 @@ export const ApiResponses = HttpApiBuilder.middleware(
         })
     return (app: HttpApp.Default): HttpApp.Default =>
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        const withId = (response: HttpServerResponse.HttpServerResponse) =>
-          HttpServerResponse.setHeaders(response, {
+        const withId = (response: HttpServerResponse.HttpServerResponse) => {
+          const rateLimit = rateLimitOf(request)
+          return HttpServerResponse.setHeaders(response, {
             "x-request-id": requestIdOf(request),
             // Answers are about one caller at one moment: never cached, never sniffed as another type.
             "cache-control": "no-store",
-            "x-content-type-options": "nosniff"
+            "x-content-type-options": "nosniff",
+            ...(rateLimit === undefined ? {} : rateLimitHeaders(rateLimit))
           })
+        }
         return Effect.matchCauseEffect(app, {
           onSuccess: (response) => Effect.succeed(withId(response)),
           onFailure: (cause) => Effect.map(errorResponse(cause), withId)

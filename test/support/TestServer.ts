@@ -4,6 +4,7 @@ import { Effect, Layer, Redacted, Stream } from "effect"
 import { PetStoreApi } from "../../src/Api.js"
 import { AppConfig } from "../../src/AppConfig.js"
 import { ApiKeys } from "../../src/Auth/ApiKeys.js"
+import { RateLimiter } from "../../src/Auth/RateLimiter.js"
 import { HttpLive } from "../../src/Http.js"
 import { InFlightRequests } from "../../src/Http/InFlightRequests.js"
 import { RequestLines } from "../../src/Http/RequestLog.js"
@@ -19,7 +20,7 @@ export const makeTestServer = (
 ) =>
   HttpLive.pipe(
     Layer.provideMerge(BunHttpServer.layerTest),
-    Layer.provideMerge(Layer.mergeAll(pets, ApiKeys.InMemory, Cursors.InMemory)),
+    Layer.provideMerge(Layer.mergeAll(pets, ApiKeys.InMemory, Cursors.InMemory, RateLimiter.InMemory)),
     Layer.provideMerge(
       Layer.mergeAll(AppConfig.make({ publicBaseUrl, ...config }), InFlightRequests.layer, RequestLines.layer(() => {}))
     )

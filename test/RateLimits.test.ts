@@ -1,0 +1,55 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, TestClock } from "effect"
+import { createKey, makeTestServer, send } from "./support/TestServer.js"
+
+describe("the rate limit per API key (token bucket)", () => {
+  it.effect("answers 429 rate_limited past the burst, with Retry-After and the RateLimit headers, until refilled", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey("busy")
+      const other = (yield* createKey("calm")).key
+      for (const remaining of [2, 1, 0]) {
+        const response = yield* send("GET", "/v1/pets", { key })
+        expect(response.status).toBe(200)
+        expect(response.headers["ratelimit-policy"]).toBe(`"per-key";q=3;w=3`)
+        expect(response.headers["ratelimit"]).toBe(`"per-key";r=${remaining};t=${3 - remaining}`)
+      }
+      const limited = yield* send("GET", "/v1/pets", { key })
+      expect(limited.status).toBe(429)
+      expect(limited.headers["retry-after"]).toBe("1")
+      expect(limited.headers["ratelimit"]).toBe(`"per-key";r=0;t=3`)
+      expect(limited.body).toEqual({
+        code: "rate_limited",
+        message: "This API key is over its request rate; retry after the Retry-After seconds",
+        status: 429
+      })
+      expect((yield* send("GET", "/v1/pets", { key: other })).status).toBe(200)
+      yield* TestClock.adjust("1 second")
+      expect((yield* send("GET", "/v1/pets", { key })).status).toBe(200)
+    }).pipe(Effect.provide(makeTestServer(undefined, { rateLimit: { perSecond: 1, burst: 3 } }))))
+})
+
+describe("failed authentications per client address", () => {
+  it.effect("are slowed once half are spent, then answered 429, even with a valid key", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const wrong = { authorization: "Bearer ps_test_guess" }
+      // 6 allowed a minute: the first 3 failures answer at once.
+      for (let i = 0; i < 3; i++) expect((yield* send("GET", "/v1/pets", { headers: wrong })).status).toBe(401)
+      // The next ones wait 200 ms, then 400 ms, then 600 ms.
+      for (const wait of [200, 400, 600]) {
+        const attempt = yield* Effect.fork(send("GET", "/v1/pets", { headers: wrong }))
+        yield* Effect.promise(() => Bun.sleep(50))
+        yield* TestClock.adjust(wait - 1)
+        yield* Effect.promise(() => Bun.sleep(50))
+        expect(attempt.unsafePoll(), `still waiting before ${wait} ms`).toBeNull()
+        yield* TestClock.adjust(1)
+        expect((yield* Fiber.join(attempt)).status).toBe(401)
+      }
+      const blocked = yield* send("GET", "/v1/pets", { key })
+      expect(blocked.status).toBe(429)
+      expect(blocked.body).toMatchObject({ code: "rate_limited", status: 429 })
+      expect(Number(blocked.headers["retry-after"])).toBeGreaterThan(0)
+      yield* TestClock.adjust("1 minute")
+      expect((yield* send("GET", "/v1/pets", { key })).status).toBe(200)
+    }).pipe(Effect.provide(makeTestServer(undefined, { authFailuresPerMinute: 6 }))))
+})
