@@ -63,7 +63,7 @@ export class RateLimiter extends Context.Tag("petstore/RateLimiter")<
 }
 
 /**
- * The headers of draft-ietf-httpapi-ratelimit-headers-09: `RateLimit-Policy` names the quota
+ * The headers of draft-ietf-httpapi-ratelimit-headers-10: `RateLimit-Policy` names the quota
  * (`q` requests per `w` seconds), `RateLimit` what is left (`r`) and when it is whole again (`t`).
  */
 export const rateLimitHeaders = ({ policy, remaining, resetSeconds, retryAfterSeconds }: RateLimitDecision) => ({
