@@ -63,11 +63,27 @@ const challenge: HeaderDoc = {
   example: "Bearer realm=\"petstore\", error=\"invalid_token\""
 }
 
-/** Every response names its request; every 401 carries the bearer challenge. */
+const rateLimitHeaders: Record<string, HeaderDoc> = {
+  "Retry-After": { description: "Seconds until a request is allowed again.", example: "1" },
+  "RateLimit-Policy": {
+    description: "The quota (draft-ietf-httpapi-ratelimit-headers-10): q requests per w seconds.",
+    example: "\"per-key\";q=200;w=2"
+  },
+  "RateLimit": {
+    description: "What is left of the quota (r) and the seconds until it is whole again (t).",
+    example: "\"per-key\";r=0;t=2"
+  }
+}
+
+/** Every response names its request; every 401 carries the bearer challenge, every 429 the limits. */
 const withCommonHeaders = (spec: Json): Json => {
   for (const operations of Object.values<Json>(spec.paths)) {
     for (const operation of Object.values<Json>(operations)) {
-      withResponseHeaders({ "*": { "X-Request-Id": requestId }, "401": { "WWW-Authenticate": challenge } })(operation)
+      withResponseHeaders({
+        "*": { "X-Request-Id": requestId },
+        "401": { "WWW-Authenticate": challenge },
+        "429": rateLimitHeaders
+      })(operation)
     }
   }
   return spec
