@@ -3,29 +3,20 @@ import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { Cause, Effect, Option, Predicate, Schema } from "effect"
 import { PetStoreApi } from "../Api.js"
-import {
-  type ApiError,
-  BadRequest,
-  errorBodies,
-  BadRequestBody,
-  InternalError,
-  InternalErrorBody,
-  MethodNotAllowed,
-  MethodNotAllowedBody,
-  NotFound,
-  NotFoundBody
-} from "../Domain/ApiError.js"
+import { type ApiError, BadRequest, errorBodies, InternalError, MethodNotAllowed, NotFound } from "../Domain/ApiError.js"
 import { rateLimitHeaders, rateLimitOf } from "../Auth/RateLimiter.js"
 import { describeIssues } from "./ParseIssues.js"
 import { requestIdOf } from "./RequestLog.js"
 import { makeAllowedMethods } from "./Routes.js"
 
-const respond = <A, I>(schema: Schema.Schema<A, I>, status: number, error: A, headers: Record<string, string> = {}) =>
-  HttpServerResponse.unsafeJson(Schema.encodeSync(schema)(error), { status, headers })
+/** The response of an error: its wire body (by its tag) under its own status. */
+export const errorResponse = (error: ApiError, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson(
+    Schema.encodeSync(errorBodies[error._tag] as Schema.Schema<ApiError, unknown>)(error),
+    { status: error.status, headers }
+  )
 
-const internalError = respond(
-  InternalErrorBody,
-  500,
+const internalError = errorResponse(
   new InternalError({ code: "internal_error", message: "The service failed unexpectedly; the request id names it in the log", status: 500 })
 )
 
@@ -45,57 +36,47 @@ const challenge = (error: ApiError): Record<string, string> =>
 
 /**
  * Every response leaving the API carries the request's `X-Request-Id`, `Cache-Control: no-store`
- * and `X-Content-Type-Options: nosniff`, and every failure becomes
- * the interface's Error body: the errors the endpoints declare (encoded directly with their own
- * wire schema, cheaper than the platform's union of all of them), the platform's decode errors,
- * unknown routes and methods, and unexpected failures (logged, never shown).
+ * and `X-Content-Type-Options: nosniff`, and every failure becomes the interface's Error body: the
+ * errors the endpoints declare (encoded directly with their own wire schema, cheaper than the
+ * platform's union of all of them), the platform's decode errors, unknown routes and methods, and
+ * unexpected failures (logged, never shown).
  */
 export const ApiResponses = HttpApiBuilder.middleware(
   PetStoreApi,
   Effect.sync(() => {
     const allowedMethods = makeAllowedMethods()
-    const errorResponse = (cause: Cause.Cause<unknown>) =>
-        Effect.gen(function*() {
-          if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause as Cause.Cause<never>)
-          const failure = Cause.failureOption(cause)
-          if (Option.isSome(failure) && !Cause.isDie(cause)) {
-            const error = failure.value
-            if (isApiError(error)) {
-              return respond(errorBodies[error._tag] as Schema.Schema<ApiError, unknown>, error.status, error, challenge(error))
-            }
-            if (error instanceof HttpApiDecodeError) {
-              return respond(
-                BadRequestBody,
-                400,
-                new BadRequest({ code: "invalid_parameter", message: describeIssues(error.issues, "request"), status: 400 })
-              )
-            }
-            if (error instanceof RouteNotFound) {
-              const request = yield* HttpServerRequest.HttpServerRequest
-              const path = new URL(request.url, "http://localhost").pathname
-              const allowed = allowedMethods(path)
-              return allowed.length === 0
-                ? respond(
-                  NotFoundBody,
-                  404,
-                  new NotFound({ code: "route_not_found", message: `path: no route ${path}`, status: 404 })
-                )
-                : respond(
-                  MethodNotAllowedBody,
-                  405,
-                  new MethodNotAllowed({
-                    code: "method_not_allowed",
-                    message: `method: ${request.method} is not allowed on ${path}; use ${allowed.join(", ")}`,
-                    status: 405
-                  }),
-                  { allow: allowed.join(", ") }
-                )
-            }
+    const fromCause = (cause: Cause.Cause<unknown>) =>
+      Effect.gen(function*() {
+        if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause as Cause.Cause<never>)
+        const failure = Cause.failureOption(cause)
+        if (Option.isSome(failure) && !Cause.isDie(cause)) {
+          const error = failure.value
+          if (isApiError(error)) return errorResponse(error, challenge(error))
+          if (error instanceof HttpApiDecodeError) {
+            return errorResponse(
+              new BadRequest({ code: "invalid_parameter", message: describeIssues(error.issues, "request"), status: 400 })
+            )
           }
-          const request = yield* HttpServerRequest.HttpServerRequest
-          yield* Effect.logError("request failed", cause).pipe(Effect.annotateLogs("requestId", requestIdOf(request)))
-          return internalError
-        })
+          if (error instanceof RouteNotFound) {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            const path = new URL(request.url, "http://localhost").pathname
+            const allowed = allowedMethods(path)
+            return allowed.length === 0
+              ? errorResponse(new NotFound({ code: "route_not_found", message: `path: no route ${path}`, status: 404 }))
+              : errorResponse(
+                new MethodNotAllowed({
+                  code: "method_not_allowed",
+                  message: `method: ${request.method} is not allowed on ${path}; use ${allowed.join(", ")}`,
+                  status: 405
+                }),
+                { allow: allowed.join(", ") }
+              )
+          }
+        }
+        const request = yield* HttpServerRequest.HttpServerRequest
+        yield* Effect.logError("request failed", cause).pipe(Effect.annotateLogs("requestId", requestIdOf(request)))
+        return internalError
+      })
     return (app: HttpApp.Default): HttpApp.Default =>
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
         const withId = (response: HttpServerResponse.HttpServerResponse) => {
@@ -110,7 +91,7 @@ export const ApiResponses = HttpApiBuilder.middleware(
         }
         return Effect.matchCauseEffect(app, {
           onSuccess: (response) => Effect.succeed(withId(response)),
-          onFailure: (cause) => Effect.map(errorResponse(cause), withId)
+          onFailure: (cause) => Effect.map(fromCause(cause), withId)
         })
       })
   })

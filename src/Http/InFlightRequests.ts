@@ -1,13 +1,12 @@
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Context, Duration, Effect, Layer, Schedule, Schema } from "effect"
-import { ServiceUnavailable, ServiceUnavailableBody } from "../Domain/ApiError.js"
+import { Context, type Duration, Effect, Layer, Schedule } from "effect"
+import { ServiceUnavailable } from "../Domain/ApiError.js"
+import { errorResponse } from "./ApiResponses.js"
 import { requestIdOf } from "./RequestLog.js"
 
-const shuttingDown = HttpServerResponse.unsafeJson(
-  Schema.encodeSync(ServiceUnavailableBody)(
-    new ServiceUnavailable({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 })
-  ),
-  { status: 503, headers: { connection: "close", "retry-after": "1" } }
+const shuttingDown = errorResponse(
+  new ServiceUnavailable({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 }),
+  { connection: "close", "retry-after": "1" }
 )
 
 /**

@@ -53,9 +53,9 @@ export class RequestLines extends Context.Tag("petstore/RequestLines")<
 
 /**
  * Names every request (the caller's `X-Request-Id` when it sent a sane one, else a new one; the API
- * puts it on the response) and, when `log` is given, writes one structured JSON line per request: method, path, status, duration and request id,
- * in the shape of the service's other log lines. Headers and the query string are never logged,
- * so neither is a key.
+ * puts it on the response) and, when `log` is given, writes one structured JSON line per request:
+ * method, path, status, duration and request id, in the shape of the service's other log lines.
+ * Headers and the query string are never logged, so neither is a key.
  */
 export const makeRequestLog = (log: ((line: string) => void) | undefined) =>
 (app: HttpApp.Default): HttpApp.Default<never, HttpServerRequest.HttpServerRequest> =>

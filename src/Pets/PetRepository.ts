@@ -147,7 +147,11 @@ export class PetRepository extends Context.Tag("petstore/PetRepository")<
         reserve: (scope) => Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => reserve.immediate(scope, now))),
         release: ({ apiKeyId, key }) => Effect.sync(() => void releaseRecord.run(apiKeyId, key)),
         createOnce: (scope, fingerprint, pet) => Effect.sync(() => createOnce(scope, fingerprint, pet)),
-        findById: (id) => Effect.sync(() => Option.fromNullable(toPets([byId.get(id)].filter((row) => row !== null))[0])),
+        findById: (id) =>
+          Effect.sync(() => {
+            const row = byId.get(id)
+            return row === null ? Option.none() : Option.some(toPets([row])[0]!)
+          }),
         list: ({ afterId = 0, limit, status }) =>
           Effect.sync(() => {
             // One row more than the page tells whether another page follows.
