@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
-    hookTimeout: 30_000
+    hookTimeout: 30_000,
+    // One throwaway PostgreSQL cluster for the run (Debian's package, installed when missing).
+    globalSetup: ["test/support/postgresSetup.ts"]
   }
 })

@@ -14,7 +14,7 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
   {
     readonly port: number
     readonly host: string
-    /** A SQLite file: a path, `sqlite:path` or `file:path`. */
+    /** A `postgres://` URL, or a SQLite file: a path, `sqlite:path` or `file:path`. */
     readonly databaseUrl: string
     readonly environment: Environment
     /** Where clients reach this instance; used in `Link` headers. */
@@ -38,9 +38,11 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
     databaseUrl: Config.string("DATABASE_URL").pipe(
       Config.validate({
-        message: "must be a SQLite file path, sqlite:path or file:path (not :memory:: the migrations and the service share the file)",
+        message:
+          "must be a postgres:// URL, or a SQLite file path, sqlite:path or file:path (not :memory:: the migrations and the service share the file)",
         validation: (url) =>
-          url.trim().length > 0 && !url.includes(":memory:") && !/^(?!sqlite:|file:)[a-z][a-z0-9+.-]*:\/\//i.test(url)
+          url.trim().length > 0 && !url.includes(":memory:") &&
+          !/^(?!sqlite:|file:|postgres:\/\/|postgresql:\/\/)[a-z][a-z0-9+.-]*:\/\//i.test(url)
       }),
       Config.withDefault("data/petstore.db")
     ),

@@ -3,7 +3,7 @@ import { BunContext, BunRuntime } from "@effect/platform-bun"
 import { Console, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "./AppConfig.js"
 import { type ApiKeyRecord, ApiKeys } from "./Auth/ApiKeys.js"
-import { Sqlite } from "./Sql/Database.js"
+import { ApiKeysLive } from "./Stores.js"
 
 const describe = (key: ApiKeyRecord) =>
   [
@@ -49,7 +49,7 @@ const keys = Command.make("keys").pipe(
 
 const cli = Command.run(keys, { name: "petstore keys", version: "1.0.0" })
 
-const KeysLive = ApiKeys.Sqlite.pipe(Layer.provide(Sqlite.layer), Layer.provideMerge(AppConfig.layer))
+const KeysLive = ApiKeysLive.pipe(Layer.provideMerge(AppConfig.layer))
 
 cli(process.argv).pipe(
   Effect.provide(KeysLive),

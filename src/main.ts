@@ -1,19 +1,10 @@
 import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
 import { ConfigError, Effect, Layer, Logger } from "effect"
 import { AppConfig } from "./AppConfig.js"
-import { ApiKeys } from "./Auth/ApiKeys.js"
-import { RateLimiter } from "./Auth/RateLimiter.js"
 import { HttpLive } from "./Http.js"
 import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { RequestLines } from "./Http/RequestLog.js"
-import { Cursors } from "./Pets/Cursors.js"
-import { PetRepository } from "./Pets/PetRepository.js"
-import { Sqlite } from "./Sql/Database.js"
-
-/** The stores on the configured database. */
-const StoresLive = Layer.mergeAll(PetRepository.Sqlite, ApiKeys.Sqlite, Cursors.Sqlite, RateLimiter.InMemory).pipe(
-  Layer.provide(Sqlite.layer)
-)
+import { StoresLive } from "./Stores.js"
 
 const ServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ host, port }) =>

@@ -3,11 +3,13 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../src/AppConfig.js"
 import { ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
 import { Sqlite } from "../src/Sql/Database.js"
+import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
 const stores = (environment: "production" | "staging"): ReadonlyArray<readonly [string, Layer.Layer<ApiKeys, unknown>]> => [
   ["in memory", ApiKeys.InMemory.pipe(Layer.provide(AppConfig.make({ environment })))],
-  ["SQLite", ApiKeys.Sqlite.pipe(Layer.provide(TemporarySqlite), Layer.provide(AppConfig.make({ environment })))]
+  ["SQLite", ApiKeys.Sqlite.pipe(Layer.provide(TemporarySqlite), Layer.provide(AppConfig.make({ environment })))],
+  ["PostgreSQL", ApiKeys.Postgres.pipe(Layer.provide(TemporaryPostgres), Layer.provide(AppConfig.make({ environment })))]
 ]
 
 for (const [name, store] of stores("staging")) {

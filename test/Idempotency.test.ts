@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, TestClock } from "effect"
 import { PetRepository } from "../src/Pets/PetRepository.js"
 import { Sqlite } from "../src/Sql/Database.js"
+import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 import { createKey, send, TestServer } from "./support/TestServer.js"
 
@@ -121,7 +122,8 @@ describe("idempotent creates, POST /v1/pets with Idempotency-Key", () => {
 
 const stores: ReadonlyArray<readonly [string, Layer.Layer<PetRepository, unknown>]> = [
   ["in memory", PetRepository.InMemory],
-  ["SQLite", PetRepository.Sqlite.pipe(Layer.provide(TemporarySqlite))]
+  ["SQLite", PetRepository.Sqlite.pipe(Layer.provide(TemporarySqlite))],
+  ["PostgreSQL", PetRepository.Postgres.pipe(Layer.provide(TemporaryPostgres))]
 ]
 
 for (const [name, store] of stores) {

@@ -3,11 +3,13 @@ import { Effect, Layer, Option } from "effect"
 import type { NewPet } from "../src/Domain/Pet.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
 import { Sqlite } from "../src/Sql/Database.js"
+import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
 const stores: ReadonlyArray<readonly [string, Layer.Layer<PetRepository, unknown>]> = [
   ["in memory", PetRepository.InMemory],
-  ["SQLite", PetRepository.Sqlite.pipe(Layer.provide(TemporarySqlite))]
+  ["SQLite", PetRepository.Sqlite.pipe(Layer.provide(TemporarySqlite))],
+  ["PostgreSQL", PetRepository.Postgres.pipe(Layer.provide(TemporaryPostgres))]
 ]
 
 const rex: NewPet = { name: "Rex", categoryId: 3, status: "available" }

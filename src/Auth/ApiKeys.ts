@@ -1,3 +1,4 @@
+import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { AppConfig, type Environment } from "../AppConfig.js"
@@ -110,6 +111,49 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
         revoke: (id) =>
           Effect.sync(() => Option.fromNullable(revoke.get(new Date().toISOString(), id)).pipe(Option.map(decodeRecord))),
         findActiveByHash: (hash) => Effect.sync(() => Option.fromNullable(activeByHash.get(hash)))
+      })
+    })
+  )
+
+  /**
+   * Keys in the `api_keys` table of a PostgreSQL database shared by every instance. Each request
+   * looks its key up, so a key created or revoked on one instance counts on all at once.
+   */
+  static readonly Postgres = Layer.effect(
+    ApiKeys,
+    Effect.gen(function*() {
+      const { environment } = yield* AppConfig
+      const sql = yield* PgClient.PgClient
+      const columns = sql.literal("id, name, prefix, created_at, revoked_at")
+      const decodePgRecord = (row: any) =>
+        decodeRecord({
+          id: Number(row.id),
+          name: row.name,
+          prefix: row.prefix,
+          createdAt: row.created_at.toISOString(),
+          revokedAt: row.revoked_at?.toISOString() ?? null
+        })
+      // A failing statement is a defect: nothing a caller could handle.
+      return ApiKeys.of({
+        create: (name) => {
+          const key = generateKey(environment)
+          return sql`INSERT INTO api_keys (name, prefix, key_hash, created_at)
+            VALUES (${name}, ${key.slice(0, shownPrefixLength)}, ${hashKey(key)}, now()) RETURNING ${columns}`.pipe(
+            Effect.map(([row]) => ({ key: Redacted.make(key), record: decodePgRecord(row) })),
+            Effect.orDie
+          )
+        },
+        list: Effect.orDie(Effect.map(sql`SELECT ${columns} FROM api_keys ORDER BY id`, (rows) => rows.map(decodePgRecord))),
+        revoke: (id) =>
+          sql`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = ${id} RETURNING ${columns}`.pipe(
+            Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(decodePgRecord))),
+            Effect.orDie
+          ),
+        findActiveByHash: (hash) =>
+          sql<{ id: string; name: string }>`SELECT id, name FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`.pipe(
+            Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(({ id, name }) => ({ keyId: Number(id), name })))),
+            Effect.orDie
+          )
       })
     })
   )

@@ -1,5 +1,6 @@
 import type { HttpServerRequest } from "@effect/platform"
-import { Clock, Context, Effect, Layer } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Clock, Context, Effect, Layer, Schedule } from "effect"
 
 /** A token bucket: `burst` requests at once, refilled at `perSecond`. */
 export interface RateLimitPolicy {
@@ -26,8 +27,9 @@ interface Bucket {
 }
 
 /**
- * Token buckets by key, in this process's memory. `peek` looks without taking, so a limit can be
- * checked before work whose failure alone should count (failed authentications).
+ * Token buckets by key: in this process's memory, or in PostgreSQL for every instance. `peek`
+ * looks without taking, so a limit can be checked before work whose failure alone should count
+ * (failed authentications).
  */
 export class RateLimiter extends Context.Tag("petstore/RateLimiter")<
   RateLimiter,
@@ -47,20 +49,58 @@ export class RateLimiter extends Context.Tag("petstore/RateLimiter")<
       if (allowed && take) bucket.tokens -= 1
       if (bucket.tokens >= policy.burst) buckets.delete(id)
       else buckets.set(id, bucket)
-      return {
-        allowed,
-        policy,
-        remaining: Math.floor(bucket.tokens),
-        resetSeconds: Math.ceil((policy.burst - bucket.tokens) / policy.perSecond),
-        retryAfterSeconds: allowed ? 0 : Math.ceil((1 - bucket.tokens) / policy.perSecond)
-      }
+      return decision(policy, allowed, bucket.tokens)
     }
     return RateLimiter.of({
       take: (policy, key) => Effect.map(Clock.currentTimeMillis, (now) => decide(policy, key, now, true)),
       peek: (policy, key) => Effect.map(Clock.currentTimeMillis, (now) => decide(policy, key, now, false))
     })
   })
+
+  /**
+   * Token buckets in a PostgreSQL table, shared by every instance on the database: one statement
+   * refills, decides and takes, under the row's lock, so concurrent requests on any instance
+   * never spend the same token twice.
+   */
+  static readonly Postgres = Layer.scoped(
+    RateLimiter,
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      const decide = (policy: RateLimitPolicy, key: string, take: 0 | 1) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const refilled = sql.literal(
+            `LEAST(${policy.burst}::float8, b.tokens + GREATEST(0, ${now}::bigint - b.updated_at) * ${policy.perSecond / 1000}::float8)`
+          )
+          return sql<{ allowed: boolean; tokens: number }>`
+            INSERT INTO rate_limit_buckets AS b (bucket, tokens, allowed, updated_at)
+            VALUES (${`${policy.name}:${key}`}, ${policy.burst - take}, true, ${now})
+            ON CONFLICT (bucket) DO UPDATE SET
+              allowed = ${refilled} >= 1,
+              tokens = ${refilled} - CASE WHEN ${refilled} >= 1 THEN ${take}::float8 ELSE 0 END,
+              updated_at = GREATEST(b.updated_at, excluded.updated_at)
+            RETURNING allowed, tokens`
+        }).pipe(
+          Effect.map(([row]) => decision(policy, row!.allowed, row!.tokens)),
+          Effect.orDie
+        )
+      // A bucket untouched for a day is long full again: the same as no row.
+      const purgeFull = Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) => sql`DELETE FROM rate_limit_buckets WHERE updated_at < ${now - 24 * 60 * 60 * 1000}`
+      )
+      yield* purgeFull.pipe(Effect.repeat(Schedule.spaced("1 minute")), Effect.ignoreLogged, Effect.forkScoped)
+      return RateLimiter.of({ take: (policy, key) => decide(policy, key, 1), peek: (policy, key) => decide(policy, key, 0) })
+    })
+  )
 }
+
+const decision = (policy: RateLimitPolicy, allowed: boolean, tokens: number): RateLimitDecision => ({
+  allowed,
+  policy,
+  remaining: Math.floor(tokens),
+  resetSeconds: Math.ceil((policy.burst - tokens) / policy.perSecond),
+  retryAfterSeconds: allowed ? 0 : Math.ceil((1 - tokens) / policy.perSecond)
+})
 
 /**
  * The headers of draft-ietf-httpapi-ratelimit-headers-10: `RateLimit-Policy` names the quota

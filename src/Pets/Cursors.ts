@@ -1,3 +1,4 @@
+import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { BadRequest } from "../Domain/ApiError.js"
@@ -56,6 +57,17 @@ export class Cursors extends Context.Tag("petstore/Cursors")<
       return row === null
         ? Effect.dieMessage("The settings table has no cursor_secret: the migrations did not run")
         : Effect.succeed(Cursors.make(Buffer.from(row.value, "hex")))
+    })
+  )
+
+  static readonly Postgres = Layer.effect(
+    Cursors,
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      const [row] = yield* Effect.orDie(sql<{ value: string }>`SELECT value FROM settings WHERE name = 'cursor_secret'`)
+      return row === undefined
+        ? yield* Effect.dieMessage("The settings table has no cursor_secret: the migrations did not run")
+        : Cursors.make(Buffer.from(row.value, "hex"))
     })
   )
 }

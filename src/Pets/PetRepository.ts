@@ -1,4 +1,6 @@
-import { Clock, Context, Effect, Layer, Option, Ref } from "effect"
+import type { SqlError } from "@effect/sql/SqlError"
+import { PgClient } from "@effect/sql-pg"
+import { Clock, Context, Effect, Layer, Option, Ref, Schedule } from "effect"
 import type { NewPet, Pet, PetId } from "../Domain/Pet.js"
 import { PetStatus } from "../Domain/Pet.js"
 import { Sqlite } from "../Sql/Database.js"
@@ -163,6 +165,84 @@ export class PetRepository extends Context.Tag("petstore/PetRepository")<
       })
     })
   )
+
+  /**
+   * Pets in the `pets` table of a PostgreSQL database shared by every instance. A reservation is
+   * one statement (insert, or take over an expired or abandoned record), so two instances racing
+   * for a key cannot both win.
+   */
+  static readonly Postgres = Layer.scoped(
+    PetRepository,
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      const columns = sql.literal("id, name, category_id, status")
+      const insertPet = ({ categoryId, name, status }: NewPet) =>
+        Effect.map(
+          sql`INSERT INTO pets (name, category_id, status) VALUES (${name}, ${categoryId}, ${status ?? null})
+              RETURNING ${columns}`,
+          (rows) => fromPgRows(rows)[0]!
+        )
+      const findRecord = ({ apiKeyId, key }: IdempotencyScope) =>
+        sql<{ fingerprint: string | null; created_at: string; id: string | null }>`
+          SELECT r.fingerprint, r.created_at, p.id, p.name, p.category_id, p.status
+          FROM idempotency_keys r LEFT JOIN pets p ON p.id = r.pet_id
+          WHERE r.api_key_id = ${apiKeyId} AND r.idempotency_key = ${key}`
+      const reserve = (scope: IdempotencyScope, now: number): Effect.Effect<Reservation, SqlError> =>
+        Effect.gen(function*() {
+          const claimed = yield* sql`
+            INSERT INTO idempotency_keys AS r (api_key_id, idempotency_key, created_at)
+            VALUES (${scope.apiKeyId}, ${scope.key}, ${now})
+            ON CONFLICT (api_key_id, idempotency_key) DO UPDATE
+              SET created_at = excluded.created_at, fingerprint = NULL, pet_id = NULL
+              WHERE r.created_at < ${now - idempotencyRetentionMillis}
+                OR (r.pet_id IS NULL AND r.created_at < ${now - abandonedReservationMillis})
+            RETURNING 1`
+          if (claimed.length > 0) return { _tag: "Reserved" }
+          const [record] = yield* findRecord(scope)
+          // Released between the two statements: claim it again.
+          if (record === undefined) return yield* reserve(scope, now)
+          return record.id === null
+            ? { _tag: "InProgress" }
+            : { _tag: "Completed", fingerprint: record.fingerprint!, pet: fromPgRows([record])[0]! }
+        })
+      const purgeExpired = Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) => sql`DELETE FROM idempotency_keys WHERE created_at < ${now - idempotencyRetentionMillis}`
+      )
+      yield* purgeExpired.pipe(Effect.repeat(Schedule.spaced("1 minute")), Effect.ignoreLogged, Effect.forkScoped)
+      // A failing statement is a defect: nothing a caller could handle.
+      return PetRepository.of({
+        create: (pet) => Effect.orDie(insertPet(pet)),
+        reserve: (scope) => Effect.orDie(Effect.flatMap(Clock.currentTimeMillis, (now) => reserve(scope, now))),
+        release: ({ apiKeyId, key }) =>
+          Effect.orDie(sql`DELETE FROM idempotency_keys
+            WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND pet_id IS NULL`),
+        createOnce: ({ apiKeyId, key }, fingerprint, newPet) =>
+          insertPet(newPet).pipe(
+            Effect.tap((pet) =>
+              sql`UPDATE idempotency_keys SET fingerprint = ${fingerprint}, pet_id = ${pet.id}
+                  WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key}`
+            ),
+            sql.withTransaction,
+            Effect.orDie
+          ),
+        findById: (id) =>
+          Effect.orDie(Effect.map(sql`SELECT ${columns} FROM pets WHERE id = ${id}`, (rows) =>
+            Option.fromNullable(fromPgRows(rows)[0]))),
+        list: ({ afterId = 0, limit, status }) =>
+          Effect.orDie(Effect.map(
+            status === undefined
+              ? sql`SELECT ${columns} FROM pets WHERE id > ${afterId} ORDER BY id LIMIT ${limit + 1}`
+              : sql`SELECT ${columns} FROM pets WHERE status = ${status} AND id > ${afterId} ORDER BY id LIMIT ${limit + 1}`,
+            (rows) => {
+              const pets = fromPgRows(rows)
+              return { pets: pets.slice(0, limit), hasMore: pets.length > limit }
+            }
+          )),
+        isReady: sql`SELECT 1`.pipe(Effect.as(true), Effect.catchAllCause(() => Effect.succeed(false)))
+      })
+    })
+  )
 }
 
 const statuses: ReadonlySet<unknown> = new Set(PetStatus.literals)
@@ -181,3 +261,7 @@ const toPets = (rows: ReadonlyArray<any>): Array<Pet> =>
     }
     return status === null ? { id, name, categoryId: category_id } : { id, name, categoryId: category_id, status }
   })
+
+/** PostgreSQL returns BIGINT columns as decimal strings. */
+const fromPgRows = (rows: ReadonlyArray<any>): Array<Pet> =>
+  toPets(rows.map((row) => ({ ...row, id: Number(row.id), category_id: Number(row.category_id) })))

@@ -6,10 +6,10 @@ import { Context, Effect, Layer } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { AppConfig } from "../AppConfig.js"
-import createPets from "./migrations/0001_create_pets.js"
-import createApiKeys from "./migrations/0002_create_api_keys.js"
-import createSettings from "./migrations/0003_create_settings.js"
-import createIdempotencyKeys from "./migrations/0004_create_idempotency_keys.js"
+import createPets from "./sqlite-migrations/0001_create_pets.js"
+import createApiKeys from "./sqlite-migrations/0002_create_api_keys.js"
+import createSettings from "./sqlite-migrations/0003_create_settings.js"
+import createIdempotencyKeys from "./sqlite-migrations/0004_create_idempotency_keys.js"
 
 const migrations = Migrator.fromRecord({
   "0001_create_pets": createPets,

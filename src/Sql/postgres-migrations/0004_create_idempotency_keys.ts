@@ -1,0 +1,18 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+export default Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // One row per (API key, Idempotency-Key): reserved when a create starts (pet_id NULL), completed
+  // with the request's fingerprint and the pet in the same transaction as the pet's insert.
+  // created_at is in epoch milliseconds of the service's clock, as on SQLite.
+  yield* sql`CREATE TABLE idempotency_keys (
+    api_key_id BIGINT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    fingerprint TEXT,
+    pet_id BIGINT REFERENCES pets (id),
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (api_key_id, idempotency_key)
+  )`
+  yield* sql`CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at)`
+})

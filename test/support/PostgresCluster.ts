@@ -1,0 +1,69 @@
+import { spawnSync } from "node:child_process"
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+/**
+ * A throwaway PostgreSQL cluster for the tests: Debian's `postgresql` (installed when missing),
+ * `initdb` in a temporary folder and `pg_ctl start` on a loopback port. No Docker.
+ */
+export interface PostgresCluster {
+  /** The cluster's `postgres` database, as superuser `petstore` (trust on loopback). */
+  readonly url: string
+  readonly stop: () => void
+}
+
+const run = (command: string, args: ReadonlyArray<string>, asUser?: string) => {
+  const [file, argv] = asUser === undefined ? [command, args] : ["runuser", ["-u", asUser, "--", command, ...args]]
+  const result = spawnSync(file, argv, { encoding: "utf8", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } })
+  if (result.status !== 0) {
+    throw new Error(`${command} ${args.join(" ")} failed: ${result.error ?? ""}${result.stdout}${result.stderr}`)
+  }
+  return result.stdout
+}
+
+const isRoot = process.getuid?.() === 0
+
+/** The newest installed server's bin folder, installing Debian's package when there is none. */
+const serverBin = (): string => {
+  const find = () => {
+    const versions = existsSync("/usr/lib/postgresql")
+      ? readdirSync("/usr/lib/postgresql").filter((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`))
+      : []
+    const newest = versions.sort((a, b) => Number(b) - Number(a))[0]
+    return newest === undefined ? undefined : `/usr/lib/postgresql/${newest}/bin`
+  }
+  const found = find()
+  if (found !== undefined) return found
+  if (!isRoot) throw new Error("PostgreSQL is not installed: run `apt-get install postgresql` as root")
+  run("apt-get", ["update"])
+  run("apt-get", ["install", "-y", "--no-install-recommends", "postgresql"])
+  return find() ?? (() => { throw new Error("apt-get installed postgresql but no initdb was found") })()
+}
+
+export const startPostgresCluster = (port: number): PostgresCluster => {
+  const bin = serverBin()
+  const folder = mkdtempSync(join(tmpdir(), "petstore-pg-"))
+  // The server refuses to run as root; as root, the cluster belongs to Debian's `postgres` user.
+  const user = isRoot ? "postgres" : undefined
+  if (isRoot) {
+    chownSync(folder, Number(run("id", ["-u", "postgres"])), Number(run("id", ["-g", "postgres"])))
+  }
+  const data = join(folder, "data")
+  run(join(bin, "initdb"), ["-D", data, "-U", "petstore", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"], user)
+  run(join(bin, "pg_ctl"), [
+    "-D", data, "-l", join(folder, "server.log"), "-w", "-t", "60",
+    "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${folder} -c max_connections=300 -c fsync=off`,
+    "start"
+  ], user)
+  return {
+    url: `postgres://petstore@127.0.0.1:${port}/postgres`,
+    stop: () => {
+      try {
+        run(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"], user)
+      } finally {
+        rmSync(folder, { recursive: true, force: true })
+      }
+    }
+  }
+}

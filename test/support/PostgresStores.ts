@@ -1,0 +1,30 @@
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+import { inject } from "vitest"
+import { AppConfig } from "../../src/AppConfig.js"
+import { PostgresLive } from "../../src/Sql/Postgres.js"
+
+/** One statement as the cluster's superuser, on a connection of its own. */
+const asAdmin = (statement: string) =>
+  Effect.flatMap(PgClient.PgClient, (sql) => sql.unsafe(statement)).pipe(
+    Effect.provide(PgClient.layer({ url: Redacted.make(inject("postgresUrl")), maxConnections: 1 })),
+    Effect.orDie
+  )
+
+/** A new, empty database on the test cluster, dropped when the scope closes; its URL. */
+export const temporaryDatabase = Effect.acquireRelease(
+  Effect.sync(() => `petstore_${randomBytes(6).toString("hex")}`).pipe(
+    Effect.tap((name) => asAdmin(`CREATE DATABASE ${name}`))
+  ),
+  (name) => asAdmin(`DROP DATABASE ${name} WITH (FORCE)`)
+).pipe(Effect.map((name) => {
+  const url = new URL(inject("postgresUrl"))
+  url.pathname = `/${name}`
+  return url.toString()
+}))
+
+/** A migrated PostgreSQL database of its own, dropped when the layer is released. */
+export const TemporaryPostgres = Layer.unwrapScoped(
+  Effect.map(temporaryDatabase, (databaseUrl) => PostgresLive.pipe(Layer.provide(AppConfig.make({ databaseUrl }))))
+)
