@@ -1,11 +1,21 @@
 import { describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
+import { createTestDatabase } from "./support/PostgresStores.js"
 import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
-describe("the real server process on a temporary SQLite file", () => {
+/** A fresh database of each kind, named by its `DATABASE_URL`. */
+const databases = [
+  ["a temporary SQLite file", async () => {
+    const folder = temporaryFolder()
+    return { url: join(folder.path, "data", "petstore.db"), [Symbol.asyncDispose]: async () => folder[Symbol.dispose]() }
+  }],
+  ["a PostgreSQL database", createTestDatabase]
+] as const
+
+for (const [name, createDatabase] of databases) describe(`the real server process on ${name}`, () => {
   it("serves the whole contract over HTTP, with keys made by the command line", async () => {
-    using folder = temporaryFolder()
-    const env = { DATABASE_URL: join(folder.path, "data", "petstore.db"), LOG_LEVEL: "Info" }
+    await using database = await createDatabase()
+    const env = { DATABASE_URL: database.url, LOG_LEVEL: "Info" }
     const server = await startServer(env)
     try {
       const created = await runCommand(["src/keys.ts", "create", "--name", "e2e"], env)
@@ -57,8 +67,8 @@ describe("the real server process on a temporary SQLite file", () => {
   })
 
   it("keeps the pets across a restart, and stops with exit 0 on SIGTERM after finishing requests in flight", async () => {
-    using folder = temporaryFolder()
-    const env = { DATABASE_URL: join(folder.path, "petstore.db") }
+    await using database = await createDatabase()
+    const env = { DATABASE_URL: database.url }
     const key = (await runCommand(["src/keys.ts", "create", "--name", "e2e"], env)).stdout.trim().split("\n").at(-1)!
     const server = await startServer(env)
     // A request still uploading its body when the signal arrives.
@@ -90,6 +100,9 @@ describe("the real server process on a temporary SQLite file", () => {
       expect(await again.stop("SIGINT")).toBe(0)
     }
   })
+})
+
+describe("the real server process", () => {
 
   it("refuses a bad configuration at start: a message naming the variable, exit code 1", async () => {
     for (

@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { inject } from "vitest"
 import { AppConfig } from "../../src/AppConfig.js"
@@ -28,3 +28,10 @@ export const temporaryDatabase = Effect.acquireRelease(
 export const TemporaryPostgres = Layer.unwrapScoped(
   Effect.map(temporaryDatabase, (databaseUrl) => PostgresLive.pipe(Layer.provide(AppConfig.make({ databaseUrl }))))
 )
+
+/** A new database on the test cluster for tests outside Effect; dropped on `await using` exit. */
+export const createTestDatabase = async () => {
+  const scope = await Effect.runPromise(Scope.make())
+  const url = await Effect.runPromise(Scope.extend(temporaryDatabase, scope))
+  return { url, [Symbol.asyncDispose]: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+}
