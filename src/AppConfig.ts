@@ -1,4 +1,5 @@
 import { Config, Context, Layer, LogLevel, Option } from "effect"
+import { availableParallelism } from "node:os"
 
 export type Environment = "production" | "staging"
 
@@ -28,6 +29,8 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     /** Browser origins allowed to call the API (CORS); none unless listed. */
     readonly corsOrigins: ReadonlyArray<string>
     readonly logLevel: LogLevel.LogLevel
+    /** Server processes sharing the port (`WORKERS`; `auto` is one per core). */
+    readonly workers: number
   }
 >() {
   static readonly config = Config.all({
@@ -69,7 +72,15 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       Config.map((list) => list.split(",").map((origin) => origin.trim().replace(/\/+$/, "")).filter((o) => o !== "")),
       Config.validate({ message: "must be a comma-separated list of http(s) origins", validation: (list) => list.every(isHttpUrl) })
     ),
-    logLevel: Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
+    logLevel: Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
+    workers: Config.string("WORKERS").pipe(
+      Config.withDefault("1"),
+      Config.map((value) => value.trim() === "auto" ? availableParallelism() : Number(value)),
+      Config.validate({
+        message: "must be auto or a whole number of processes from 1 to 256",
+        validation: (n) => Number.isInteger(n) && n >= 1 && n <= 256
+      })
+    )
   }).pipe(
     Config.map(({ productionUrl, publicBaseUrl, stagingUrl, ...config }) => {
       const self = Option.getOrElse(publicBaseUrl, () => `http://localhost:${config.port}`)
@@ -99,6 +110,7 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       authFailuresPerMinute: 20,
       corsOrigins: [],
       logLevel: LogLevel.Info,
+      workers: 1,
       ...config
     })
 }

@@ -8,16 +8,22 @@ import { Sqlite } from "./Sql/Database.js"
 import { isPostgresUrl, PostgresLive } from "./Sql/Postgres.js"
 
 /**
- * The stores on the database `DATABASE_URL` names. On SQLite (one machine) rate limits are kept
- * in the process; on PostgreSQL every instance shares them through the database.
+ * The stores on the database `DATABASE_URL` names. Rate-limit buckets are shared by every process
+ * serving the database: in the database on PostgreSQL and for several workers on SQLite, in
+ * memory for one process alone.
  */
 export const StoresLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, ({ databaseUrl }) =>
+  Effect.map(AppConfig, ({ databaseUrl, workers }) =>
     isPostgresUrl(databaseUrl)
       ? Layer.mergeAll(PetRepository.Postgres, ApiKeys.Postgres, Cursors.Postgres, RateLimiter.Postgres).pipe(
         Layer.provide(PostgresLive)
       )
-      : Layer.mergeAll(PetRepository.Sqlite, ApiKeys.Sqlite, Cursors.Sqlite, RateLimiter.InMemory).pipe(
+      : Layer.mergeAll(
+        PetRepository.Sqlite,
+        ApiKeys.Sqlite,
+        Cursors.Sqlite,
+        workers > 1 ? RateLimiter.Sqlite : RateLimiter.InMemory
+      ).pipe(
         Layer.provide(Sqlite.layer)
       )
   )
@@ -30,4 +36,11 @@ export const ApiKeysLive = Layer.unwrapEffect(
       ? ApiKeys.Postgres.pipe(Layer.provide(PostgresLive))
       : ApiKeys.Sqlite.pipe(Layer.provide(Sqlite.layer))
   )
+)
+
+/** Applies the migrations of the database `DATABASE_URL` names, then closes it. */
+export const migrate = Effect.flatMap(AppConfig, ({ databaseUrl }) =>
+  isPostgresUrl(databaseUrl)
+    ? Effect.scoped(Effect.asVoid(Layer.build(PostgresLive)))
+    : Effect.scoped(Effect.asVoid(Layer.build(Sqlite.layer)))
 )

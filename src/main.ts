@@ -4,18 +4,23 @@ import { AppConfig } from "./AppConfig.js"
 import { HttpLive } from "./Http.js"
 import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { RequestLines } from "./Http/RequestLog.js"
-import { StoresLive } from "./Stores.js"
+import { migrate, StoresLive } from "./Stores.js"
+import { stopWhenOrphaned, supervise, workerVariable } from "./Workers.js"
 
+/** The server; workers share its port through SO_REUSEPORT, and the kernel spreads connections. */
 const ServerLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, ({ host, port }) =>
-    HttpLive.pipe(Layer.provide(BunHttpServer.layer({ port, hostname: host, development: false })))
+  Effect.map(AppConfig, ({ host, port, workers }) =>
+    HttpLive.pipe(Layer.provide(BunHttpServer.layer({ port, hostname: host, development: false, reusePort: workers > 1 })))
   )
 ).pipe(Layer.provide(StoresLive), Layer.provide(RequestLines.Stdout))
 
 /** How long a stop waits for the requests in flight. */
 const drainTimeout = "10 seconds"
 
-const main = Effect.gen(function*() {
+const worker = process.env[workerVariable]
+
+/** One server process, until SIGTERM or SIGINT. */
+const serve = Effect.gen(function*() {
   const config = yield* AppConfig
   const inFlight = yield* InFlightRequests
   yield* Layer.build(ServerLive)
@@ -24,13 +29,25 @@ const main = Effect.gen(function*() {
   yield* Effect.addFinalizer(() =>
     Effect.logInfo("stopping: finishing the requests in flight").pipe(Effect.zipRight(inFlight.drain(drainTimeout)))
   )
+  if (worker !== undefined) yield* Effect.forkScoped(stopWhenOrphaned)
   yield* Effect.logInfo("listening").pipe(
-    Effect.annotateLogs({ environment: config.environment, host: config.host, port: config.port })
+    Effect.annotateLogs({ environment: config.environment, host: config.host, port: config.port }),
+    Effect.annotateLogs(worker === undefined ? {} : { worker: Number(worker) })
   )
   return yield* Effect.never
+}).pipe(Effect.scoped, Effect.provide(InFlightRequests.layer))
+
+/**
+ * With `WORKERS` above 1, this process migrates the database once and supervises that many
+ * server processes; otherwise it is the server.
+ */
+const main = Effect.gen(function*() {
+  const { port, workers } = yield* AppConfig
+  if (workers === 1 || worker !== undefined) return yield* serve
+  yield* migrate
+  yield* Effect.logInfo("supervising workers").pipe(Effect.annotateLogs({ port, workers }))
+  return yield* supervise(workers)
 }).pipe(
-  Effect.scoped,
-  Effect.provide(InFlightRequests.layer),
   Effect.provide(AppConfig.layer),
   Effect.catchIf(ConfigError.isConfigError, (error) =>
     Effect.logError(`Invalid configuration: ${error}`).pipe(Effect.zipRight(Effect.fail(error)))),

@@ -2,9 +2,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
+import { TemporarySqlite } from "./support/SqliteStores.js"
 
 const stores: ReadonlyArray<readonly [string, Layer.Layer<RateLimiter, unknown>]> = [
   ["in memory", RateLimiter.InMemory],
+  ["SQLite", RateLimiter.Sqlite.pipe(Layer.provide(TemporarySqlite))],
   ["PostgreSQL", RateLimiter.Postgres.pipe(Layer.provide(TemporaryPostgres))]
 ]
 

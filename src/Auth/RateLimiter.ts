@@ -1,6 +1,7 @@
 import type { HttpServerRequest } from "@effect/platform"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
+import { Sqlite } from "../Sql/Database.js"
 
 /** A token bucket: `burst` requests at once, refilled at `perSecond`. */
 export interface RateLimitPolicy {
@@ -27,7 +28,7 @@ interface Bucket {
 }
 
 /**
- * Token buckets by key: in this process's memory, or in PostgreSQL for every instance. `peek`
+ * Token buckets by key: in this process's memory, or in the database for every process. `peek`
  * looks without taking, so a limit can be checked before work whose failure alone should count
  * (failed authentications).
  */
@@ -83,16 +84,51 @@ export class RateLimiter extends Context.Tag("petstore/RateLimiter")<
           Effect.map(([row]) => decision(policy, row!.allowed, row!.tokens)),
           Effect.orDie
         )
-      // A bucket untouched for a day is long full again: the same as no row.
       const purgeFull = Effect.flatMap(
         Clock.currentTimeMillis,
-        (now) => sql`DELETE FROM rate_limit_buckets WHERE updated_at < ${now - 24 * 60 * 60 * 1000}`
+        (now) => sql`DELETE FROM rate_limit_buckets WHERE updated_at < ${now - bucketRetentionMillis}`
       )
       yield* purgeFull.pipe(Effect.repeat(Schedule.spaced("1 minute")), Effect.ignoreLogged, Effect.forkScoped)
       return RateLimiter.of({ take: (policy, key) => decide(policy, key, 1), peek: (policy, key) => decide(policy, key, 0) })
     })
   )
+
+  /**
+   * Token buckets in the SQLite database, shared by the worker processes of one machine: the
+   * statement refills, decides and takes under SQLite's write lock.
+   */
+  static readonly Sqlite = Layer.scoped(
+    RateLimiter,
+    Effect.gen(function*() {
+      const db = yield* Sqlite
+      const refilled = "MIN(?4, b.tokens + MAX(0, ?3 - b.updated_at) * ?5)"
+      const upsert = db.query<{ allowed: number; tokens: number }, [string, number, number, number, number, number]>(
+        `INSERT INTO rate_limit_buckets AS b (bucket, tokens, allowed, updated_at) VALUES (?1, ?2, 1, ?3)
+         ON CONFLICT (bucket) DO UPDATE SET
+           allowed = ${refilled} >= 1,
+           tokens = ${refilled} - CASE WHEN ${refilled} >= 1 THEN ?6 ELSE 0 END,
+           updated_at = MAX(b.updated_at, ?3)
+         RETURNING allowed, tokens`
+      )
+      const purge = db.query("DELETE FROM rate_limit_buckets WHERE updated_at < ?")
+      const decide = (policy: RateLimitPolicy, key: string, take: 0 | 1) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const row = upsert.get(`${policy.name}:${key}`, policy.burst - take, now, policy.burst, policy.perSecond / 1000, take)!
+          return decision(policy, row.allowed === 1, row.tokens)
+        })
+      yield* Clock.currentTimeMillis.pipe(
+        Effect.flatMap((now) => Effect.sync(() => purge.run(now - bucketRetentionMillis))),
+        Effect.repeat(Schedule.spaced("1 minute")),
+        Effect.ignoreLogged,
+        Effect.forkScoped
+      )
+      return RateLimiter.of({ take: (policy, key) => decide(policy, key, 1), peek: (policy, key) => decide(policy, key, 0) })
+    })
+  )
 }
+
+/** Buckets untouched for a day are long full again: the same as no row. */
+const bucketRetentionMillis = 24 * 60 * 60 * 1000
 
 const decision = (policy: RateLimitPolicy, allowed: boolean, tokens: number): RateLimitDecision => ({
   allowed,

@@ -1,0 +1,66 @@
+import { Effect, Exit, Schedule } from "effect"
+
+/** Set in the environment of the processes a supervisor starts: the worker's number. */
+export const workerVariable = "PETSTORE_WORKER"
+
+/** How long a stopped worker may take to finish its requests before it is killed. */
+const stopTimeout = "15 seconds"
+
+/**
+ * Runs one worker process: this same program with `PETSTORE_WORKER` set, sharing stdout and
+ * stderr. Interrupting it (the supervisor stopping) sends SIGTERM and waits for the worker to
+ * finish its requests in flight.
+ */
+const runWorker = (worker: number) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() =>
+      Bun.spawn([process.execPath, ...process.argv.slice(1)], {
+        env: { ...process.env, [workerVariable]: String(worker) },
+        stdio: ["ignore", "inherit", "inherit"]
+      })
+    ),
+    (proc) =>
+      Effect.logInfo("worker started").pipe(
+        Effect.annotateLogs({ worker, pid: proc.pid }),
+        Effect.zipRight(Effect.promise(() => proc.exited))
+      ),
+    (proc, exit) =>
+      Exit.isInterrupted(exit)
+        ? Effect.promise(() => {
+          proc.kill("SIGTERM")
+          return proc.exited
+        }).pipe(
+          Effect.timeoutOption(stopTimeout),
+          Effect.tap(() => Effect.sync(() => proc.kill("SIGKILL")))
+        )
+        : Effect.void
+  )
+
+/**
+ * Keeps `count` workers running: one that exits while the supervisor runs is started again a
+ * second later. Interrupted (SIGTERM or SIGINT to the supervisor), it stops them all and waits.
+ */
+export const supervise = (count: number) =>
+  Effect.forEach(
+    Array.from({ length: count }, (_, index) => index + 1),
+    (worker) =>
+      runWorker(worker).pipe(
+        Effect.tap((code) =>
+          Effect.logWarning("worker exited; starting it again in 1 second").pipe(Effect.annotateLogs({ worker, code }))
+        ),
+        Effect.repeat(Schedule.spaced("1 second"))
+      ),
+    { concurrency: "unbounded", discard: true }
+  )
+
+/**
+ * In a worker: stops it (as SIGTERM would) once its supervisor is gone, so that a killed
+ * supervisor leaves no orphans serving the port.
+ */
+export const stopWhenOrphaned = Effect.suspend(() => {
+  const supervisor = process.ppid
+  return Effect.repeat(Effect.sync(() => process.ppid), {
+    until: (parent) => parent !== supervisor,
+    schedule: Schedule.spaced("1 second")
+  }).pipe(Effect.zipRight(Effect.sync(() => process.kill(process.pid, "SIGTERM"))))
+})

@@ -1,0 +1,75 @@
+import { describe, expect, it } from "@effect/vitest"
+import { join } from "node:path"
+import { createTestDatabase } from "./support/PostgresStores.js"
+import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The pids of the workers the supervisor's log says it started, newest last. */
+const workerPids = (logs: string) =>
+  logs.trim().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line))
+    .filter((line) => line.message === "worker started").map((line) => line.annotations.pid as number)
+
+const waitFor = async (condition: () => boolean) => {
+  for (let attempt = 0; attempt < 200 && !condition(); attempt++) await Bun.sleep(50)
+  return condition()
+}
+
+describe("WORKERS: several server processes on one port", () => {
+  it("on SQLite: serve together, share rate limits, are restarted when they die, and all stop on SIGTERM", async () => {
+    using folder = temporaryFolder()
+    const env = { DATABASE_URL: join(folder.path, "petstore.db"), RATE_LIMIT_PER_SECOND: "0.01", RATE_LIMIT_BURST: "6" }
+    const key = (await runCommand(["src/keys.ts", "create", "--name", "workers"], env)).stdout.trim().split("\n").at(-1)!
+    const server = await startServer({ ...env, WORKERS: "2" })
+    try {
+      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
+      const [first, second] = workerPids(server.logs())
+      expect([first, second].every((pid) => pid !== undefined && isAlive(pid))).toBe(true)
+
+      // Each request on a new connection, so the kernel spreads them over both workers.
+      const call = () => fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}`, connection: "close" } })
+      const statuses = await Promise.all(Array.from({ length: 10 }, call)).then((all) => all.map((r) => r.status))
+      expect(statuses.filter((status) => status === 200)).toHaveLength(6)
+      expect(statuses.filter((status) => status === 429)).toHaveLength(4)
+
+      process.kill(first!, "SIGKILL")
+      expect(await waitFor(() => workerPids(server.logs()).length === 3)).toBe(true)
+      const restarted = workerPids(server.logs())[2]!
+      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 3))
+        .toBe(true)
+      expect(isAlive(restarted)).toBe(true)
+      expect((await fetch(`${server.url}/livez`, { headers: { connection: "close" } })).status).toBe(200)
+
+      expect(await server.stop("SIGTERM")).toBe(0)
+      expect(isAlive(second!) || isAlive(restarted)).toBe(false)
+    } finally {
+      server.proc.kill("SIGKILL")
+    }
+  })
+
+  it("on PostgreSQL: the workers serve one database", async () => {
+    await using database = await createTestDatabase()
+    const env = { DATABASE_URL: database.url }
+    const key = (await runCommand(["src/keys.ts", "create", "--name", "workers"], env)).stdout.trim().split("\n").at(-1)!
+    const server = await startServer({ ...env, WORKERS: "2" })
+    try {
+      const headers = { authorization: `Bearer ${key}`, "content-type": "application/json", connection: "close" }
+      const created = await Promise.all(Array.from({ length: 20 }, (_, i) =>
+        fetch(`${server.url}/v1/pets`, { method: "POST", headers, body: JSON.stringify({ name: `p${i}`, categoryId: i }) })
+          .then((r) => r.json())))
+      expect(new Set(created.map((pet) => pet.id)).size).toBe(20)
+      const listed = await (await fetch(`${server.url}/v1/pets?limit=100`, { headers })).json()
+      expect(listed).toHaveLength(20)
+      expect(await server.stop("SIGTERM")).toBe(0)
+    } finally {
+      server.proc.kill("SIGKILL")
+    }
+  })
+})
