@@ -1,6 +1,7 @@
 /**
  * Benchmark: the service against a hand-written Bun.serve baseline on copies of one seeded SQLite
- * database, measured with wrk in turns (A B A B …), server on core 0 and wrk on core 1.
+ * database, measured with wrk in turns (A B A B …), server on core 0 and wrk on core 1; then the
+ * service with WORKERS=2, its two processes sharing both cores with wrk.
  *
  * Usage: bun run bench [results.json] [--rounds N] [--duration SECONDS]
  * (`bun run bench` builds dist/main.js first; `bun scripts/bench.ts` uses the build as it is.)
@@ -61,9 +62,15 @@ interface Server {
   readonly stop: () => Promise<void>
 }
 
-const start = async (name: string, command: Array<string>, env: Record<string, string>, port: number): Promise<Server> => {
+const start = async (
+  name: string,
+  command: Array<string>,
+  env: Record<string, string>,
+  port: number,
+  onCores = serverCore
+): Promise<Server> => {
   const startedAt = performance.now()
-  const proc = Bun.spawn(["taskset", "-c", serverCore, ...command], {
+  const proc = Bun.spawn(["taskset", "-c", onCores, ...command], {
     cwd: root,
     env: { ...process.env, ...env },
     stdout: Bun.file(join(folder, `${name}.log`)),
@@ -99,8 +106,7 @@ copyFileSync(seed, join(folder, "service.db"))
 copyFileSync(seed, join(folder, "baseline.db"))
 // The production build, as `npm start` runs it (`bun run build` makes it).
 if (!existsSync(join(root, "dist/main.js"))) throw new Error("dist/main.js is missing: run `bun run build` first")
-const service = await start("service", ["bun", "dist/main.js"], {
-  DATABASE_URL: join(folder, "service.db"),
+const serviceEnv = {
   PETSTORE_ENV: "production",
   HOST: "127.0.0.1",
   PORT: String(servicePort),
@@ -109,6 +115,10 @@ const service = await start("service", ["bun", "dist/main.js"], {
   RATE_LIMIT_PER_SECOND: "1000000",
   RATE_LIMIT_BURST: "1000000",
   AUTH_FAILURES_PER_MINUTE: "100000000"
+}
+const service = await start("service", ["bun", "dist/main.js"], {
+  ...serviceEnv,
+  DATABASE_URL: join(folder, "service.db")
 }, servicePort)
 const baseline = await start(
   "baseline",
@@ -144,9 +154,9 @@ const workloads = [
 ]
 
 const toMs = (value: string, unit: string) => Number(value) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[unit]!
-const runWrk = (url: string, script: string) => {
+const runWrk = (url: string, script: string, onCores = loadCore) => {
   const result = Bun.spawnSync([
-    "taskset", "-c", loadCore,
+    "taskset", "-c", onCores,
     "wrk", "-t1", "-c32", `-d${duration}s`, "--latency", "-s", script, url
   ])
   const text = result.stdout.toString()
@@ -197,6 +207,31 @@ const rssAfterRunKiB = rssKiB(service.pid)
 await service.stop()
 await baseline.stop()
 
+// WORKERS=2: the supervisor and both workers, and wrk, on every core (there is no core to spare).
+const allCores = `0-${cores - 1}`
+copyFileSync(seed, join(folder, "workers.db"))
+const workers = await start("workers", ["bun", "dist/main.js"], {
+  ...serviceEnv,
+  DATABASE_URL: join(folder, "workers.db"),
+  WORKERS: "2"
+}, servicePort, allCores)
+const workerRows = rows.map(({ service: single, workload }) => {
+  const { path, script } = workloads.find((w) => w.name === workload)!
+  runWrk(workers.url + path, script, allCores)
+  const runs = Array.from({ length: rounds }, () => runWrk(workers.url + path, script, allCores))
+  const rps = median(runs.map((run) => run.rps))
+  return {
+    workload,
+    rps,
+    p50Ms: median(runs.map((run) => run.p50)),
+    p99Ms: median(runs.map((run) => run.p99)),
+    oneWorkerRps: single.rps,
+    speedup: rps / single.rps,
+    rounds: runs
+  }
+})
+await workers.stop()
+
 const cell = (value: string, width: number) => value.padStart(width)
 console.log(
   `\nwrk 1 thread, 32 connections, ${duration}s per run, median of ${rounds} rounds (A B turns); ` +
@@ -216,6 +251,23 @@ for (const row of rows) {
       cell(row.service.p99Ms.toFixed(2), 8),
       cell(row.baseline.p50Ms.toFixed(2), 9),
       cell(row.baseline.p99Ms.toFixed(2), 9)
+    ].join(" ")
+  )
+}
+console.log(
+  `\nWORKERS=2: the service's two processes and wrk share the machine's ${cores} cores (wrk takes a large ` +
+    `part of one), so this is what a second worker adds beside a load generator, not twice one core\n`
+)
+console.log(["workload".padEnd(26), cell("2 workers rps", 14), cell("1 worker rps", 13), cell("x", 6), cell("p50 ms", 8), cell("p99 ms", 8)].join(" "))
+for (const row of workerRows) {
+  console.log(
+    [
+      row.workload.padEnd(26),
+      cell(row.rps.toFixed(0), 14),
+      cell(row.oneWorkerRps.toFixed(0), 13),
+      cell(row.speedup.toFixed(2), 6),
+      cell(row.p50Ms.toFixed(2), 8),
+      cell(row.p99Ms.toFixed(2), 8)
     ].join(" ")
   )
 }
@@ -239,6 +291,7 @@ if (output !== undefined) {
         commit: Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root }).stdout.toString().trim(),
         settings: { threads: 1, connections: 32, durationSeconds: duration, rounds, serverCore, loadCore },
         workloads: rows,
+        twoWorkers: workerRows,
         memory,
         startupMs: { service: service.startupMs, baseline: baseline.startupMs }
       },
