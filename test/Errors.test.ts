@@ -11,9 +11,11 @@ describe("every error answers with exactly {code, message, status}", () => {
       const { key } = yield* createKey()
       const cases: ReadonlyArray<readonly [unknown, string]> = [
         [{ categoryId: 1 }, "name: is missing"],
-        [{ name: "", categoryId: 1 }, "name: must be a string of 1 to 255 characters"],
-        [{ name: "x".repeat(256), categoryId: 1 }, "name: must be a string of 1 to 255 characters"],
-        [{ name: 7, categoryId: 1 }, "name: must be a string of 1 to 255 characters"],
+        [{ name: "", categoryId: 1 }, "name: must be a string of 1 to 255 characters of Unicode text without U+0000"],
+        [{ name: "x".repeat(256), categoryId: 1 }, "name: must be a string of 1 to 255 characters of Unicode text without U+0000"],
+        [{ name: 7, categoryId: 1 }, "name: must be a string of 1 to 255 characters of Unicode text without U+0000"],
+        [{ name: "Rex\u0000", categoryId: 1 }, "name: must be a string of 1 to 255 characters of Unicode text without U+0000"],
+        [{ name: "Rex\ud800", categoryId: 1 }, "name: must be a string of 1 to 255 characters of Unicode text without U+0000"],
         [{ name: "Rex" }, "categoryId: is missing"],
         [{ name: "Rex", categoryId: 1.5 }, "categoryId: must be an integer from -9007199254740991 to 9007199254740991"],
         [{ name: "Rex", categoryId: "1" }, "categoryId: must be an integer from -9007199254740991 to 9007199254740991"],

@@ -24,10 +24,21 @@ export const PetStatus = Schema.Literal("available", "pending", "sold").annotati
 })
 export type PetStatus = typeof PetStatus.Type
 
-export const PetName = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)).annotations({
-  description: "The animal's name, 1 to 255 characters.",
+/**
+ * Text every store keeps as it came: well-formed Unicode (a lone surrogate has no UTF-8 form) and
+ * no U+0000 (PostgreSQL text cannot hold it).
+ */
+const isStorableText = (text: string) => text.isWellFormed() && !text.includes("\u0000")
+
+export const PetName = Schema.String.pipe(
+  Schema.minLength(1),
+  Schema.maxLength(255),
+  // No JSON Schema keyword says this; the description does.
+  Schema.filter(isStorableText, { jsonSchema: {} })
+).annotations({
+  description: "The animal's name, 1 to 255 characters (UTF-16 code units) of Unicode text without U+0000.",
   examples: ["Rex"],
-  message: () => ({ message: "must be a string of 1 to 255 characters", override: true })
+  message: () => ({ message: "must be a string of 1 to 255 characters of Unicode text without U+0000", override: true })
 })
 
 export const CategoryId = SafeInt.annotations({
