@@ -9,9 +9,15 @@ const shuttingDown = errorResponse(
   { connection: "close", "retry-after": "1" }
 )
 
+/** How long no request may arrive before a draining server is taken to be idle. */
+const quietMillis = 250
+
 /**
  * Counts the requests being served, so that shutting down can let them finish: once `drain` starts,
- * new requests are refused with 503 and `drain` waits for the running ones.
+ * new requests are refused with 503 and `Connection: close`, and `drain` waits for the running ones
+ * and then for a quiet moment. A keep-alive client may have sent its next request just before the
+ * signal; closing at once would reset it unanswered, so every connection that still brings a
+ * request gets its 503 (and closes) before the server stops.
  */
 export class InFlightRequests extends Context.Tag("petstore/InFlightRequests")<
   InFlightRequests,
@@ -23,10 +29,12 @@ export class InFlightRequests extends Context.Tag("petstore/InFlightRequests")<
   static readonly layer = Layer.sync(InFlightRequests, () => {
     let running = 0
     let draining = false
+    let lastRefusedAt = 0
     return InFlightRequests.of({
       middleware: (app) =>
         Effect.suspend(() => {
           if (draining) {
+            lastRefusedAt = Date.now()
             return Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
               HttpServerResponse.setHeader(shuttingDown, "x-request-id", requestIdOf(request)))
           }
@@ -36,8 +44,9 @@ export class InFlightRequests extends Context.Tag("petstore/InFlightRequests")<
       drain: (timeout) =>
         Effect.suspend(() => {
           draining = true
-          return Effect.repeat(Effect.sync(() => running), {
-            until: (count) => count === 0,
+          lastRefusedAt = Date.now()
+          return Effect.repeat(Effect.sync(() => running === 0 && Date.now() - lastRefusedAt >= quietMillis), {
+            until: (done) => done,
             schedule: Schedule.spaced("10 millis")
           }).pipe(Effect.timeoutOption(timeout), Effect.asVoid)
         })
