@@ -1,6 +1,7 @@
 import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
-import { ConfigError, Effect, Layer, Logger } from "effect"
+import { Cause, ConfigError, Effect, Layer, Logger, Option } from "effect"
 import { AppConfig } from "./AppConfig.js"
+import { summarizeCause } from "./CauseSummary.js"
 import { HttpLive } from "./Http.js"
 import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { RequestLines } from "./Http/RequestLog.js"
@@ -49,9 +50,15 @@ const main = Effect.gen(function*() {
   return yield* supervise(workers)
 }).pipe(
   Effect.provide(AppConfig.layer),
-  Effect.catchIf(ConfigError.isConfigError, (error) =>
-    Effect.logError(`Invalid configuration: ${error}`).pipe(Effect.zipRight(Effect.fail(error)))),
-  Effect.tapErrorCause((cause) => Effect.logError("failed to start", cause)),
+  Effect.tapErrorCause((cause) =>
+    Effect.logError(
+      Option.match(Cause.failureOption(cause).pipe(Option.filter(ConfigError.isConfigError)), {
+        // Its string names the variable: "(Invalid data at PORT: …)".
+        onSome: (error) => `Invalid configuration: ${error}`,
+        onNone: () => `failed to start: ${summarizeCause(cause)}`
+      })
+    )
+  ),
   Effect.provide(Logger.json)
 )
 

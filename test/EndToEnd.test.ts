@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
+import { hashKey } from "../src/Auth/ApiKeys.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
@@ -61,6 +62,13 @@ for (const [name, createDatabase] of databases) describe(`the real server proces
       }
       expect(server.logs()).not.toContain(key)
       expect(server.logs().toLowerCase()).not.toContain("authorization")
+      // Nor the key's hash or a stack trace, in the logs or the served document.
+      const document = await (await fetch(`${server.url}/v1/openapi.json`)).text()
+      for (const text of [server.logs(), document]) {
+        expect(text).not.toContain(hashKey(key))
+        expect(text).not.toContain(key.slice(8))
+        expect(text).not.toMatch(/\n\s+at |\\n\s+at /)
+      }
     } finally {
       await server.stop()
     }

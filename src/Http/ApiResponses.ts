@@ -2,6 +2,7 @@ import { HttpApiBuilder, type HttpApp, HttpServerRequest, HttpServerResponse } f
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { Cause, Effect, Option, Predicate, Schema } from "effect"
+import { summarizeCause } from "../CauseSummary.js"
 import { PetStoreApi } from "../Api.js"
 import { type ApiError, BadRequest, errorBodies, InternalError, MethodNotAllowed, NotFound } from "../Domain/ApiError.js"
 import { rateLimitHeaders, rateLimitOf } from "../Auth/RateLimiter.js"
@@ -74,7 +75,9 @@ export const ApiResponses = HttpApiBuilder.middleware(
           }
         }
         const request = yield* HttpServerRequest.HttpServerRequest
-        yield* Effect.logError("request failed", cause).pipe(Effect.annotateLogs("requestId", requestIdOf(request)))
+        yield* Effect.logError("request failed").pipe(
+          Effect.annotateLogs({ requestId: requestIdOf(request), error: summarizeCause(cause) })
+        )
         return internalError
       })
     return (app: HttpApp.Default): HttpApp.Default =>

@@ -3,9 +3,10 @@ import { Migrator } from "@effect/sql"
 import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-bun"
 import { Database } from "bun:sqlite"
 import { Context, Effect, Layer } from "effect"
-import { mkdirSync } from "node:fs"
+import { accessSync, constants, existsSync, mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { AppConfig } from "../AppConfig.js"
+import { summarizeCause } from "../CauseSummary.js"
 import createPets from "./sqlite-migrations/0001_create_pets.js"
 import createApiKeys from "./sqlite-migrations/0002_create_api_keys.js"
 import createSettings from "./sqlite-migrations/0003_create_settings.js"
@@ -41,13 +42,11 @@ export class Sqlite extends Context.Tag("petstore/Sqlite")<Sqlite, Database>() {
     Effect.gen(function*() {
       const { databaseUrl } = yield* AppConfig
       const filename = sqliteFilename(databaseUrl)
-      yield* Effect.try({
-        try: () => mkdirSync(dirname(filename), { recursive: true }),
-        catch: (cause) => new Error(`Cannot create the folder of the database ${filename}: ${cause}`)
-      })
+      yield* Effect.try({ try: () => checkWritable(filename), catch: (cause) => cause as Error })
       yield* SqliteMigrator.run({ loader: migrations }).pipe(
         Effect.provide(SqliteClient.layer({ filename })),
-        Effect.provide(BunContext.layer)
+        Effect.provide(BunContext.layer),
+        Effect.catchAllCause((cause) => Effect.fail(cannotUse(filename, summarizeCause(cause))))
       )
       return yield* Effect.acquireRelease(
         Effect.try({
@@ -59,10 +58,50 @@ export class Sqlite extends Context.Tag("petstore/Sqlite")<Sqlite, Database>() {
             db.run("PRAGMA foreign_keys = ON")
             return db
           },
-          catch: (cause) => new Error(`Cannot open the database ${filename}: ${cause}`)
+          catch: (cause) => cannotUse(filename, String(cause))
         }),
         (db) => Effect.sync(() => db.close())
       )
     })
+  )
+}
+
+/**
+ * Refuses, before SQLite touches anything, a database the service could read but not write: the
+ * folder is created if missing, and it and the file must be writable (WAL and journal files live
+ * beside the database).
+ */
+const checkWritable = (filename: string) => {
+  const folder = dirname(filename)
+  try {
+    mkdirSync(folder, { recursive: true })
+  } catch (cause) {
+    throw new Error(`Cannot create the folder ${folder} of the database: ${reason(cause)}`)
+  }
+  try {
+    accessSync(folder, constants.W_OK)
+  } catch (cause) {
+    throw new Error(`The folder ${folder} of the database is not writable (SQLite keeps its WAL beside the file): ${reason(cause)}`)
+  }
+  if (!existsSync(filename)) return
+  try {
+    accessSync(filename, constants.R_OK | constants.W_OK)
+  } catch (cause) {
+    throw new Error(`The database ${filename} is read-only or unreadable; it was left untouched: ${reason(cause)}`)
+  }
+}
+
+const reason = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
+
+const hints: ReadonlyArray<readonly [RegExp, string]> = [
+  [/not a database|malformed/i, "it is not a SQLite database, or it is damaged"],
+  [/disk is full|SQLITE_FULL/i, "the disk is full"],
+  [/readonly|read-only/i, "it is read-only"]
+]
+
+const cannotUse = (filename: string, message: string) => {
+  const hint = hints.find(([pattern]) => pattern.test(message))?.[1]
+  return new Error(
+    `Cannot use the database ${filename}${hint === undefined ? "" : ` (${hint})`}: ${message}. Nothing in it was changed.`
   )
 }
