@@ -99,7 +99,8 @@ describe("served beside the API", () => {
       expect(other.headers["access-control-allow-origin"]).toBeUndefined()
     }).pipe(Effect.provide(makeTestServer(undefined, { corsOrigins: ["https://app.example", "https://admin.example"] }))))
 
-  it.effect("while stopping, new requests are refused with 503 shutting_down", () =>
+  // On the live clock: a draining server waits for a real quiet moment.
+  it.live("while stopping, new requests are refused with 503 shutting_down", () =>
     Effect.gen(function*() {
       yield* Effect.flatMap(InFlightRequests, (inFlight) => inFlight.drain("1 second"))
       const refused = yield* send("GET", "/livez", { headers: { "x-request-id": "late-1" } })
