@@ -8,9 +8,8 @@ import { Sqlite } from "./Sql/Database.js"
 import { isPostgresUrl, PostgresLive } from "./Sql/Postgres.js"
 
 /**
- * The stores on the database `DATABASE_URL` names. Rate-limit buckets are shared by every process
- * serving the database: in the database on PostgreSQL and for several workers on SQLite, in
- * memory for one process alone.
+ * The stores on the database `DATABASE_URL` names. Rate-limit buckets are in PostgreSQL, shared by
+ * every instance; on SQLite they are in memory, each of several workers enforcing its share.
  */
 export const StoresLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ databaseUrl, workers }) =>
@@ -22,7 +21,7 @@ export const StoresLive = Layer.unwrapEffect(
         PetRepository.Sqlite,
         ApiKeys.Sqlite,
         Cursors.Sqlite,
-        workers > 1 ? RateLimiter.Sqlite : RateLimiter.InMemory
+        workers > 1 ? RateLimiter.InMemoryShare(workers) : RateLimiter.InMemory
       ).pipe(
         Layer.provide(Sqlite.layer)
       )

@@ -2,11 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
-import { TemporarySqlite } from "./support/SqliteStores.js"
 
 const stores: ReadonlyArray<readonly [string, Layer.Layer<RateLimiter, unknown>]> = [
   ["in memory", RateLimiter.InMemory],
-  ["SQLite", RateLimiter.Sqlite.pipe(Layer.provide(TemporarySqlite))],
   ["PostgreSQL", RateLimiter.Postgres.pipe(Layer.provide(TemporaryPostgres))]
 ]
 
@@ -51,4 +49,19 @@ describe("RateLimiter on PostgreSQL", () => {
       expect(yield* one.take(policy, "dave")).toMatchObject({ allowed: true, remaining: 0 })
       expect((yield* two.take(policy, "dave")).allowed).toBe(false)
     }).pipe(Effect.scoped))
+})
+
+describe("RateLimiter shares, for workers on SQLite", () => {
+  it.effect("each of n workers enforces 1/n of the policy, so together they never allow more", () =>
+    Effect.gen(function*() {
+      const policy = { name: "test", perSecond: 2, burst: 4 }
+      const worker = () => Effect.provide(RateLimiter, RateLimiter.InMemoryShare(2))
+      const [one, two] = [yield* worker(), yield* worker()]
+      const taken = yield* Effect.forEach([one, two, one, two, one, two], (limiter) => limiter.take(policy, "erin"))
+      expect(taken.map((d) => d.allowed)).toEqual([true, true, true, true, false, false])
+      expect(taken[0]!.policy).toMatchObject({ perSecond: 1, burst: 2 })
+      yield* TestClock.adjust("1 second")
+      expect((yield* one.take(policy, "erin")).allowed).toBe(true)
+      expect((yield* one.take(policy, "erin")).allowed).toBe(false)
+    }))
 })

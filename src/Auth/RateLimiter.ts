@@ -1,7 +1,6 @@
 import type { HttpServerRequest } from "@effect/platform"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
-import { Sqlite } from "../Sql/Database.js"
 
 /** A token bucket: `burst` requests at once, refilled at `perSecond`. */
 export interface RateLimitPolicy {
@@ -28,7 +27,7 @@ interface Bucket {
 }
 
 /**
- * Token buckets by key: in this process's memory, or in the database for every process. `peek`
+ * Token buckets by key: in this process's memory, or in PostgreSQL for every instance. `peek`
  * looks without taking, so a limit can be checked before work whose failure alone should count
  * (failed authentications).
  */
@@ -94,37 +93,27 @@ export class RateLimiter extends Context.Tag("petstore/RateLimiter")<
   )
 
   /**
-   * Token buckets in the SQLite database, shared by the worker processes of one machine: the
-   * statement refills, decides and takes under SQLite's write lock.
+   * Buckets in this process for one of `workers` processes that share a SQLite database: each
+   * enforces its share of every policy, so together they never allow more than the policy. (A
+   * bucket in SQLite itself would make every request a write, and the workers would queue on
+   * SQLite's lock.)
    */
-  static readonly Sqlite = Layer.scoped(
-    RateLimiter,
-    Effect.gen(function*() {
-      const db = yield* Sqlite
-      const refilled = "MIN(?4, b.tokens + MAX(0, ?3 - b.updated_at) * ?5)"
-      const upsert = db.query<{ allowed: number; tokens: number }, [string, number, number, number, number, number]>(
-        `INSERT INTO rate_limit_buckets AS b (bucket, tokens, allowed, updated_at) VALUES (?1, ?2, 1, ?3)
-         ON CONFLICT (bucket) DO UPDATE SET
-           allowed = ${refilled} >= 1,
-           tokens = ${refilled} - CASE WHEN ${refilled} >= 1 THEN ?6 ELSE 0 END,
-           updated_at = MAX(b.updated_at, ?3)
-         RETURNING allowed, tokens`
-      )
-      const purge = db.query("DELETE FROM rate_limit_buckets WHERE updated_at < ?")
-      const decide = (policy: RateLimitPolicy, key: string, take: 0 | 1) =>
-        Effect.map(Clock.currentTimeMillis, (now) => {
-          const row = upsert.get(`${policy.name}:${key}`, policy.burst - take, now, policy.burst, policy.perSecond / 1000, take)!
-          return decision(policy, row.allowed === 1, row.tokens)
+  static readonly InMemoryShare = (workers: number) =>
+    Layer.map(RateLimiter.InMemory, (context) => {
+      const whole = Context.get(context, RateLimiter)
+      const share = (policy: RateLimitPolicy): RateLimitPolicy => ({
+        ...policy,
+        perSecond: policy.perSecond / workers,
+        burst: Math.max(1, Math.floor(policy.burst / workers))
+      })
+      return Context.make(
+        RateLimiter,
+        RateLimiter.of({
+          take: (policy, key) => whole.take(share(policy), key),
+          peek: (policy, key) => whole.peek(share(policy), key)
         })
-      yield* Clock.currentTimeMillis.pipe(
-        Effect.flatMap((now) => Effect.sync(() => purge.run(now - bucketRetentionMillis))),
-        Effect.repeat(Schedule.spaced("1 minute")),
-        Effect.ignoreLogged,
-        Effect.forkScoped
       )
-      return RateLimiter.of({ take: (policy, key) => decide(policy, key, 1), peek: (policy, key) => decide(policy, key, 0) })
     })
-  )
 }
 
 /** Buckets untouched for a day are long full again: the same as no row. */

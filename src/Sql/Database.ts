@@ -11,14 +11,12 @@ import createPets from "./sqlite-migrations/0001_create_pets.js"
 import createApiKeys from "./sqlite-migrations/0002_create_api_keys.js"
 import createSettings from "./sqlite-migrations/0003_create_settings.js"
 import createIdempotencyKeys from "./sqlite-migrations/0004_create_idempotency_keys.js"
-import createRateLimitBuckets from "./sqlite-migrations/0005_create_rate_limit_buckets.js"
 
 const migrations = Migrator.fromRecord({
   "0001_create_pets": createPets,
   "0002_create_api_keys": createApiKeys,
   "0003_create_settings": createSettings,
-  "0004_create_idempotency_keys": createIdempotencyKeys,
-  "0005_create_rate_limit_buckets": createRateLimitBuckets
+  "0004_create_idempotency_keys": createIdempotencyKeys
 })
 
 /** The SQLite file a `DATABASE_URL` names: a path, `sqlite:path` or `file:path`. */
