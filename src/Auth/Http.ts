@@ -54,7 +54,8 @@ export const AuthenticationLive = Layer.effect(
 
     const refuse = (address: string, error: Unauthorized): Effect.Effect<never, Unauthorized> =>
       Effect.flatMap(limiter.take(failedAuthentication, address), (decision) => {
-        const wait = slowdown(failedAuthentication, decision.remaining)
+        // The policy the limiter applied: a worker's share of it when several share a machine.
+        const wait = slowdown(decision.policy, decision.remaining)
         const failed = Effect.fail(error)
         return wait === 0 ? failed : Effect.zipRight(Effect.sleep(wait), failed)
       })
