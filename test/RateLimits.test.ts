@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { RateLimiter } from "../src/Auth/RateLimiter.js"
 import { Effect, Fiber, TestClock } from "effect"
 import { createKey, makeTestServer, send } from "./support/TestServer.js"
 
@@ -52,4 +53,19 @@ describe("failed authentications per client address", () => {
       yield* TestClock.adjust("1 minute")
       expect((yield* send("GET", "/v1/pets", { key })).status).toBe(200)
     }).pipe(Effect.provide(makeTestServer(undefined, { authFailuresPerMinute: 6 }))))
+
+  it.effect("with workers, each counts its share: 6 a minute over 2 workers is 3 each, slowed from its third", () =>
+    Effect.gen(function*() {
+      const wrong = { authorization: "Bearer ps_test_guess" }
+      for (let i = 0; i < 2; i++) {
+        const attempt = yield* Effect.fork(send("GET", "/v1/pets", { headers: wrong }))
+        yield* Effect.promise(() => Bun.sleep(50))
+        expect(attempt.unsafePoll(), `failure ${i + 1} answered without waiting`).not.toBeNull()
+      }
+      const third = yield* Effect.fork(send("GET", "/v1/pets", { headers: wrong }))
+      yield* Effect.promise(() => Bun.sleep(50))
+      expect(third.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(200)
+      expect((yield* Fiber.join(third)).status).toBe(401)
+    }).pipe(Effect.provide(makeTestServer(undefined, { authFailuresPerMinute: 6 }, RateLimiter.InMemoryShare(2)))))
 })

@@ -16,11 +16,12 @@ export const publicBaseUrl = "http://petstore.test"
 /** The whole HTTP service on a fresh test server, with the in-memory stores unless told otherwise. */
 export const makeTestServer = (
   pets: Layer.Layer<PetRepository> = PetRepository.InMemory,
-  config: Partial<AppConfig["Type"]> = {}
+  config: Partial<AppConfig["Type"]> = {},
+  limiter: Layer.Layer<RateLimiter> = RateLimiter.InMemory
 ) =>
   HttpLive.pipe(
     Layer.provideMerge(BunHttpServer.layerTest),
-    Layer.provideMerge(Layer.mergeAll(pets, ApiKeys.InMemory, Cursors.InMemory, RateLimiter.InMemory)),
+    Layer.provideMerge(Layer.mergeAll(pets, ApiKeys.InMemory, Cursors.InMemory, limiter)),
     Layer.provideMerge(
       Layer.mergeAll(AppConfig.make({ publicBaseUrl, ...config }), InFlightRequests.layer, RequestLines.layer(() => {}))
     )
