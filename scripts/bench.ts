@@ -10,15 +10,11 @@ import { Database } from "bun:sqlite"
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { args, numberOption } from "./options.js"
 
 const root = new URL("..", import.meta.url).pathname
-const args = process.argv.slice(2)
-const option = (name: string, fallback: number) => {
-  const at = args.indexOf(name)
-  return at === -1 ? fallback : Number(args[at + 1])
-}
-const rounds = option("--rounds", 3)
-const duration = option("--duration", 8)
+const rounds = numberOption("--rounds", 3)
+const duration = numberOption("--duration", 8)
 const output = args.find((arg, i) => !arg.startsWith("--") && !args[i - 1]?.startsWith("--"))
 
 if (Bun.spawnSync(["sh", "-c", "command -v wrk"]).exitCode !== 0) {

@@ -9,14 +9,10 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { runCommand, startServer } from "../test/support/ServerProcess.js"
+import { numberOption } from "./options.js"
 
-const args = process.argv.slice(2)
-const option = (name: string, fallback: number) => {
-  const at = args.indexOf(name)
-  return at === -1 ? fallback : Number(args[at + 1])
-}
-const writers = option("--writers", 16)
-const killAfterMs = option("--kill-after-ms", 1500)
+const writers = numberOption("--writers", 16)
+const killAfterMs = numberOption("--kill-after-ms", 1500)
 
 const folder = mkdtempSync(join(tmpdir(), "petstore-crash-"))
 try {

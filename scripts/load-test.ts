@@ -15,15 +15,11 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { runCommand, startServer } from "../test/support/ServerProcess.js"
+import { numberOption } from "./options.js"
 
-const args = process.argv.slice(2)
-const option = (name: string, fallback: number) => {
-  const at = args.indexOf(name)
-  return at === -1 ? fallback : Number(args[at + 1])
-}
-const durationSeconds = option("--duration", 60)
-const connections = option("--connections", 64)
-const sigtermAfter = option("--sigterm-after", 0)
+const durationSeconds = numberOption("--duration", 60)
+const connections = numberOption("--connections", 64)
+const sigtermAfter = numberOption("--sigterm-after", 0)
 const warmUpSeconds = Math.min(10, durationSeconds / 6)
 
 const folder = mkdtempSync(join(tmpdir(), "petstore-load-"))
