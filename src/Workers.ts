@@ -2,6 +2,8 @@ import { Effect, Exit, Schedule } from "effect"
 
 /** Set in the environment of the processes a supervisor starts: the worker's number. */
 export const workerVariable = "PETSTORE_WORKER"
+/** And the supervisor's process id, which the worker's parent must stay. */
+const supervisorVariable = "PETSTORE_SUPERVISOR_PID"
 
 /** How long a stopped worker may take to finish its requests before it is killed. */
 const stopTimeout = "15 seconds"
@@ -15,7 +17,7 @@ const runWorker = (worker: number) =>
   Effect.acquireUseRelease(
     Effect.sync(() =>
       Bun.spawn([process.execPath, ...process.argv.slice(1)], {
-        env: { ...process.env, [workerVariable]: String(worker) },
+        env: { ...process.env, [workerVariable]: String(worker), [supervisorVariable]: String(process.pid) },
         stdio: ["ignore", "inherit", "inherit"]
       })
     ),
@@ -58,7 +60,8 @@ export const supervise = (count: number) =>
  * supervisor leaves no orphans serving the port.
  */
 export const stopWhenOrphaned = Effect.suspend(() => {
-  const supervisor = process.ppid
+  // From the environment, not the parent at this moment: the supervisor may already be gone.
+  const supervisor = Number(process.env[supervisorVariable])
   return Effect.repeat(Effect.sync(() => process.ppid), {
     until: (parent) => parent !== supervisor,
     schedule: Schedule.spaced("1 second")

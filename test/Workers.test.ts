@@ -56,6 +56,20 @@ describe("WORKERS: several server processes on one port", () => {
     }
   })
 
+  it("workers whose supervisor is killed stop by themselves, leaving nothing on the port", async () => {
+    using folder = temporaryFolder()
+    const server = await startServer({ DATABASE_URL: join(folder.path, "petstore.db"), WORKERS: "2" })
+    try {
+      expect(await waitFor(() => workerPids(server.logs()).length === 2)).toBe(true)
+      const workers = workerPids(server.logs())
+      server.proc.kill("SIGKILL")
+      expect(await waitFor(() => workers.every((pid) => !isAlive(pid)))).toBe(true)
+      expect(await fetch(`${server.url}/livez`).then(() => "answered", () => "refused")).toBe("refused")
+    } finally {
+      server.proc.kill("SIGKILL")
+    }
+  })
+
   it("on PostgreSQL: the workers serve one database", async () => {
     await using database = await createTestDatabase()
     const env = { DATABASE_URL: database.url }
