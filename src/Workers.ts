@@ -1,4 +1,4 @@
-import { Effect, Exit, Schedule } from "effect"
+import { Effect, Exit, Option, Schedule } from "effect"
 
 /** Set in the environment of the processes a supervisor starts: the worker's number. */
 export const workerVariable = "PETSTORE_WORKER"
@@ -33,7 +33,7 @@ const runWorker = (worker: number) =>
           return proc.exited
         }).pipe(
           Effect.timeoutOption(stopTimeout),
-          Effect.tap(() => Effect.sync(() => proc.kill("SIGKILL")))
+          Effect.tap((exited) => Option.isNone(exited) ? Effect.sync(() => proc.kill("SIGKILL")) : Effect.void)
         )
         : Effect.void
   )

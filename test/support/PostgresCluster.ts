@@ -50,12 +50,17 @@ export const startPostgresCluster = (port: number): PostgresCluster => {
     chownSync(folder, Number(run("id", ["-u", "postgres"])), Number(run("id", ["-g", "postgres"])))
   }
   const data = join(folder, "data")
-  run(join(bin, "initdb"), ["-D", data, "-U", "petstore", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"], user)
-  run(join(bin, "pg_ctl"), [
-    "-D", data, "-l", join(folder, "server.log"), "-w", "-t", "60",
-    "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${folder} -c max_connections=300 -c fsync=off`,
-    "start"
-  ], user)
+  try {
+    run(join(bin, "initdb"), ["-D", data, "-U", "petstore", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"], user)
+    run(join(bin, "pg_ctl"), [
+      "-D", data, "-l", join(folder, "server.log"), "-w", "-t", "60",
+      "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${folder} -c max_connections=300 -c fsync=off`,
+      "start"
+    ], user)
+  } catch (error) {
+    rmSync(folder, { recursive: true, force: true })
+    throw error
+  }
   return {
     url: `postgres://petstore@127.0.0.1:${port}/postgres`,
     stop: () => {
