@@ -1,7 +1,8 @@
 /**
  * Benchmark: the service against a hand-written Bun.serve baseline on copies of one seeded SQLite
- * database, measured with wrk in turns (A B A B …), server on core 0 and wrk on core 1; then the
- * service with WORKERS=2, its two processes sharing both cores with wrk.
+ * database, measured with wrk in turns (A B A B …), server on core 0 and wrk on core 1, with the
+ * framework floor (`scripts/bench/floor.ts`) in the same turns on get by id; then the service with
+ * WORKERS=2, its two processes sharing both cores with wrk.
  *
  * Usage: bun run bench [results.json] [--rounds N] [--duration SECONDS]
  * (`bun run bench` builds dist/main.js first; `bun scripts/bench.ts` uses the build as it is.)
@@ -63,7 +64,8 @@ const start = async (
   command: Array<string>,
   env: Record<string, string>,
   port: number,
-  onCores = serverCore
+  onCores = serverCore,
+  readyPath = "/v1/pets?limit=1"
 ): Promise<Server> => {
   const startedAt = performance.now()
   const proc = Bun.spawn(["taskset", "-c", onCores, ...command], {
@@ -74,7 +76,7 @@ const start = async (
   })
   const url = `http://127.0.0.1:${port}`
   for (;;) {
-    const ok = await fetch(`${url}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } }).then(
+    const ok = await fetch(`${url}${readyPath}`, { headers: { authorization: `Bearer ${key}` } }).then(
       (r) => r.status === 200,
       () => false
     )
@@ -98,6 +100,7 @@ const start = async (
 
 const servicePort = 3901
 const baselinePort = 3902
+const floorPort = 3903
 copyFileSync(seed, join(folder, "service.db"))
 copyFileSync(seed, join(folder, "baseline.db"))
 // The production build, as `npm start` runs it (`bun run build` makes it).
@@ -122,6 +125,8 @@ const baseline = await start(
   {},
   baselinePort
 )
+// What the framework costs on its own: an HttpApi handler returning a fixed pet (get by id only).
+const floor = await start("floor", ["bun", "scripts/bench/floor.ts", String(floorPort)], {}, floorPort, serverCore, "/v1/pets/1")
 
 const lua = (name: string, body: string) => {
   const path = join(folder, `${name}.lua`)
@@ -170,18 +175,22 @@ const median = (values: ReadonlyArray<number>) => {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
 
-// Warm both up once on every workload, so the first measured round is not a JIT warm-up.
+/** The servers measured on a workload, in turns; the floor only answers get by id. */
+const serversFor = (workload: (typeof workloads)[number]) =>
+  workload.name === "get by id" ? [service, baseline, floor] : [service, baseline]
+
+// Warm each up once on every workload, so the first measured round is not a JIT warm-up.
 for (const workload of workloads) {
-  for (const server of [service, baseline]) {
+  for (const server of serversFor(workload)) {
     Bun.spawnSync(["taskset", "-c", loadCore, "wrk", "-t1", "-c32", "-d2s", "-s", workload.script, server.url + workload.path])
   }
 }
 
 const rows = []
 for (const workload of workloads) {
-  const samples: Record<string, Array<ReturnType<typeof runWrk>>> = { service: [], baseline: [] }
+  const samples: Record<string, Array<ReturnType<typeof runWrk>>> = { service: [], baseline: [], floor: [] }
   for (let round = 0; round < rounds; round++) {
-    for (const server of [service, baseline]) samples[server.name]!.push(runWrk(server.url + workload.path, workload.script))
+    for (const server of serversFor(workload)) samples[server.name]!.push(runWrk(server.url + workload.path, workload.script))
   }
   const summary = (name: string) => ({
     rps: median(samples[name]!.map((s) => s.rps)),
@@ -195,13 +204,15 @@ for (const workload of workloads) {
     workload: workload.name,
     service: serviceSummary,
     baseline: baselineSummary,
-    ratio: serviceSummary.rps / baselineSummary.rps
+    ratio: serviceSummary.rps / baselineSummary.rps,
+    ...(samples.floor!.length === 0 ? {} : { floor: summary("floor") })
   })
 }
 
 const rssAfterRunKiB = rssKiB(service.pid)
 await service.stop()
 await baseline.stop()
+await floor.stop()
 
 // WORKERS=2: the supervisor and both workers, and wrk, on every core (there is no core to spare).
 const allCores = `0-${cores - 1}`
@@ -250,6 +261,19 @@ for (const row of rows) {
     ].join(" ")
   )
 }
+const getRow = rows.find((row) => row.floor !== undefined)!
+const floorSummary = {
+  rps: getRow.floor!.rps,
+  p50Ms: getRow.floor!.p50Ms,
+  p99Ms: getRow.floor!.p99Ms,
+  ofBaseline: getRow.floor!.rps / getRow.baseline.rps,
+  serviceOfFloor: getRow.service.rps / getRow.floor!.rps
+}
+console.log(
+  `\nframework floor, get by id (an HttpApi handler returning a fixed pet: no key, no database): ` +
+    `${floorSummary.rps.toFixed(0)} rps, ${floorSummary.ofBaseline.toFixed(2)} of the baseline; ` +
+    `the service's get by id is ${floorSummary.serviceOfFloor.toFixed(2)} of it`
+)
 console.log(
   `\nWORKERS=2: the service's two processes and wrk share the machine's ${cores} cores (wrk takes a large ` +
     `part of one), so this is what a second worker adds beside a load generator, not twice one core\n`
@@ -286,7 +310,8 @@ if (output !== undefined) {
         date: new Date().toISOString(),
         commit: Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root }).stdout.toString().trim(),
         settings: { threads: 1, connections: 32, durationSeconds: duration, rounds, serverCore, loadCore },
-        workloads: rows,
+        workloads: rows.map(({ floor: _, ...row }) => row),
+        frameworkFloor: floorSummary,
         twoWorkers: workerRows,
         memory,
         startupMs: { service: service.startupMs, baseline: baseline.startupMs }
