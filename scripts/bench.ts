@@ -187,6 +187,7 @@ for (const workload of workloads) {
 }
 
 const rows = []
+let floorSummary: { rps: number; p50Ms: number; p99Ms: number; ofBaseline: number; serviceOfFloor: number } | undefined
 for (const workload of workloads) {
   const samples: Record<string, Array<ReturnType<typeof runWrk>>> = { service: [], baseline: [], floor: [] }
   for (let round = 0; round < rounds; round++) {
@@ -204,9 +205,12 @@ for (const workload of workloads) {
     workload: workload.name,
     service: serviceSummary,
     baseline: baselineSummary,
-    ratio: serviceSummary.rps / baselineSummary.rps,
-    ...(samples.floor!.length === 0 ? {} : { floor: summary("floor") })
+    ratio: serviceSummary.rps / baselineSummary.rps
   })
+  if (samples.floor!.length > 0) {
+    const { p50Ms, p99Ms, rps } = summary("floor")
+    floorSummary = { rps, p50Ms, p99Ms, ofBaseline: rps / baselineSummary.rps, serviceOfFloor: serviceSummary.rps / rps }
+  }
 }
 
 const rssAfterRunKiB = rssKiB(service.pid)
@@ -261,14 +265,7 @@ for (const row of rows) {
     ].join(" ")
   )
 }
-const getRow = rows.find((row) => row.floor !== undefined)!
-const floorSummary = {
-  rps: getRow.floor!.rps,
-  p50Ms: getRow.floor!.p50Ms,
-  p99Ms: getRow.floor!.p99Ms,
-  ofBaseline: getRow.floor!.rps / getRow.baseline.rps,
-  serviceOfFloor: getRow.service.rps / getRow.floor!.rps
-}
+if (floorSummary === undefined) throw new Error("the floor was not measured")
 console.log(
   `\nframework floor, get by id (an HttpApi handler returning a fixed pet: no key, no database): ` +
     `${floorSummary.rps.toFixed(0)} rps, ${floorSummary.ofBaseline.toFixed(2)} of the baseline; ` +
@@ -310,7 +307,7 @@ if (output !== undefined) {
         date: new Date().toISOString(),
         commit: Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root }).stdout.toString().trim(),
         settings: { threads: 1, connections: 32, durationSeconds: duration, rounds, serverCore, loadCore },
-        workloads: rows.map(({ floor: _, ...row }) => row),
+        workloads: rows,
         frameworkFloor: floorSummary,
         twoWorkers: workerRows,
         memory,
