@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
+import { statSync } from "node:fs"
 import type { NewPet } from "../src/Domain/Pet.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
 import { Sqlite } from "../src/Sql/Database.js"
@@ -75,6 +76,16 @@ describe("SQLite database", () => {
       expect(details).toMatch(/USING INDEX pets_status_id/)
       expect(details).not.toContain("TEMP B-TREE")
     }).pipe(Effect.provide(TemporarySqlite)))
+
+  it.effect("the WAL is checkpointed as pets are created: it stays near SQLite's 1,000-page mark", () =>
+    Effect.gen(function*() {
+      const pets = yield* PetRepository
+      const db = yield* Sqlite
+      const walBytes = () => statSync(`${db.filename}-wal`).size
+      // Each create commits at least one 4 KiB page: without checkpoints, 4,000 creates exceed 16 MB.
+      for (let i = 0; i < 4000; i++) yield* pets.create(rex)
+      expect(walBytes()).toBeLessThan(8 * 1024 * 1024)
+    }).pipe(Effect.provide(PetRepository.Sqlite.pipe(Layer.provideMerge(TemporarySqlite)))))
 
   it.effect("ids are never reused, even after the highest row is deleted", () =>
     Effect.gen(function*() {

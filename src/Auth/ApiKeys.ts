@@ -104,12 +104,13 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
         create: (name) =>
           Effect.sync(() => {
             const key = generateKey(environment)
-            const row = insert.get(name, key.slice(0, shownPrefixLength), hashKey(key), new Date().toISOString())
+            // Writes run to their end (`all`), so SQLite's automatic checkpoint follows their commit.
+            const [row] = insert.all(name, key.slice(0, shownPrefixLength), hashKey(key), new Date().toISOString())
             return { key: Redacted.make(key), record: decodeRecord(row) }
           }),
         list: Effect.sync(() => all.all().map((row) => decodeRecord(row))),
         revoke: (id) =>
-          Effect.sync(() => Option.fromNullable(revoke.get(new Date().toISOString(), id)).pipe(Option.map(decodeRecord))),
+          Effect.sync(() => Option.fromNullable(revoke.all(new Date().toISOString(), id)[0]).pipe(Option.map(decodeRecord))),
         findActiveByHash: (hash) => Effect.sync(() => Option.fromNullable(activeByHash.get(hash)))
       })
     })

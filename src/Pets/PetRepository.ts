@@ -126,7 +126,9 @@ export class PetRepository extends Context.Tag("petstore/PetRepository")<
       const completeRecord = db.query(
         "UPDATE idempotency_keys SET fingerprint = ?, pet_id = ? WHERE api_key_id = ? AND idempotency_key = ?"
       )
-      const insertPet = (pet: NewPet) => toPets([insert.get(pet.name, pet.categoryId, pet.status ?? null)])[0]!
+      // `all`, not `get`: a write statement left before its end skips SQLite's automatic checkpoint,
+      // and the WAL would then grow with every create until the process stops.
+      const insertPet = (pet: NewPet) => toPets(insert.all(pet.name, pet.categoryId, pet.status ?? null))[0]!
       const reserve = db.transaction(({ apiKeyId, key }: IdempotencyScope, now: number): Reservation => {
         purgeRecords.run(now - idempotencyRetentionMillis)
         const record = findRecord.get(apiKeyId, key)
