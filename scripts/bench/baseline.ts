@@ -114,7 +114,8 @@ async function createPet(request: Request): Promise<Response> {
   if (body.status !== undefined && !statuses.has(body.status)) {
     return error(400, "validation_failed", "status: must be one of available, pending, sold")
   }
-  const { id } = insert.get(body.name, body.categoryId, body.status ?? null) as { id: number }
+  // Run to its end, as the service does, so SQLite's automatic checkpoint keeps the WAL bounded.
+  const [{ id }] = insert.all(body.name, body.categoryId, body.status ?? null) as [{ id: number }]
   const pet = body.status === undefined
     ? { id, name: body.name, categoryId: body.categoryId }
     : { id, name: body.name, categoryId: body.categoryId, status: body.status }
