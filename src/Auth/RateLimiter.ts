@@ -1,6 +1,7 @@
 import type { HttpServerRequest } from "@effect/platform"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
+import { noteResponseHeaders } from "../Http/ResponseHeaders.js"
 
 /** A token bucket: `burst` requests at once, refilled at `perSecond`. */
 export interface RateLimitPolicy {
@@ -137,12 +138,6 @@ export const rateLimitHeaders = ({ policy, remaining, resetSeconds, retryAfterSe
   ...(retryAfterSeconds > 0 ? { "retry-after": String(retryAfterSeconds) } : {})
 })
 
-/** The last rate-limit decision about each request being served, for its response headers. */
-const decisions = new WeakMap<HttpServerRequest.HttpServerRequest, RateLimitDecision>()
-
-export const noteRateLimit = (request: HttpServerRequest.HttpServerRequest, decision: RateLimitDecision) => {
-  decisions.set(request, decision)
-}
-
-export const rateLimitOf = (request: HttpServerRequest.HttpServerRequest): RateLimitDecision | undefined =>
-  decisions.get(request)
+/** The `RateLimit` headers of the last decision about a request, for its response. */
+export const noteRateLimit = (request: HttpServerRequest.HttpServerRequest, decision: RateLimitDecision) =>
+  noteResponseHeaders(request, rateLimitHeaders(decision))

@@ -5,9 +5,9 @@ import { Cause, Effect, Option, Predicate, Schema } from "effect"
 import { summarizeCause } from "../CauseSummary.js"
 import { PetStoreApi } from "../Api.js"
 import { type ApiError, BadRequest, errorBodies, InternalError, MethodNotAllowed, NotFound } from "../Domain/ApiError.js"
-import { rateLimitHeaders, rateLimitOf } from "../Auth/RateLimiter.js"
 import { describeIssues } from "./ParseIssues.js"
 import { requestIdOf } from "./RequestLog.js"
+import { notedResponseHeaders } from "./ResponseHeaders.js"
 import { makeAllowedMethods } from "./Routes.js"
 
 /** The response of an error: its wire body (by its tag) under its own status. */
@@ -82,16 +82,14 @@ export const ApiResponses = HttpApiBuilder.middleware(
       })
     return (app: HttpApp.Default): HttpApp.Default =>
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        const withId = (response: HttpServerResponse.HttpServerResponse) => {
-          const rateLimit = rateLimitOf(request)
-          return HttpServerResponse.setHeaders(response, {
+        const withId = (response: HttpServerResponse.HttpServerResponse) =>
+          HttpServerResponse.setHeaders(response, {
             "x-request-id": requestIdOf(request),
             // Answers are about one caller at one moment: never cached, never sniffed as another type.
             "cache-control": "no-store",
             "x-content-type-options": "nosniff",
-            ...(rateLimit === undefined ? {} : rateLimitHeaders(rateLimit))
+            ...notedResponseHeaders(request)
           })
-        }
         return Effect.matchCauseEffect(app, {
           onSuccess: (response) => Effect.succeed(withId(response)),
           onFailure: (cause) => Effect.map(fromCause(cause), withId)

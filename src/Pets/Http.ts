@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Exit, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import { PetStoreApi } from "../Api.js"
@@ -7,6 +7,7 @@ import { Conflict, Gone, NotFound, UnprocessableContent } from "../Domain/ApiErr
 import { CurrentCaller } from "../Domain/Caller.js"
 import { NewPet, type Pet } from "../Domain/Pet.js"
 import { readJsonBody } from "../Http/JsonBody.js"
+import { noteResponseHeaders } from "../Http/ResponseHeaders.js"
 import { docsPath } from "../Http/Routes.js"
 import { defaultLimit } from "./Api.js"
 import { Cursors } from "./Cursors.js"
@@ -112,17 +113,14 @@ export const SunsetPolicyLive = Layer.effect(
       sunset: getPetSunsetAt.toUTCString(),
       link: `<${publicBaseUrl}${docsPath}#tag/pets/GET/v1/pets>; rel="deprecation"; type="text/html"`
     }
-    const mark = HttpApp.appendPreResponseHandler((_request, response) =>
-      Effect.succeed(HttpServerResponse.setHeaders(response, headers))
-    )
     const removed = new Gone({
       code: "endpoint_removed",
       message: `GET /v1/pets/{petId} was removed on ${headers.sunset}; use GET /v1/pets with the status filter`,
       status: 410
     })
-    return Effect.zipRight(
-      mark,
-      Effect.flatMap(Clock.currentTimeMillis, (now) => now >= getPetSunsetAt.getTime() ? Effect.fail(removed) : Effect.void)
-    )
+    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      noteResponseHeaders(request, headers)
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => now >= getPetSunsetAt.getTime() ? Effect.fail(removed) : Effect.void)
+    })
   })
 )
