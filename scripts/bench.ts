@@ -154,8 +154,20 @@ const workloads = [
   { name: "401 without key", path: "/v1/pets", script: lua("unauthorized", "") }
 ]
 
+/** CPU time (user and system) a process has used, in µs; /proc counts it in clock ticks. */
+const clockTicksPerSecond = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100
+const cpuMicros = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / clockTicksPerSecond
+}
+
 const toMs = (value: string, unit: string) => Number(value) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[unit]!
-const runWrk = (url: string, script: string, onCores = loadCore) => {
+/**
+ * One wrk run; with the server's pid, also the server's CPU time per request, which the host's
+ * stolen time disturbs much less than requests per second.
+ */
+const runWrk = (url: string, script: string, onCores = loadCore, pid?: number) => {
+  const cpuBefore = pid === undefined ? 0 : cpuMicros(pid)
   const result = Bun.spawnSync([
     "taskset", "-c", onCores,
     "wrk", "-t1", "-c32", `-d${duration}s`, "--latency", "-s", script, url
@@ -167,7 +179,9 @@ const runWrk = (url: string, script: string, onCores = loadCore) => {
     return match ? toMs(match[1]!, match[2]!) : NaN
   }
   const errors = /Non-2xx or 3xx responses: (\d+)/.exec(text)?.[1]
-  return { rps, p50: latency("50"), p99: latency("99"), non2xx: Number(errors ?? 0) }
+  const requests = Number(/(\d+) requests in/.exec(text)?.[1])
+  const cpuUsPerRequest = pid === undefined ? NaN : (cpuMicros(pid) - cpuBefore) / requests
+  return { rps, p50: latency("50"), p99: latency("99"), cpuUsPerRequest, non2xx: Number(errors ?? 0) }
 }
 const median = (values: ReadonlyArray<number>) => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -187,16 +201,21 @@ for (const workload of workloads) {
 }
 
 const rows = []
-let floorSummary: { rps: number; p50Ms: number; p99Ms: number; ofBaseline: number; serviceOfFloor: number } | undefined
+let floorSummary:
+  | { rps: number; p50Ms: number; p99Ms: number; cpuUsPerRequest: number; ofBaseline: number; serviceOfFloor: number }
+  | undefined
 for (const workload of workloads) {
   const samples: Record<string, Array<ReturnType<typeof runWrk>>> = { service: [], baseline: [], floor: [] }
   for (let round = 0; round < rounds; round++) {
-    for (const server of serversFor(workload)) samples[server.name]!.push(runWrk(server.url + workload.path, workload.script))
+    for (const server of serversFor(workload)) {
+      samples[server.name]!.push(runWrk(server.url + workload.path, workload.script, loadCore, server.pid))
+    }
   }
   const summary = (name: string) => ({
     rps: median(samples[name]!.map((s) => s.rps)),
     p50Ms: median(samples[name]!.map((s) => s.p50)),
     p99Ms: median(samples[name]!.map((s) => s.p99)),
+    cpuUsPerRequest: median(samples[name]!.map((s) => s.cpuUsPerRequest)),
     rounds: samples[name]!
   })
   const serviceSummary = summary("service")
@@ -205,11 +224,19 @@ for (const workload of workloads) {
     workload: workload.name,
     service: serviceSummary,
     baseline: baselineSummary,
-    ratio: serviceSummary.rps / baselineSummary.rps
+    ratio: serviceSummary.rps / baselineSummary.rps,
+    cpuRatio: baselineSummary.cpuUsPerRequest / serviceSummary.cpuUsPerRequest
   })
   if (samples.floor!.length > 0) {
-    const { p50Ms, p99Ms, rps } = summary("floor")
-    floorSummary = { rps, p50Ms, p99Ms, ofBaseline: rps / baselineSummary.rps, serviceOfFloor: serviceSummary.rps / rps }
+    const { cpuUsPerRequest, p50Ms, p99Ms, rps } = summary("floor")
+    floorSummary = {
+      rps,
+      p50Ms,
+      p99Ms,
+      cpuUsPerRequest,
+      ofBaseline: rps / baselineSummary.rps,
+      serviceOfFloor: serviceSummary.rps / rps
+    }
   }
 }
 
@@ -265,11 +292,24 @@ for (const row of rows) {
     ].join(" ")
   )
 }
+console.log("\nserver CPU time (user + system) per request, median of the same runs\n")
+console.log(["workload".padEnd(26), cell("service µs", 11), cell("baseline µs", 12), cell("baseline / service", 19)].join(" "))
+for (const row of rows) {
+  console.log(
+    [
+      row.workload.padEnd(26),
+      cell(row.service.cpuUsPerRequest.toFixed(1), 11),
+      cell(row.baseline.cpuUsPerRequest.toFixed(1), 12),
+      cell(row.cpuRatio.toFixed(2), 19)
+    ].join(" ")
+  )
+}
 if (floorSummary === undefined) throw new Error("the floor was not measured")
 console.log(
   `\nframework floor, get by id (an HttpApi handler returning a fixed pet: no key, no database): ` +
     `${floorSummary.rps.toFixed(0)} rps, ${floorSummary.ofBaseline.toFixed(2)} of the baseline; ` +
-    `the service's get by id is ${floorSummary.serviceOfFloor.toFixed(2)} of it`
+    `the service's get by id is ${floorSummary.serviceOfFloor.toFixed(2)} of it; ` +
+    `${floorSummary.cpuUsPerRequest.toFixed(1)} µs of CPU per request`
 )
 console.log(
   `\nWORKERS=2: the service's two processes and wrk share the machine's ${cores} cores (wrk takes a large ` +
