@@ -162,10 +162,7 @@ const cpuMicros = (pid: number) => {
 }
 
 const toMs = (value: string, unit: string) => Number(value) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[unit]!
-/**
- * One wrk run; with the server's pid, also the server's CPU time per request, which the host's
- * stolen time disturbs much less than requests per second.
- */
+/** One wrk run; with the server's pid, also the server's CPU time per request. */
 const runWrk = (url: string, script: string, onCores = loadCore, pid?: number) => {
   const cpuBefore = pid === undefined ? 0 : cpuMicros(pid)
   const result = Bun.spawnSync([

@@ -82,7 +82,7 @@ export const ApiResponses = HttpApiBuilder.middleware(
       })
     return (app: HttpApp.Default): HttpApp.Default =>
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        const withId = (response: HttpServerResponse.HttpServerResponse) =>
+        const withHeaders = (response: HttpServerResponse.HttpServerResponse) =>
           HttpServerResponse.setHeaders(response, {
             "x-request-id": requestIdOf(request),
             // Answers are about one caller at one moment: never cached, never sniffed as another type.
@@ -91,8 +91,8 @@ export const ApiResponses = HttpApiBuilder.middleware(
             ...notedResponseHeaders(request)
           })
         return Effect.matchCauseEffect(app, {
-          onSuccess: (response) => Effect.succeed(withId(response)),
-          onFailure: (cause) => Effect.map(fromCause(cause), withId)
+          onSuccess: (response) => Effect.succeed(withHeaders(response)),
+          onFailure: (cause) => Effect.map(fromCause(cause), withHeaders)
         })
       })
   })
