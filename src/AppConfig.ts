@@ -1,5 +1,7 @@
 import { Config, Context, Layer, LogLevel, Option } from "effect"
 import { availableParallelism } from "node:os"
+import { parseTrustedProxies } from "./Http/ClientAddress.js"
+import type { IpRange } from "./Http/IpAddress.js"
 
 export type Environment = "production" | "staging"
 
@@ -26,6 +28,8 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     readonly rateLimit: { readonly perSecond: number; readonly burst: number }
     /** Failed authentications allowed per client address and minute (also the burst). */
     readonly authFailuresPerMinute: number
+    /** Proxies whose forwarding headers name the client (`TRUSTED_PROXIES`); none by default. */
+    readonly trustedProxies: ReadonlyArray<IpRange>
     /** Browser origins allowed to call the API (CORS); none unless listed. */
     readonly corsOrigins: ReadonlyArray<string>
     readonly logLevel: LogLevel.LogLevel
@@ -66,6 +70,14 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     authFailuresPerMinute: Config.integer("AUTH_FAILURES_PER_MINUTE").pipe(
       Config.validate({ message: "must be a positive integer", validation: (n) => n >= 1 }),
       Config.withDefault(20)
+    ),
+    trustedProxies: Config.string("TRUSTED_PROXIES").pipe(
+      Config.withDefault(""),
+      Config.validate({
+        message: "must be comma-separated IP addresses or CIDR ranges, such as 10.0.0.0/8, 192.0.2.7, fd00::/8",
+        validation: (value) => parseTrustedProxies(value).invalid.length === 0
+      }),
+      Config.map((value) => parseTrustedProxies(value).ranges)
     ),
     corsOrigins: Config.string("CORS_ORIGINS").pipe(
       Config.withDefault(""),
@@ -108,6 +120,7 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       servers: { production: "https://petstore.example.com", staging: "https://staging.petstore.example.com" },
       rateLimit: { perSecond: 100, burst: 200 },
       authFailuresPerMinute: 20,
+      trustedProxies: [],
       corsOrigins: [],
       logLevel: LogLevel.Info,
       workers: 1,

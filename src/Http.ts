@@ -4,6 +4,7 @@ import { PetStoreApi } from "./Api.js"
 import { AppConfig } from "./AppConfig.js"
 import { AuthenticationLive } from "./Auth/Http.js"
 import { HealthHttpLive } from "./Health/Http.js"
+import { makeClientAddress } from "./Http/ClientAddress.js"
 import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { ApiResponses } from "./Http/ApiResponses.js"
 import { makeRequestLog, RequestLines } from "./Http/RequestLog.js"
@@ -49,8 +50,11 @@ export const AppLive = Layer.mergeAll(
 /** Around every request: the count of requests in flight (for a graceful stop), then the request log. */
 export const serverMiddleware = Effect.gen(function*() {
   const { middleware } = yield* InFlightRequests
-  const { logLevel } = yield* AppConfig
-  const requestLog = makeRequestLog(LogLevel.greaterThan(logLevel, LogLevel.Info) ? undefined : (yield* RequestLines).add)
+  const { logLevel, trustedProxies } = yield* AppConfig
+  const requestLog = makeRequestLog(
+    LogLevel.greaterThan(logLevel, LogLevel.Info) ? undefined : (yield* RequestLines).add,
+    makeClientAddress(trustedProxies)
+  )
   return (app: HttpApp.Default) => requestLog(middleware(app))
 })
 

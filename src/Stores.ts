@@ -2,6 +2,7 @@ import { Effect, Layer } from "effect"
 import { AppConfig } from "./AppConfig.js"
 import { ApiKeys } from "./Auth/ApiKeys.js"
 import { RateLimiter } from "./Auth/RateLimiter.js"
+import { RateLimiterPostgres } from "./Auth/RateLimiterPostgres.js"
 import { Cursors } from "./Pets/Cursors.js"
 import { PetRepository } from "./Pets/PetRepository.js"
 import { Sqlite } from "./Sql/Database.js"
@@ -9,12 +10,13 @@ import { isPostgresUrl, PostgresLive } from "./Sql/Postgres.js"
 
 /**
  * The stores on the database `DATABASE_URL` names. Rate-limit buckets are in PostgreSQL, shared by
- * every instance; on SQLite they are in memory, each of several workers enforcing its share.
+ * every instance and leased in batches; on SQLite they are in memory, each of several workers
+ * enforcing its share.
  */
 export const StoresLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ databaseUrl, workers }) =>
     isPostgresUrl(databaseUrl)
-      ? Layer.mergeAll(PetRepository.Postgres, ApiKeys.Postgres, Cursors.Postgres, RateLimiter.Postgres).pipe(
+      ? Layer.mergeAll(PetRepository.Postgres, ApiKeys.Postgres, Cursors.Postgres, RateLimiterPostgres()).pipe(
         Layer.provide(PostgresLive)
       )
       : Layer.mergeAll(

@@ -119,7 +119,9 @@ describe("the real server process", () => {
         ["PETSTORE_ENV", "testing"],
         ["PUBLIC_BASE_URL", "not a url"],
         ["DATABASE_URL", "mysql://db/pets"],
-        ["DATABASE_URL", ":memory:"]
+        ["DATABASE_URL", ":memory:"],
+        ["TRUSTED_PROXIES", "10.0.0.0/8, proxy.internal"],
+        ["TRUSTED_PROXIES", "10.0.0.0/33"]
       ]
     ) {
       const result = await runCommand(["src/main.ts"], { [name!]: value! })

@@ -1,11 +1,13 @@
+import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
+import { leaseSize, RateLimiterPostgres } from "../src/Auth/RateLimiterPostgres.js"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
 
 const stores: ReadonlyArray<readonly [string, Layer.Layer<RateLimiter, unknown>]> = [
   ["in memory", RateLimiter.InMemory],
-  ["PostgreSQL", RateLimiter.Postgres.pipe(Layer.provide(TemporaryPostgres))]
+  ["PostgreSQL", RateLimiterPostgres().pipe(Layer.provide(TemporaryPostgres))]
 ]
 
 const policy = { name: "test", perSecond: 2, burst: 3 }
@@ -20,8 +22,7 @@ for (const [name, store] of stores) {
         expect(taken[3]).toMatchObject({ retryAfterSeconds: 1, resetSeconds: 2 })
         expect((yield* limiter.take(policy, "bob")).allowed).toBe(true)
         yield* TestClock.adjust("500 millis")
-        expect(yield* limiter.peek(policy, "alice")).toMatchObject({ allowed: true, remaining: 1 })
-        expect((yield* limiter.take(policy, "alice")).allowed).toBe(true)
+        expect(yield* limiter.take(policy, "alice")).toMatchObject({ allowed: true, remaining: 0 })
         expect((yield* limiter.take(policy, "alice")).allowed).toBe(false)
         yield* TestClock.adjust("10 seconds")
         expect(yield* limiter.take(policy, "alice")).toMatchObject({ allowed: true, remaining: 2 })
@@ -39,16 +40,100 @@ for (const [name, store] of stores) {
 }
 
 describe("RateLimiter on PostgreSQL", () => {
-  it.effect("is one set of buckets for every instance on the database", () =>
+  const sharedBy = (instances: number, options: Parameters<typeof RateLimiterPostgres>[0] = {}) =>
     Effect.gen(function*() {
       const database = yield* Layer.build(TemporaryPostgres)
-      const instance = () => Effect.provide(RateLimiter, RateLimiter.Postgres.pipe(Layer.provide(Layer.succeedContext(database))))
-      const [one, two] = [yield* instance(), yield* instance()]
-      yield* one.take(policy, "dave")
-      yield* two.take(policy, "dave")
-      expect(yield* one.take(policy, "dave")).toMatchObject({ allowed: true, remaining: 0 })
-      expect((yield* two.take(policy, "dave")).allowed).toBe(false)
-    }).pipe(Effect.scoped))
+      const limiters = yield* Effect.forEach(
+        Array.from({ length: instances }),
+        () => Layer.build(RateLimiterPostgres(options).pipe(Layer.provide(Layer.succeedContext(database))))
+      )
+      return { database, limiters: limiters.map((context) => context.unsafeMap.get(RateLimiter.key) as RateLimiter["Type"]) }
+    })
+
+  it.scoped("is one set of buckets for every instance on the database", () =>
+    Effect.gen(function*() {
+      const { limiters: [one, two] } = yield* sharedBy(2)
+      yield* one!.take(policy, "dave")
+      yield* two!.take(policy, "dave")
+      expect(yield* one!.take(policy, "dave")).toMatchObject({ allowed: true, remaining: 0 })
+      expect((yield* two!.take(policy, "dave")).allowed).toBe(false)
+    }))
+
+  it.scoped("two instances spending one bucket at once never exceed it, and lose at most a lease each", () =>
+    Effect.gen(function*() {
+      const wide = { name: "wide", perSecond: 0.001, burst: 100 }
+      const { limiters } = yield* sharedBy(2)
+      const taken = yield* Effect.forEach(
+        Array.from({ length: 300 }, (_, i) => limiters[i % 2]!),
+        (limiter) => limiter.take(wide, "erin"),
+        { concurrency: 64 }
+      )
+      const allowed = taken.filter((d) => d.allowed).length
+      expect(allowed).toBeLessThanOrEqual(100)
+      expect(allowed).toBeGreaterThanOrEqual(100 - 2 * leaseSize(wide))
+    }))
+
+  it.scoped("writes once per lease, not once per request", () =>
+    Effect.gen(function*() {
+      const wide = { name: "wide", perSecond: 1000, burst: 200 }
+      const { database, limiters: [one] } = yield* sharedBy(1)
+      const sql = database.unsafeMap.get(PgClient.PgClient.key) as PgClient.PgClient
+      const [before] = yield* sql<{ n: string }>`SELECT n_tup_ins + n_tup_upd AS n FROM pg_stat_user_tables
+        WHERE relname = 'rate_limit_buckets'`
+      yield* Effect.forEach(Array.from({ length: 200 }), () => one!.take(wide, "frank"))
+      yield* sql`SELECT pg_stat_force_next_flush()`
+      const [after] = yield* sql<{ n: string }>`SELECT n_tup_ins + n_tup_upd AS n FROM pg_stat_user_tables
+        WHERE relname = 'rate_limit_buckets'`
+      expect(Number(after!.n) - Number(before!.n)).toBe(200 / leaseSize(wide))
+    }))
+
+  it.scoped("keeps at most the cap of buckets in the table, and deletes full ones", () =>
+    Effect.gen(function*() {
+      const { database, limiters: [one] } = yield* sharedBy(1, { maxSharedBuckets: 50, purgeEvery: "100 millis" })
+      const sql = database.unsafeMap.get(PgClient.PgClient.key) as PgClient.PgClient
+      yield* Effect.forEach(Array.from({ length: 400 }, (_, i) => `10.0.${i >> 8}.${i & 255}`), (address) =>
+        one!.take(policy, address), { concurrency: 16 })
+      const count = sql<{ n: string }>`SELECT count(*) AS n FROM rate_limit_buckets`.pipe(Effect.map(([row]) => Number(row!.n)))
+      expect(yield* count).toBe(400)
+      yield* TestClock.adjust("200 millis")
+      yield* Effect.promise(() => Bun.sleep(100))
+      expect(yield* count).toBe(50)
+      // A bucket refills at 2 a second: after 1 s every one is full again, the same as no row.
+      yield* TestClock.adjust("1 second")
+      yield* Effect.promise(() => Bun.sleep(100))
+      expect(yield* count).toBe(0)
+    }))
+})
+
+describe("RateLimiter state is bounded", () => {
+  it.effect("a million failures from distinct addresses keep the resident memory within 64 MiB", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter
+      const failures = { name: "failed-authentication", perSecond: 20 / 60, burst: 20 }
+      Bun.gc(true)
+      const before = process.memoryUsage().rss
+      for (let i = 0; i < 1_000_000; i++) {
+        yield* limiter.take(failures, `2001:db8:${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}::/64`)
+      }
+      // The collector hands freed pages back to the system a moment after it runs.
+      Bun.gc(true)
+      yield* Effect.promise(() => Bun.sleep(1000))
+      Bun.gc(true)
+      const grown = process.memoryUsage().rss - before
+      expect(grown).toBeLessThan(64 * 1024 * 1024)
+    }).pipe(Effect.provide(RateLimiter.InMemory)), 120_000)
+
+  it.effect("forgets the least recently used bucket past the cap, and idle buckets once full", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter
+      const small = { name: "small", perSecond: 1, burst: 2 }
+      for (const key of ["a", "b", "c"]) yield* limiter.take(small, key)
+      yield* limiter.take(small, "a")
+      // "a" has none left; "b", the least recently used, was forgotten when "d" came.
+      yield* limiter.take(small, "d")
+      expect((yield* limiter.take(small, "a")).allowed).toBe(false)
+      expect(yield* limiter.take(small, "b")).toMatchObject({ allowed: true, remaining: 1 })
+    }).pipe(Effect.provide(RateLimiter.inMemory({ maxBuckets: 3 }))))
 })
 
 describe("RateLimiter shares, for workers on SQLite", () => {

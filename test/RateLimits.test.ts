@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
+import { parseTrustedProxies } from "../src/Http/ClientAddress.js"
 import { Effect, Fiber, TestClock } from "effect"
 import { createKey, makeTestServer, send } from "./support/TestServer.js"
 
@@ -30,7 +31,7 @@ describe("the rate limit per API key (token bucket)", () => {
 })
 
 describe("failed authentications per client address", () => {
-  it.effect("are slowed once half are spent, then answered 429, even with a valid key", () =>
+  it.effect("are slowed once half are spent, then answered 429; a valid key from the same address is still served", () =>
     Effect.gen(function*() {
       const { key } = yield* createKey()
       const wrong = { authorization: "Bearer ps_test_guess" }
@@ -46,12 +47,14 @@ describe("failed authentications per client address", () => {
         yield* TestClock.adjust(1)
         expect((yield* Fiber.join(attempt)).status).toBe(401)
       }
-      const blocked = yield* send("GET", "/v1/pets", { key })
+      const blocked = yield* send("GET", "/v1/pets", { headers: wrong })
       expect(blocked.status).toBe(429)
       expect(blocked.body).toMatchObject({ code: "rate_limited", status: 429 })
       expect(Number(blocked.headers["retry-after"])).toBeGreaterThan(0)
-      yield* TestClock.adjust("1 minute")
       expect((yield* send("GET", "/v1/pets", { key })).status).toBe(200)
+      expect((yield* send("GET", "/v1/pets", {})).status).toBe(429)
+      yield* TestClock.adjust("1 minute")
+      expect((yield* send("GET", "/v1/pets", { headers: wrong })).status).toBe(401)
     }).pipe(Effect.provide(makeTestServer(undefined, { authFailuresPerMinute: 6 }))))
 
   it.effect("with workers, each counts its share: 6 a minute over 2 workers is 3 each, slowed from its third", () =>
@@ -68,4 +71,58 @@ describe("failed authentications per client address", () => {
       yield* TestClock.adjust(200)
       expect((yield* Fiber.join(third)).status).toBe(401)
     }).pipe(Effect.provide(makeTestServer(undefined, { authFailuresPerMinute: 6 }, RateLimiter.InMemoryShare(2)))))
+})
+
+describe("failed authentications behind a trusted proxy", () => {
+  const proxy = { trustedProxies: parseTrustedProxies("127.0.0.1, ::1").ranges, authFailuresPerMinute: 4 }
+  const from = (client: string, headers: Record<string, string> = {}) => ({ "x-forwarded-for": client, ...headers })
+  const wrong = { authorization: "Bearer ps_test_guess" }
+
+  it.effect("count per client the proxy names: one client's failures refuse neither other clients nor valid keys", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const attacker = from("203.0.113.9", wrong)
+      for (let i = 0; i < 4; i++) {
+        const attempt = yield* Effect.fork(send("GET", "/v1/pets", { headers: attacker }))
+        yield* TestClock.adjust("2 seconds")
+        expect((yield* Fiber.join(attempt)).status).toBe(401)
+      }
+      expect((yield* send("GET", "/v1/pets", { headers: attacker })).status).toBe(429)
+      // Through the same proxy, another client's mistake is its own first failure.
+      expect((yield* send("GET", "/v1/pets", { headers: from("198.51.100.7", wrong) })).status).toBe(401)
+      expect((yield* send("GET", "/v1/pets", { key, headers: from("198.51.100.7") })).status).toBe(200)
+      expect((yield* send("GET", "/v1/pets", { key, headers: from("203.0.113.9") })).status).toBe(200)
+    }).pipe(Effect.provide(makeTestServer(undefined, proxy))))
+
+  it.effect("group IPv6 clients by their /64", () =>
+    Effect.gen(function*() {
+      for (let i = 0; i < 4; i++) {
+        const attempt = yield* Effect.fork(send("GET", "/v1/pets", { headers: from(`2001:db8:1:2::${i + 1}`, wrong) }))
+        yield* TestClock.adjust("2 seconds")
+        expect((yield* Fiber.join(attempt)).status).toBe(401)
+      }
+      expect((yield* send("GET", "/v1/pets", { headers: from("2001:db8:1:2:ffff::9", wrong) })).status).toBe(429)
+      expect((yield* send("GET", "/v1/pets", { headers: from("2001:db8:1:3::1", wrong) })).status).toBe(401)
+    }).pipe(Effect.provide(makeTestServer(undefined, proxy))))
+
+  it.effect("ignore forwarding headers from a peer that is not trusted", () =>
+    Effect.gen(function*() {
+      for (let i = 0; i < 4; i++) {
+        const attempt = yield* Effect.fork(send("GET", "/v1/pets", { headers: from(`203.0.113.${i}`, wrong) }))
+        yield* TestClock.adjust("2 seconds")
+        expect((yield* Fiber.join(attempt)).status).toBe(401)
+      }
+      expect((yield* send("GET", "/v1/pets", { headers: from("198.51.100.7", wrong) })).status).toBe(429)
+    }).pipe(Effect.provide(makeTestServer(undefined, { authFailuresPerMinute: 4 }))))
+
+  it.effect("write the client's address in the request's log line", () => {
+    const lines: Array<string> = []
+    return Effect.gen(function*() {
+      yield* send("GET", "/v1/pets", { headers: from("203.0.113.9", wrong) })
+      yield* send("GET", "/livez", { headers: from("2001:db8::7") })
+      yield* Effect.promise(() => Bun.sleep(20))
+      const clients = lines.join("").trim().split("\n").map((line) => JSON.parse(line).annotations.client)
+      expect(clients).toEqual(["203.0.113.9", "2001:db8::7"])
+    }).pipe(Effect.provide(makeTestServer(undefined, proxy, undefined, (chunk) => lines.push(chunk))))
+  })
 })

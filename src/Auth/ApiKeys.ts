@@ -1,8 +1,9 @@
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { AppConfig, type Environment } from "../AppConfig.js"
 import { Sqlite } from "../Sql/Database.js"
+import { RecentMap } from "./RecentMap.js"
 
 export class ApiKeyRecord extends Schema.Class<ApiKeyRecord>("ApiKeyRecord")({
   id: Schema.Number,
@@ -117,8 +118,9 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
   )
 
   /**
-   * Keys in the `api_keys` table of a PostgreSQL database shared by every instance. Each request
-   * looks its key up, so a key created or revoked on one instance counts on all at once.
+   * Keys in the `api_keys` table of a PostgreSQL database shared by every instance. A valid key
+   * found is trusted for half a second, so a key revoked on any instance is refused by every
+   * instance within a second, and a new key works on all at once.
    */
   static readonly Postgres = Layer.effect(
     ApiKeys,
@@ -134,6 +136,12 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
           createdAt: row.created_at.toISOString(),
           revokedAt: row.revoked_at?.toISOString() ?? null
         })
+      // Valid keys found lately, so a key's requests do not each wait for the database; unknown keys
+      // are never kept, so a new key works at once.
+      const recentlyFound = new RecentMap<{ readonly holder: Option.Option<KeyHolder>; readonly until: number }>(
+        10_000,
+        (entry, now) => entry.until <= now
+      )
       // A failing statement is a defect: nothing a caller could handle.
       return ApiKeys.of({
         create: (name) => {
@@ -151,13 +159,24 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
             Effect.orDie
           ),
         findActiveByHash: (hash) =>
-          sql<{ id: string; name: string }>`SELECT id, name FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`.pipe(
-            Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(({ id, name }) => ({ keyId: Number(id), name })))),
-            Effect.orDie
-          )
+          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            const known = recentlyFound.get(hash)
+            if (known !== undefined && known.until > now) return Effect.succeed(known.holder)
+            return sql<{ id: string; name: string }>`SELECT id, name FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`.pipe(
+              Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(({ id, name }) => ({ keyId: Number(id), name })))),
+              Effect.tap((holder) => {
+                if (Option.isSome(holder)) recentlyFound.set(hash, { holder, until: now + foundKeyMillis }, now)
+                else recentlyFound.delete(hash)
+              }),
+              Effect.orDie
+            )
+          })
       })
     })
   )
 }
 
 const decodeRecord = Schema.decodeUnknownSync(ApiKeyRecord)
+
+/** How long an instance on PostgreSQL trusts a valid key it looked up, without asking again. */
+const foundKeyMillis = 500

@@ -2,6 +2,7 @@ import { HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { TooManyRequests, Unauthorized } from "../Domain/ApiError.js"
+import { makeClientAddress } from "../Http/ClientAddress.js"
 import { ApiKeys, hashKey, type KeyHolder } from "./ApiKeys.js"
 import { Authentication } from "./Authentication.js"
 import { noteRateLimit, RateLimiter, type RateLimitPolicy } from "./RateLimiter.js"
@@ -26,7 +27,9 @@ const unknownKey = new Unauthorized({
 })
 
 const rateLimited = (message: string) => new TooManyRequests({ code: "rate_limited", message, status: 429 })
-const tooManyFailures = rateLimited("Too many failed authentications from this address; retry after the Retry-After seconds")
+const tooManyFailures = rateLimited(
+  "Too many failed authentications from this address; retry after the Retry-After seconds"
+)
 const overRate = rateLimited("This API key is over its request rate; retry after the Retry-After seconds")
 
 /** Once half the allowed failures are spent, each further 401 waits 200 ms longer, up to 2 s. */
@@ -34,17 +37,20 @@ const slowdown = (policy: RateLimitPolicy, remaining: number) =>
   Math.min(2000, Math.max(0, Math.floor(policy.burst / 2) - remaining) * 200)
 
 /**
- * Authenticates by the key's SHA-256 hash; the key itself is never logged nor compared. Failed
- * attempts count against the client's address (slowed, then 429, so keys cannot be guessed at
- * speed); a valid key's requests count against its own rate. The 401's challenge and the rate
- * limit headers are added with the response (`Http/ApiResponses.ts`).
+ * Authenticates by the key's SHA-256 hash; the key itself is never logged nor compared. A valid
+ * key's requests count against its own rate only: what other clients sent from the same address
+ * never refuses it. Failed attempts count against the client's address (`Http/ClientAddress.ts`:
+ * the peer, or the client a trusted proxy names): slowed once half the allowance is spent, then
+ * 429, so keys cannot be guessed at speed. The 401's challenge and the rate limit headers are
+ * added with the response (`Http/ApiResponses.ts`).
  */
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
     const keys = yield* ApiKeys
     const limiter = yield* RateLimiter
-    const { authFailuresPerMinute, rateLimit } = yield* AppConfig
+    const { authFailuresPerMinute, rateLimit, trustedProxies } = yield* AppConfig
+    const clientAddress = makeClientAddress(trustedProxies)
     const perKey: RateLimitPolicy = { name: "per-key", ...rateLimit }
     const failedAuthentication: RateLimitPolicy = {
       name: "failed-authentication",
@@ -52,8 +58,17 @@ export const AuthenticationLive = Layer.effect(
       burst: authFailuresPerMinute
     }
 
-    const refuse = (address: string, error: Unauthorized): Effect.Effect<never, Unauthorized> =>
-      Effect.flatMap(limiter.take(failedAuthentication, address), (decision) => {
+    const refuse = (
+      request: HttpServerRequest.HttpServerRequest,
+      error: Unauthorized
+    ): Effect.Effect<never, Unauthorized | TooManyRequests> =>
+      Effect.flatMap(limiter.take(failedAuthentication, clientAddress(request).limitedAs), (
+        decision
+      ): Effect.Effect<never, Unauthorized | TooManyRequests> => {
+        if (!decision.allowed) {
+          noteRateLimit(request, decision)
+          return Effect.fail(tooManyFailures)
+        }
         // The policy the limiter applied: a worker's share of it when several share a machine.
         const wait = slowdown(decision.policy, decision.remaining)
         const failed = Effect.fail(error)
@@ -61,17 +76,16 @@ export const AuthenticationLive = Layer.effect(
       })
 
     const authenticate = (
-      request: HttpServerRequest.HttpServerRequest,
-      address: string
+      request: HttpServerRequest.HttpServerRequest
     ): Effect.Effect<KeyHolder, Unauthorized | TooManyRequests> => {
       const header = request.headers.authorization
-      if (header === undefined || header.trim() === "") return refuse(address, missingKey)
+      if (header === undefined || header.trim() === "") return refuse(request, missingKey)
       const token = bearer.exec(header)?.[1]
-      if (token === undefined) return refuse(address, malformedKey)
+      if (token === undefined) return refuse(request, malformedKey)
       return Effect.flatMap(
         keys.findActiveByHash(hashKey(token)),
         (holder): Effect.Effect<KeyHolder, Unauthorized | TooManyRequests> => {
-          if (Option.isNone(holder)) return refuse(address, unknownKey)
+          if (Option.isNone(holder)) return refuse(request, unknownKey)
           return Effect.flatMap(limiter.take(perKey, String(holder.value.keyId)), (decision) => {
             noteRateLimit(request, decision)
             return decision.allowed ? Effect.succeed(holder.value) : Effect.fail(overRate)
@@ -82,18 +96,7 @@ export const AuthenticationLive = Layer.effect(
 
     return Authentication.of({
       // The platform's own bearer parsing is case-sensitive; the header is read here instead.
-      bearer: () =>
-        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-          const address = Option.getOrElse(request.remoteAddress, () => "unknown")
-          return Effect.flatMap(limiter.peek(failedAuthentication, address), (failures): Effect.Effect<
-            KeyHolder,
-            Unauthorized | TooManyRequests
-          > => {
-            if (failures.allowed) return authenticate(request, address)
-            noteRateLimit(request, failures)
-            return Effect.fail(tooManyFailures)
-          })
-        })
+      bearer: () => Effect.flatMap(HttpServerRequest.HttpServerRequest, authenticate)
     })
   })
 )

@@ -1,7 +1,7 @@
 import type { HttpServerRequest } from "@effect/platform"
-import { PgClient } from "@effect/sql-pg"
-import { Clock, Context, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { noteResponseHeaders } from "../Http/ResponseHeaders.js"
+import { RecentMap } from "./RecentMap.js"
 
 /** A token bucket: `burst` requests at once, refilled at `perSecond`. */
 export interface RateLimitPolicy {
@@ -25,73 +25,55 @@ export interface RateLimitDecision {
 interface Bucket {
   tokens: number
   updatedAt: number
+  /** When it is full again if nothing is taken: from then on it is the same as no bucket. */
+  fullAt: number
 }
 
+/** Buckets kept in one process; past this many, the least recently used are forgotten. */
+export const defaultMaxBuckets = 100_000
+
 /**
- * Token buckets by key: in this process's memory, or in PostgreSQL for every instance. `peek`
- * looks without taking, so a limit can be checked before work whose failure alone should count
- * (failed authentications).
+ * Token buckets by key. Each decision takes one request from a bucket; the failed-authentication
+ * policy is taken only by requests that failed, so other clients' failures never refuse a valid
+ * key.
  */
 export class RateLimiter extends Context.Tag("petstore/RateLimiter")<
   RateLimiter,
   {
     readonly take: (policy: RateLimitPolicy, key: string) => Effect.Effect<RateLimitDecision>
-    readonly peek: (policy: RateLimitPolicy, key: string) => Effect.Effect<RateLimitDecision>
   }
 >() {
-  static readonly InMemory = Layer.sync(RateLimiter, () => {
-    const buckets = new Map<string, Bucket>()
-    const decide = (policy: RateLimitPolicy, key: string, now: number, take: boolean): RateLimitDecision => {
-      const id = `${policy.name}\u0000${key}`
-      const bucket = buckets.get(id) ?? { tokens: policy.burst, updatedAt: now }
-      bucket.tokens = Math.min(policy.burst, bucket.tokens + ((now - bucket.updatedAt) / 1000) * policy.perSecond)
-      bucket.updatedAt = now
-      const allowed = bucket.tokens >= 1
-      if (allowed && take) bucket.tokens -= 1
-      if (bucket.tokens >= policy.burst) buckets.delete(id)
-      else buckets.set(id, bucket)
-      return decision(policy, allowed, bucket.tokens)
-    }
-    return RateLimiter.of({
-      take: (policy, key) => Effect.map(Clock.currentTimeMillis, (now) => decide(policy, key, now, true)),
-      peek: (policy, key) => Effect.map(Clock.currentTimeMillis, (now) => decide(policy, key, now, false))
-    })
-  })
-
   /**
-   * Token buckets in a PostgreSQL table, shared by every instance on the database: one statement
-   * refills, decides and takes, under the row's lock, so concurrent requests on any instance
-   * never spend the same token twice.
+   * Buckets in this process's memory. Full buckets are dropped, idle ones are forgotten as they
+   * refill, and at most `maxBuckets` are kept (least recently used first), so a flood of new
+   * addresses costs bounded memory.
    */
-  static readonly Postgres = Layer.scoped(
-    RateLimiter,
-    Effect.gen(function*() {
-      const sql = yield* PgClient.PgClient
-      const decide = (policy: RateLimitPolicy, key: string, take: 0 | 1) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          const refilled = sql.literal(
-            `LEAST(${policy.burst}::float8, b.tokens + GREATEST(0, ${now}::bigint - b.updated_at) * ${policy.perSecond / 1000}::float8)`
-          )
-          return sql<{ allowed: boolean; tokens: number }>`
-            INSERT INTO rate_limit_buckets AS b (bucket, tokens, allowed, updated_at)
-            VALUES (${`${policy.name}:${key}`}, ${policy.burst - take}, true, ${now})
-            ON CONFLICT (bucket) DO UPDATE SET
-              allowed = ${refilled} >= 1,
-              tokens = ${refilled} - CASE WHEN ${refilled} >= 1 THEN ${take}::float8 ELSE 0 END,
-              updated_at = GREATEST(b.updated_at, excluded.updated_at)
-            RETURNING allowed, tokens`
-        }).pipe(
-          Effect.map(([row]) => decision(policy, row!.allowed, row!.tokens)),
-          Effect.orDie
-        )
-      const purgeFull = Effect.flatMap(
-        Clock.currentTimeMillis,
-        (now) => sql`DELETE FROM rate_limit_buckets WHERE updated_at < ${now - bucketRetentionMillis}`
-      )
-      yield* purgeFull.pipe(Effect.repeat(Schedule.spaced("1 minute")), Effect.ignoreLogged, Effect.forkScoped)
-      return RateLimiter.of({ take: (policy, key) => decide(policy, key, 1), peek: (policy, key) => decide(policy, key, 0) })
+  static readonly inMemory = (options: { readonly maxBuckets?: number } = {}) =>
+    Layer.sync(RateLimiter, () => {
+      const buckets = new RecentMap<Bucket>(options.maxBuckets ?? defaultMaxBuckets, (bucket, now) => bucket.fullAt <= now)
+      const decide = (policy: RateLimitPolicy, key: string, now: number): RateLimitDecision => {
+        const id = `${policy.name}\u0000${key}`
+        const bucket = buckets.get(id)
+        let tokens = bucket === undefined
+          ? policy.burst
+          : Math.min(policy.burst, bucket.tokens + ((now - bucket.updatedAt) / 1000) * policy.perSecond)
+        const allowed = tokens >= 1
+        if (allowed) tokens -= 1
+        if (tokens >= policy.burst) {
+          buckets.delete(id)
+        } else {
+          const fullAt = now + ((policy.burst - tokens) / policy.perSecond) * 1000
+          if (bucket === undefined) buckets.set(id, { tokens, updatedAt: now, fullAt }, now)
+          else [bucket.tokens, bucket.updatedAt, bucket.fullAt] = [tokens, now, fullAt]
+        }
+        return decision(policy, allowed, tokens)
+      }
+      return RateLimiter.of({
+        take: (policy, key) => Effect.map(Clock.currentTimeMillis, (now) => decide(policy, key, now))
+      })
     })
-  )
+
+  static readonly InMemory = RateLimiter.inMemory()
 
   /**
    * Buckets in this process for one of `workers` processes that share a SQLite database: each
@@ -107,20 +89,11 @@ export class RateLimiter extends Context.Tag("petstore/RateLimiter")<
         perSecond: policy.perSecond / workers,
         burst: Math.max(1, Math.floor(policy.burst / workers))
       })
-      return Context.make(
-        RateLimiter,
-        RateLimiter.of({
-          take: (policy, key) => whole.take(share(policy), key),
-          peek: (policy, key) => whole.peek(share(policy), key)
-        })
-      )
+      return Context.make(RateLimiter, RateLimiter.of({ take: (policy, key) => whole.take(share(policy), key) }))
     })
 }
 
-/** Buckets untouched for a day are long full again: the same as no row. */
-const bucketRetentionMillis = 24 * 60 * 60 * 1000
-
-const decision = (policy: RateLimitPolicy, allowed: boolean, tokens: number): RateLimitDecision => ({
+export const decision = (policy: RateLimitPolicy, allowed: boolean, tokens: number): RateLimitDecision => ({
   allowed,
   policy,
   remaining: Math.floor(tokens),

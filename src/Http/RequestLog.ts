@@ -1,6 +1,7 @@
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest } from "@effect/platform"
 import { Context, Effect, Exit, Layer } from "effect"
+import type { ClientAddress } from "./ClientAddress.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
 
@@ -54,10 +55,13 @@ export class RequestLines extends Context.Tag("petstore/RequestLines")<
 /**
  * Names every request (the caller's `X-Request-Id` when it sent a sane one, else a new one; the API
  * puts it on the response) and, when `log` is given, writes one structured JSON line per request:
- * method, path, status, duration and request id, in the shape of the service's other log lines.
- * Headers and the query string are never logged, so neither is a key.
+ * method, path, status, duration, request id and the client's address, in the shape of the
+ * service's other log lines. Headers and the query string are never logged, so neither is a key.
  */
-export const makeRequestLog = (log: ((line: string) => void) | undefined) =>
+export const makeRequestLog = (
+  log: ((line: string) => void) | undefined,
+  clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress
+) =>
 (app: HttpApp.Default): HttpApp.Default<never, HttpServerRequest.HttpServerRequest> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const start = performance.now()
@@ -79,7 +83,8 @@ export const makeRequestLog = (log: ((line: string) => void) | undefined) =>
             path: queryAt === -1 ? request.url : request.url.slice(0, queryAt),
             status: Exit.isSuccess(exit) ? exit.value.status : 500,
             durationMs: Math.round((performance.now() - start) * 100) / 100,
-            requestId: requestIdOf(request)
+            requestId: requestIdOf(request),
+            client: clientAddress(request).text
           }
         }))
       }))

@@ -8,13 +8,15 @@ import createApiKeys from "./postgres-migrations/0002_create_api_keys.js"
 import createSettings from "./postgres-migrations/0003_create_settings.js"
 import createIdempotencyKeys from "./postgres-migrations/0004_create_idempotency_keys.js"
 import createRateLimitBuckets from "./postgres-migrations/0005_create_rate_limit_buckets.js"
+import leaseRateLimitBuckets from "./postgres-migrations/0006_lease_rate_limit_buckets.js"
 
 const migrations = Migrator.fromRecord({
   "0001_create_pets": createPets,
   "0002_create_api_keys": createApiKeys,
   "0003_create_settings": createSettings,
   "0004_create_idempotency_keys": createIdempotencyKeys,
-  "0005_create_rate_limit_buckets": createRateLimitBuckets
+  "0005_create_rate_limit_buckets": createRateLimitBuckets,
+  "0006_lease_rate_limit_buckets": leaseRateLimitBuckets
 })
 
 /** Any number the migrations' advisory lock can be known by; the same on every instance. */

@@ -17,13 +17,14 @@ export const publicBaseUrl = "http://petstore.test"
 export const makeTestServer = (
   pets: Layer.Layer<PetRepository> = PetRepository.InMemory,
   config: Partial<AppConfig["Type"]> = {},
-  limiter: Layer.Layer<RateLimiter> = RateLimiter.InMemory
+  limiter: Layer.Layer<RateLimiter> = RateLimiter.InMemory,
+  logLines: (chunk: string) => void = () => {}
 ) =>
   HttpLive.pipe(
     Layer.provideMerge(BunHttpServer.layerTest),
     Layer.provideMerge(Layer.mergeAll(pets, ApiKeys.InMemory, Cursors.InMemory, limiter)),
     Layer.provideMerge(
-      Layer.mergeAll(AppConfig.make({ publicBaseUrl, ...config }), InFlightRequests.layer, RequestLines.layer(() => {}))
+      Layer.mergeAll(AppConfig.make({ publicBaseUrl, ...config }), InFlightRequests.layer, RequestLines.layer(logLines))
     )
   )
 

@@ -1,0 +1,127 @@
+import { PgClient } from "@effect/sql-pg"
+import { Clock, Deferred, type Duration, Effect, Layer, Schedule } from "effect"
+import { decision, defaultMaxBuckets, RateLimiter, type RateLimitDecision, type RateLimitPolicy } from "./RateLimiter.js"
+import { RecentMap } from "./RecentMap.js"
+
+/**
+ * Tokens an instance takes from a shared bucket at once: a tenth of the burst. An instance then
+ * decides that many requests in memory, so one request in this many writes to PostgreSQL.
+ */
+export const leaseSize = (policy: RateLimitPolicy): number => Math.max(1, Math.floor(policy.burst / 10))
+
+/** What this instance holds of one shared bucket. */
+interface Lease {
+  /** Leased tokens not yet spent here. */
+  tokens: number
+  /** The shared bucket's tokens when last leased from, and when. */
+  sharedTokens: number
+  sharedAt: number
+  /** Until when the shared bucket is known to be empty: refused here without asking. */
+  emptyUntil: number
+  /** A lease being taken, for requests that arrive meanwhile to wait for. */
+  pending: Deferred.Deferred<void> | undefined
+}
+
+/** Shared buckets kept in the database; past this many, the least recently used are deleted. */
+export const defaultMaxSharedBuckets = 1_000_000
+
+
+/**
+ * Token buckets shared by every instance on a PostgreSQL database, without a write per request:
+ * an instance leases tokens in batches (`leaseSize`) with one statement that refills the bucket
+ * and takes them under its row lock, then spends them in memory. A token is only ever spent once,
+ * so the instances together never allow more than the policy; tokens leased by an instance and not
+ * yet spent are unavailable to the others, so a client whose requests spread over n instances may
+ * be refused up to (n − 1) leases early. Once a bucket is found empty, the instance refuses locally
+ * until it has a token again, so a client over its limit costs no writes either.
+ */
+export const RateLimiterPostgres = (
+  options: {
+    readonly maxBuckets?: number
+    readonly maxSharedBuckets?: number
+    readonly purgeEvery?: Duration.DurationInput
+  } = {}
+) =>
+  Layer.scoped(
+    RateLimiter,
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      const maxShared = options.maxSharedBuckets ?? defaultMaxSharedBuckets
+      const leases = new RecentMap<Lease>(
+        options.maxBuckets ?? defaultMaxBuckets,
+        (lease, now) => lease.pending === undefined && lease.emptyUntil <= now && lease.tokens < 1
+      )
+
+      const leaseFromDatabase = (policy: RateLimitPolicy, bucket: string, want: number, now: number) => {
+        const perMilli = policy.perSecond / 1000
+        // Numbers only, written into the statement so the expression can be repeated.
+        const refilledText =
+          `LEAST(${policy.burst}::float8, b.tokens + GREATEST(0, ${now}::bigint - b.updated_at) * ${perMilli}::float8)`
+        const refilled = sql.literal(refilledText)
+        const granted = sql.literal(`LEAST(FLOOR(${refilledText}), ${want})::int`)
+        return sql<{ granted: number; tokens: number }>`
+          INSERT INTO rate_limit_buckets AS b (bucket, tokens, allowed, granted, updated_at, full_at)
+          VALUES (${bucket}, ${policy.burst - want}, true, ${want}, ${now}, ${now + Math.ceil(want / perMilli)})
+          ON CONFLICT (bucket) DO UPDATE SET
+            granted = ${granted},
+            tokens = ${refilled} - ${granted},
+            allowed = ${granted} >= 1,
+            updated_at = GREATEST(b.updated_at, excluded.updated_at),
+            full_at = ${now}::bigint + CEIL((${policy.burst} - (${refilled} - ${granted})) / ${perMilli}::float8)::bigint
+          RETURNING granted, tokens`.pipe(
+          Effect.map(([row]) => row!),
+          Effect.orDie
+        )
+      }
+
+      const refill = (policy: RateLimitPolicy, bucket: string, lease: Lease, now: number) =>
+        Effect.gen(function*() {
+          const done = yield* Deferred.make<void>()
+          lease.pending = done
+          const row = yield* leaseFromDatabase(policy, bucket, leaseSize(policy), now).pipe(
+            Effect.ensuring(Effect.suspend(() => {
+              lease.pending = undefined
+              return Deferred.succeed(done, undefined)
+            }))
+          )
+          lease.tokens += row.granted
+          lease.sharedTokens = row.tokens
+          lease.sharedAt = now
+          lease.emptyUntil = row.granted === 0 ? now + Math.ceil(((1 - row.tokens) / policy.perSecond) * 1000) : 0
+        })
+
+      /** The shared bucket's tokens now, as far as this instance knows, plus what it holds. */
+      const estimate = (policy: RateLimitPolicy, lease: Lease, now: number) =>
+        Math.min(policy.burst, lease.tokens + lease.sharedTokens + ((now - lease.sharedAt) / 1000) * policy.perSecond)
+
+      const take = (policy: RateLimitPolicy, key: string, now: number): Effect.Effect<RateLimitDecision> => {
+        const bucket = `${policy.name}:${key}`
+        let lease = leases.get(bucket)
+        if (lease !== undefined) {
+          if (lease.tokens >= 1) {
+            lease.tokens -= 1
+            return Effect.succeed(decision(policy, true, estimate(policy, lease, now)))
+          }
+          if (now < lease.emptyUntil) return Effect.succeed(decision(policy, false, estimate(policy, lease, now)))
+          if (lease.pending !== undefined) return Effect.zipRight(Deferred.await(lease.pending), Effect.suspend(() => take(policy, key, now)))
+        } else {
+          lease = { tokens: 0, sharedTokens: policy.burst, sharedAt: now, emptyUntil: 0, pending: undefined }
+          leases.set(bucket, lease, now)
+        }
+        return Effect.zipRight(refill(policy, bucket, lease, now), Effect.suspend(() => take(policy, key, now)))
+      }
+
+      // Every instance deletes the full buckets and those past the cap, now and then.
+      const purge = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.zipRight(
+          sql`DELETE FROM rate_limit_buckets WHERE full_at <= ${now}`,
+          sql`DELETE FROM rate_limit_buckets WHERE bucket IN (
+            SELECT bucket FROM rate_limit_buckets ORDER BY updated_at DESC OFFSET ${maxShared})`
+        ))
+      yield* purge.pipe(Effect.repeat(Schedule.spaced(options.purgeEvery ?? "10 seconds")), Effect.ignoreLogged, Effect.forkScoped)
+
+      return RateLimiter.of({
+        take: (policy, key) => Effect.flatMap(Clock.currentTimeMillis, (now) => take(policy, key, now))
+      })
+    })
+  )
