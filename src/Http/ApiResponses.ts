@@ -5,7 +5,7 @@ import { Cause, Effect, Option, Predicate, Schema } from "effect"
 import { summarizeCause } from "../CauseSummary.js"
 import { PetStoreApi } from "../Api.js"
 import { type ApiError, BadRequest, errorBodies, InternalError, MethodNotAllowed, NotFound } from "../Domain/ApiError.js"
-import { describeIssues } from "./ParseIssues.js"
+import { describeIssues, excerpt } from "./ParseIssues.js"
 import { requestIdOf } from "./RequestLog.js"
 import { notedResponseHeaders } from "./ResponseHeaders.js"
 import { makeAllowedMethods } from "./Routes.js"
@@ -20,6 +20,9 @@ export const errorResponse = (error: ApiError, headers: Record<string, string> =
 const internalError = errorResponse(
   new InternalError({ code: "internal_error", message: "The service failed unexpectedly; the request id names it in the log", status: 500 })
 )
+
+const routeNotFound = (path: string) =>
+  errorResponse(new NotFound({ code: "route_not_found", message: `path: no route ${excerpt(path)}`, status: 404 }))
 
 const isApiError = (error: unknown): error is ApiError =>
   Predicate.hasProperty(error, "_tag") && Predicate.hasProperty(errorBodies, error._tag as string) &&
@@ -63,11 +66,11 @@ export const ApiResponses = HttpApiBuilder.middleware(
             const path = new URL(request.url, "http://localhost").pathname
             const allowed = allowedMethods(path)
             return allowed.length === 0
-              ? errorResponse(new NotFound({ code: "route_not_found", message: `path: no route ${path}`, status: 404 }))
+              ? routeNotFound(path)
               : errorResponse(
                 new MethodNotAllowed({
                   code: "method_not_allowed",
-                  message: `method: ${request.method} is not allowed on ${path}; use ${allowed.join(", ")}`,
+                  message: `method: ${excerpt(request.method)} is not allowed on ${path}; use ${allowed.join(", ")}`,
                   status: 405
                 }),
                 { allow: allowed.join(", ") }

@@ -5,6 +5,9 @@ import { describeIssues } from "./ParseIssues.js"
 
 export const maxBodyBytes = 64 * 1024
 
+/** How deep arrays and objects may nest in a body: a NewPet is flat, and `JSON.parse` recurses once per level. */
+export const maxJsonDepth = 32
+
 const tooLarge = new PayloadTooLarge({
   code: "payload_too_large",
   message: `body: must be at most ${maxBodyBytes} bytes`,
@@ -53,6 +56,13 @@ export const readJsonBody = <A, I>(schema: Schema.Schema<A, I>) => {
       })
     }
     const text = yield* readText(request)
+    if (nestsDeeperThan(text, maxJsonDepth)) {
+      return yield* new BadRequest({
+        code: "validation_failed",
+        message: `body: must not nest arrays or objects more than ${maxJsonDepth} levels deep`,
+        status: 400
+      })
+    }
     const json = parseJson(text)
     if (Option.isNone(json)) {
       return yield* new BadRequest({
@@ -71,6 +81,26 @@ export const readJsonBody = <A, I>(schema: Schema.Schema<A, I>) => {
       )
     )
   })
+}
+
+/**
+ * Whether `text` opens more than `max` arrays or objects inside one another, found in one pass
+ * over its characters (brackets inside strings skipped), so that no parser recurses that deep.
+ */
+const nestsDeeperThan = (text: string, max: number): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++ // a backslash escapes the next character
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true
+    } else if (c === 0x5d || c === 0x7d) depth--
+  }
+  return false
 }
 
 const parseJson = (text: string): Option.Option<unknown> => {
