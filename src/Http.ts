@@ -7,7 +7,7 @@ import { HealthHttpLive } from "./Health/Http.js"
 import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { ApiResponses } from "./Http/ApiResponses.js"
 import { makeRequestLog, RequestLines } from "./Http/RequestLog.js"
-import { docsPath, openApiPath } from "./Http/Routes.js"
+import { docsPath, ExactRoutes, openApiPath } from "./Http/Routes.js"
 import { PetsHttpLive, SunsetPolicyLive } from "./Pets/Http.js"
 
 /** The API definition with this deployment's servers, for the OpenAPI document and the docs page. */
@@ -60,6 +60,7 @@ export const serverMiddleware = Effect.gen(function*() {
  */
 export const HttpLive = Layer.unwrapEffect(Effect.map(serverMiddleware, HttpApiBuilder.serve)).pipe(
   Layer.provide(AppLive),
+  Layer.provide(ExactRoutes),
   // Spans are exported nowhere; tracing every request would cost time for nothing.
   HttpMiddleware.withTracerDisabledWhen(() => true)
 )
