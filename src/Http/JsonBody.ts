@@ -1,5 +1,6 @@
 import { HttpServerRequest } from "@effect/platform"
-import { Effect, Option, ParseResult, Schema, Stream } from "effect"
+import { clientAbortFiberId } from "@effect/platform/HttpServerError"
+import { Cause, Effect, Option, ParseResult, Schema, Stream } from "effect"
 import { BadRequest, PayloadTooLarge, UnsupportedMediaType } from "../Domain/ApiError.js"
 import { describeIssues } from "./ParseIssues.js"
 
@@ -25,8 +26,8 @@ const readText = (request: HttpServerRequest.HttpServerRequest) => {
     if (Number(declared) > maxBodyBytes) return Effect.fail(tooLarge)
     // Bun's own Request reads the body directly; the platform's wrapper caches it through a fiber.
     return request.source instanceof Request
-      ? Effect.promise(() => (request.source as Request).text())
-      : Effect.orDie(request.text)
+      ? Effect.catchAllDefect(Effect.promise(() => (request.source as Request).text()), () => clientClosed)
+      : Effect.catchAll(request.text, () => clientClosed)
   }
   return request.stream.pipe(
     Stream.runFoldEffect({ size: 0, chunks: [] as Array<Uint8Array> }, (read, chunk) => {
@@ -35,9 +36,15 @@ const readText = (request: HttpServerRequest.HttpServerRequest) => {
       return Effect.succeed({ size: read.size + chunk.length, chunks: read.chunks })
     }),
     Effect.map(({ chunks }) => Buffer.concat(chunks).toString("utf8")),
-    Effect.catchTag("RequestError", () => Effect.succeed(""))
+    Effect.catchTag("RequestError", () => clientClosed)
   )
 }
+
+/**
+ * A body that stopped before its end: its client closed the connection, so the request ends as if
+ * the client had aborted it (logged 499, never answered), not as a failure of the service.
+ */
+const clientClosed = Effect.failCause(Cause.interrupt(clientAbortFiberId))
 
 /**
  * Reads a JSON request body and decodes it with `schema`: 415 unless it is `application/json`,
