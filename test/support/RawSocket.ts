@@ -18,7 +18,7 @@ export interface RawResponse {
   readonly closed: boolean
 }
 
-const parse = (text: string, closed: boolean): RawResponse => {
+const parse = (text: string, closed: boolean): RawResponse & { readonly bytes: string } => {
   const headEnd = text.indexOf("\r\n\r\n")
   const head = headEnd === -1 ? text : text.slice(0, headEnd)
   const [statusLine = "", ...lines] = head.split("\r\n")
@@ -28,7 +28,9 @@ const parse = (text: string, closed: boolean): RawResponse => {
     if (colon > 0) headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim()
   }
   const status = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1]
-  return { status: status === undefined ? undefined : Number(status), headers, body: headEnd === -1 ? "" : text.slice(headEnd + 4), closed }
+  // Read as latin1 (one character a byte), so the body's length counts bytes; it is UTF-8.
+  const bytes = headEnd === -1 ? "" : text.slice(headEnd + 4)
+  return { status: status === undefined ? undefined : Number(status), headers, bytes, body: Buffer.from(bytes, "latin1").toString("utf8"), closed }
 }
 
 /**
@@ -49,7 +51,7 @@ export const rawRequest = async (url: string, request: string, waitMs = 2_000): 
       text += chunk.toString("latin1")
       const response = parse(text, false)
       const length = response.headers["content-length"]
-      if (length !== undefined && Buffer.byteLength(response.body, "latin1") >= Number(length)) finish(false)
+      if (length !== undefined && response.bytes.length >= Number(length)) finish(false)
     })
     socket.on("close", () => finish(true))
     socket.on("error", () => finish(true))
