@@ -43,7 +43,8 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       Config.withDefault(3000)
     ),
     host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
-    databaseUrl: Config.string("DATABASE_URL").pipe(
+    // Named by `nested` after its checks, so that every check's message names DATABASE_URL.
+    databaseUrl: Config.string().pipe(
       Config.validate({
         message:
           "must be a postgres:// URL, or a SQLite file path, sqlite:path or file:path (not :memory:: the migrations and the service share the file)",
@@ -51,6 +52,11 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
           url.trim().length > 0 && !url.includes(":memory:") &&
           !/^(?!sqlite:|file:|postgres:\/\/|postgresql:\/\/)[a-z][a-z0-9+.-]*:\/\//i.test(url)
       }),
+      Config.validate({
+        message: "names no SQLite file: the path after sqlite: or file: is empty",
+        validation: (url) => sqliteFilename(url).trim().length > 0
+      }),
+      Config.nested("DATABASE_URL"),
       Config.withDefault("data/petstore.db")
     ),
     environment: Config.literal("production", "staging")("PETSTORE_ENV").pipe(Config.withDefault("staging")),
@@ -85,13 +91,15 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       Config.validate({ message: "must be a comma-separated list of http(s) origins", validation: (list) => list.every(isHttpUrl) })
     ),
     logLevel: Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
-    workers: Config.string("WORKERS").pipe(
-      Config.withDefault("1"),
+    // Named by `nested` after its checks, so that a bad value's message names WORKERS.
+    workers: Config.string().pipe(
       Config.map((value) => value.trim() === "auto" ? availableParallelism() : Number(value)),
       Config.validate({
         message: "must be auto or a whole number of processes from 1 to 256",
         validation: (n) => Number.isInteger(n) && n >= 1 && n <= 256
-      })
+      }),
+      Config.nested("WORKERS"),
+      Config.withDefault(1)
     )
   }).pipe(
     Config.map(({ productionUrl, publicBaseUrl, stagingUrl, ...config }) => {
@@ -126,6 +134,11 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       workers: 1,
       ...config
     })
+}
+
+/** The SQLite file a `DATABASE_URL` names: a path, `sqlite:path` or `file:path`. */
+export function sqliteFilename(databaseUrl: string): string {
+  return databaseUrl.replace(/^(sqlite|file):(\/\/)?/, "")
 }
 
 function isHttpUrl(value: string): boolean {

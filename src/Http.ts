@@ -8,7 +8,7 @@ import { makeClientAddress } from "./Http/ClientAddress.js"
 import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { ApiResponses } from "./Http/ApiResponses.js"
 import { makeRequestLog, RequestLines } from "./Http/RequestLog.js"
-import { docsPath, openApiPath } from "./Http/Routes.js"
+import { docsPath, ExactRoutes, openApiPath } from "./Http/Routes.js"
 import { PetsHttpLive, SunsetPolicyLive } from "./Pets/Http.js"
 
 /** The API definition with this deployment's servers, for the OpenAPI document and the docs page. */
@@ -64,6 +64,7 @@ export const serverMiddleware = Effect.gen(function*() {
  */
 export const HttpLive = Layer.unwrapEffect(Effect.map(serverMiddleware, HttpApiBuilder.serve)).pipe(
   Layer.provide(AppLive),
+  Layer.provide(ExactRoutes),
   // Spans are exported nowhere; tracing every request would cost time for nothing.
   HttpMiddleware.withTracerDisabledWhen(() => true)
 )

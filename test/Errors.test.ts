@@ -52,6 +52,48 @@ describe("every error answers with exactly {code, message, status}", () => {
       expect(empty.body).toEqual(errorBody(400, "malformed_json", "body: is empty; a JSON object is required"))
     }).pipe(Effect.provide(TestServer)))
 
+  it.effect("a body nested deeper than 32 levels: 400 validation_failed, refused before it is parsed", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const deep = errorBody(400, "validation_failed", "body: must not nest arrays or objects more than 32 levels deep")
+      for (const depth of [33, 5_000, 10_000]) {
+        const arrays = yield* send("POST", "/v1/pets", { key, body: "[".repeat(depth) + "]".repeat(depth) })
+        expect(arrays.status, `${depth} arrays`).toBe(400)
+        expect(arrays.body).toEqual(deep)
+        const objects = yield* send("POST", "/v1/pets", { key, body: `{"a":`.repeat(depth) + "1" + "}".repeat(depth) })
+        expect(objects.body, `${depth} objects`).toEqual(deep)
+      }
+      // Unclosed brackets count too: the parser would recurse into them before failing.
+      expect((yield* send("POST", "/v1/pets", { key, body: "[".repeat(20_000) })).body).toEqual(deep)
+      // 32 levels are parsed and judged as a NewPet; brackets inside strings are text.
+      const atLimit = yield* send("POST", "/v1/pets", { key, body: "[".repeat(32) + "]".repeat(32) })
+      expect(atLimit.body).toMatchObject({ code: "validation_failed", message: expect.stringMatching(/^body: Expected NewPet/) })
+      const name = `[{"\\`.repeat(50)
+      const created = yield* send("POST", "/v1/pets", { key, body: JSON.stringify({ name, categoryId: 1 }) })
+      expect(created.status).toBe(201)
+      expect(created.body.name).toBe(name)
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("no error message repeats more than a short excerpt of what was sent", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const long = "x".repeat(30_000)
+      const bodies = [
+        "[".repeat(30) + JSON.stringify(long) + "]".repeat(30),
+        JSON.stringify([long]),
+        JSON.stringify({ name: "Rex", categoryId: 1, [long]: 1 })
+      ]
+      for (const body of bodies) {
+        const response = yield* send("POST", "/v1/pets", { key, body })
+        expect(response.status).toBe(400)
+        expect(response.body.code).toBe("validation_failed")
+        expect(response.body.message.length, response.body.message).toBeLessThanOrEqual(300)
+        expect(response.body.message).toContain("xxxx…")
+      }
+      const unknownRoute = yield* send("GET", `/v1/${long.slice(0, 4000)}`)
+      expect(unknownRoute.body).toEqual(errorBody(404, "route_not_found", `path: no route /v1/${"x".repeat(60)}…`))
+    }).pipe(Effect.provide(TestServer)))
+
   it.effect("a body over 64 KiB: 413 payload_too_large, declared or streamed", () =>
     Effect.gen(function*() {
       const { key } = yield* createKey()
@@ -113,13 +155,17 @@ describe("every error answers with exactly {code, message, status}", () => {
   it.effect("a petId that is not a decimal integer in the safe range: 400 invalid_parameter", () =>
     Effect.gen(function*() {
       const { key } = yield* createKey()
-      for (const petId of ["abc", "1.5", "1e3", "0x10", "9007199254740992", "%20"]) {
+      for (const petId of ["abc", "1.5", "1e3", "0x10", "9007199254740992"]) {
         const response = yield* send("GET", `/v1/pets/${petId}`, { key })
         expect(response.status, petId).toBe(400)
-        expect(response.body).toEqual(
-          errorBody(400, "invalid_parameter", "petId: must be a decimal integer in the safe range")
-        )
+        expect(response.body).toEqual(errorBody(
+          400,
+          "invalid_parameter",
+          "petId: must be a decimal integer in the safe range, written canonically (no +, no leading zeros, no -0)"
+        ))
       }
+      // A percent-escape is no spelling a route declares.
+      expect((yield* send("GET", "/v1/pets/%20", { key })).body).toMatchObject({ code: "route_not_found", status: 404 })
     }).pipe(Effect.provide(TestServer)))
 
   it.effect("an unexpected failure: 500 internal_error, its message only in the log with the request id", () => {

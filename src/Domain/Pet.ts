@@ -3,9 +3,12 @@ import { Schema } from "effect"
 /** Integers a JSON client can carry without rounding: larger values are rejected, never rounded. */
 const SafeInt = Schema.Int.pipe(Schema.between(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER))
 
-/** A decimal integer written as text, as path and query parameters carry it. */
+/**
+ * A decimal integer written as text, as path and query parameters carry it, in its one canonical
+ * spelling (no `+`, no leading zeros, no `-0`), so that one resource has one URL.
+ */
 export const DecimalIntFromString = Schema.String.pipe(
-  Schema.pattern(/^-?[0-9]{1,16}$/),
+  Schema.pattern(/^(?:0|-?[1-9][0-9]{0,15})$/),
   Schema.compose(Schema.NumberFromString),
   Schema.compose(SafeInt)
 )

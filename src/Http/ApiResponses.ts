@@ -5,10 +5,10 @@ import { Cause, Effect, Option, Predicate, Schema } from "effect"
 import { summarizeCause } from "../CauseSummary.js"
 import { PetStoreApi } from "../Api.js"
 import { type ApiError, BadRequest, errorBodies, InternalError, MethodNotAllowed, NotFound } from "../Domain/ApiError.js"
-import { describeIssues } from "./ParseIssues.js"
+import { describeIssues, excerpt } from "./ParseIssues.js"
 import { requestIdOf } from "./RequestLog.js"
 import { notedResponseHeaders } from "./ResponseHeaders.js"
-import { makeAllowedMethods } from "./Routes.js"
+import { isCanonicalPath, makeAllowedMethods, pathOf } from "./Routes.js"
 
 /** The response of an error: its wire body (by its tag) under its own status. */
 export const errorResponse = (error: ApiError, headers: Record<string, string> = {}) =>
@@ -20,6 +20,9 @@ export const errorResponse = (error: ApiError, headers: Record<string, string> =
 const internalError = errorResponse(
   new InternalError({ code: "internal_error", message: "The service failed unexpectedly; the request id names it in the log", status: 500 })
 )
+
+const routeNotFound = (path: string) =>
+  errorResponse(new NotFound({ code: "route_not_found", message: `path: no route ${excerpt(path)}`, status: 404 }))
 
 const isApiError = (error: unknown): error is ApiError =>
   Predicate.hasProperty(error, "_tag") && Predicate.hasProperty(errorBodies, error._tag as string) &&
@@ -36,7 +39,8 @@ const challenge = (error: ApiError): Record<string, string> =>
     }
 
 /**
- * Every response leaving the API carries the request's `X-Request-Id`, `Cache-Control: no-store`
+ * A path spelled otherwise than a route declares it is 404 before the router sees it. Every
+ * response leaving the API carries the request's `X-Request-Id`, `Cache-Control: no-store`
  * and `X-Content-Type-Options: nosniff`, and every failure becomes the interface's Error body: the
  * errors the endpoints declare (encoded directly with their own wire schema, cheaper than the
  * platform's union of all of them), the platform's decode errors, unknown routes and methods, and
@@ -60,14 +64,14 @@ export const ApiResponses = HttpApiBuilder.middleware(
           }
           if (error instanceof RouteNotFound) {
             const request = yield* HttpServerRequest.HttpServerRequest
-            const path = new URL(request.url, "http://localhost").pathname
+            const path = pathOf(request.url)
             const allowed = allowedMethods(path)
             return allowed.length === 0
-              ? errorResponse(new NotFound({ code: "route_not_found", message: `path: no route ${path}`, status: 404 }))
+              ? routeNotFound(path)
               : errorResponse(
                 new MethodNotAllowed({
                   code: "method_not_allowed",
-                  message: `method: ${request.method} is not allowed on ${path}; use ${allowed.join(", ")}`,
+                  message: `method: ${excerpt(request.method)} is not allowed on ${path}; use ${allowed.join(", ")}`,
                   status: 405
                 }),
                 { allow: allowed.join(", ") }
@@ -90,6 +94,9 @@ export const ApiResponses = HttpApiBuilder.middleware(
             "x-content-type-options": "nosniff",
             ...notedResponseHeaders(request)
           })
+        if (!isCanonicalPath(request.url)) {
+          return Effect.succeed(withHeaders(routeNotFound(pathOf(request.url))))
+        }
         return Effect.matchCauseEffect(app, {
           onSuccess: (response) => Effect.succeed(withHeaders(response)),
           onFailure: (cause) => Effect.map(fromCause(cause), withHeaders)

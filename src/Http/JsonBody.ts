@@ -1,9 +1,13 @@
 import { HttpServerRequest } from "@effect/platform"
-import { Effect, Option, ParseResult, Schema, Stream } from "effect"
+import { clientAbortFiberId } from "@effect/platform/HttpServerError"
+import { Cause, Effect, Option, ParseResult, Schema, Stream } from "effect"
 import { BadRequest, PayloadTooLarge, UnsupportedMediaType } from "../Domain/ApiError.js"
 import { describeIssues } from "./ParseIssues.js"
 
 export const maxBodyBytes = 64 * 1024
+
+/** How deep arrays and objects may nest in a body: a NewPet is flat, and `JSON.parse` recurses once per level. */
+export const maxJsonDepth = 32
 
 const tooLarge = new PayloadTooLarge({
   code: "payload_too_large",
@@ -22,8 +26,8 @@ const readText = (request: HttpServerRequest.HttpServerRequest) => {
     if (Number(declared) > maxBodyBytes) return Effect.fail(tooLarge)
     // Bun's own Request reads the body directly; the platform's wrapper caches it through a fiber.
     return request.source instanceof Request
-      ? Effect.promise(() => (request.source as Request).text())
-      : Effect.orDie(request.text)
+      ? Effect.catchAllDefect(Effect.promise(() => (request.source as Request).text()), () => clientClosed)
+      : Effect.catchAll(request.text, () => clientClosed)
   }
   return request.stream.pipe(
     Stream.runFoldEffect({ size: 0, chunks: [] as Array<Uint8Array> }, (read, chunk) => {
@@ -32,9 +36,15 @@ const readText = (request: HttpServerRequest.HttpServerRequest) => {
       return Effect.succeed({ size: read.size + chunk.length, chunks: read.chunks })
     }),
     Effect.map(({ chunks }) => Buffer.concat(chunks).toString("utf8")),
-    Effect.catchTag("RequestError", () => Effect.succeed(""))
+    Effect.catchTag("RequestError", () => clientClosed)
   )
 }
+
+/**
+ * A body that stopped before its end: its client closed the connection, so the request ends as if
+ * the client had aborted it (logged 499, never answered), not as a failure of the service.
+ */
+const clientClosed = Effect.failCause(Cause.interrupt(clientAbortFiberId))
 
 /**
  * Reads a JSON request body and decodes it with `schema`: 415 unless it is `application/json`,
@@ -53,6 +63,13 @@ export const readJsonBody = <A, I>(schema: Schema.Schema<A, I>) => {
       })
     }
     const text = yield* readText(request)
+    if (nestsDeeperThan(text, maxJsonDepth)) {
+      return yield* new BadRequest({
+        code: "validation_failed",
+        message: `body: must not nest arrays or objects more than ${maxJsonDepth} levels deep`,
+        status: 400
+      })
+    }
     const json = parseJson(text)
     if (Option.isNone(json)) {
       return yield* new BadRequest({
@@ -71,6 +88,26 @@ export const readJsonBody = <A, I>(schema: Schema.Schema<A, I>) => {
       )
     )
   })
+}
+
+/**
+ * Whether `text` opens more than `max` arrays or objects inside one another, found in one pass
+ * over its characters (brackets inside strings skipped), so that no parser recurses that deep.
+ */
+const nestsDeeperThan = (text: string, max: number): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++ // a backslash escapes the next character
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true
+    } else if (c === 0x5d || c === 0x7d) depth--
+  }
+  return false
 }
 
 const parseJson = (text: string): Option.Option<unknown> => {

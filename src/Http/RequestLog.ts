@@ -1,6 +1,7 @@
-import type { HttpApp } from "@effect/platform"
+import type { HttpApp, HttpServerResponse } from "@effect/platform"
 import { HttpServerRequest } from "@effect/platform"
-import { Context, Effect, Exit, Layer } from "effect"
+import { clientAbortFiberId } from "@effect/platform/HttpServerError"
+import { Cause, Context, Effect, Exit, HashSet, Layer } from "effect"
 import type { ClientAddress } from "./ClientAddress.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
@@ -52,6 +53,21 @@ export class RequestLines extends Context.Tag("petstore/RequestLines")<
   static readonly Stdout = RequestLines.layer((chunk) => process.stdout.write(chunk))
 }
 
+/** nginx's status for a request whose client closed the connection before the answer. */
+export const clientClosedRequest = 499
+
+/**
+ * The status a request ended with: its response's, 499 when its client went away (during a slowed
+ * 401 or before its body was complete: the client's doing, so never counted as a server error),
+ * else 500.
+ */
+export const statusOf = (exit: Exit.Exit<HttpServerResponse.HttpServerResponse, unknown>): number =>
+  Exit.isSuccess(exit)
+    ? exit.value.status
+    : HashSet.has(Cause.interruptors(exit.cause), clientAbortFiberId)
+    ? clientClosedRequest
+    : 500
+
 /**
  * Names every request (the caller's `X-Request-Id` when it sent a sane one, else a new one; the API
  * puts it on the response) and, when `log` is given, writes one structured JSON line per request:
@@ -81,7 +97,7 @@ export const makeRequestLog = (
           annotations: {
             method: request.method,
             path: queryAt === -1 ? request.url : request.url.slice(0, queryAt),
-            status: Exit.isSuccess(exit) ? exit.value.status : 500,
+            status: statusOf(exit),
             durationMs: Math.round((performance.now() - start) * 100) / 100,
             requestId: requestIdOf(request),
             client: clientAddress(request).text

@@ -57,7 +57,10 @@ export const GetPetPath = Schema.Struct({
   petId: DecimalIntFromString.annotations({
     description: "Identifier of the animal to retrieve.",
     jsonSchema: { type: "integer", format: "int64", examples: [1], description: "Identifier of the animal to retrieve." },
-    message: () => ({ message: "must be a decimal integer in the safe range", override: true })
+    message: () => ({
+      message: "must be a decimal integer in the safe range, written canonically (no +, no leading zeros, no -0)",
+      override: true
+    })
   })
 })
 

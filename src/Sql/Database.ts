@@ -5,7 +5,7 @@ import { Database } from "bun:sqlite"
 import { Context, Effect, Layer } from "effect"
 import { accessSync, constants, existsSync, mkdirSync } from "node:fs"
 import { dirname } from "node:path"
-import { AppConfig } from "../AppConfig.js"
+import { AppConfig, sqliteFilename } from "../AppConfig.js"
 import { summarizeCause } from "../CauseSummary.js"
 import createPets from "./sqlite-migrations/0001_create_pets.js"
 import createApiKeys from "./sqlite-migrations/0002_create_api_keys.js"
@@ -18,9 +18,6 @@ const migrations = Migrator.fromRecord({
   "0003_create_settings": createSettings,
   "0004_create_idempotency_keys": createIdempotencyKeys
 })
-
-/** The SQLite file a `DATABASE_URL` names: a path, `sqlite:path` or `file:path`. */
-export const sqliteFilename = (databaseUrl: string): string => databaseUrl.replace(/^(sqlite|file):(\/\/)?/, "")
 
 /**
  * The open SQLite database, for the stores' prepared statements. Statements through `@effect/sql`

@@ -1,7 +1,7 @@
 import { BunContext } from "@effect/platform-bun"
 import { Migrator } from "@effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Predicate, Redacted } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import createPets from "./postgres-migrations/0001_create_pets.js"
 import createApiKeys from "./postgres-migrations/0002_create_api_keys.js"
@@ -26,6 +26,21 @@ const migrationLock = 7_346_270_001
 export const isPostgresUrl = (databaseUrl: string): boolean => /^postgres(ql)?:\/\//i.test(databaseUrl)
 
 /**
+ * Why the database `DATABASE_URL` names could not be reached, naming its host and port (never the
+ * user's password, which the URL carries) and the driver's reason: refused, unknown host, timeout.
+ */
+const cannotConnect = (databaseUrl: string, error: unknown): Error => {
+  const { hostname, port } = new URL(databaseUrl)
+  const cause = Predicate.hasProperty(error, "cause") ? error.cause : error
+  const reason = cause instanceof Error ? cause.message : String(cause)
+  const password = decodeURIComponent(new URL(databaseUrl).password)
+  return new Error(
+    `Cannot connect to the PostgreSQL database at ${hostname || "localhost"}:${port || "5432"} that DATABASE_URL ` +
+      `names: ${password === "" ? reason : reason.replaceAll(password, "***")}`
+  )
+}
+
+/**
  * The PostgreSQL database a `postgres://` `DATABASE_URL` names, through a pool of connections,
  * with its numbered migrations applied before anything is served. Instances starting together
  * queue on an advisory lock held by one connection while the migrator runs on the others, so the
@@ -34,7 +49,9 @@ export const isPostgresUrl = (databaseUrl: string): boolean => /^postgres(ql)?:\
  */
 export const PostgresLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ databaseUrl }) =>
-    PgClient.layer({ url: Redacted.make(databaseUrl), applicationName: "petstore", maxConnections: 20 })
+    PgClient.layer({ url: Redacted.make(databaseUrl), applicationName: "petstore", maxConnections: 20 }).pipe(
+      Layer.catchAll((error) => Layer.fail(cannotConnect(databaseUrl, error)))
+    )
   )
 ).pipe(
   Layer.tap((context) =>
