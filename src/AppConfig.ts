@@ -77,21 +77,23 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       Config.validate({ message: "must be a positive integer", validation: (n) => n >= 1 }),
       Config.withDefault(20)
     ),
-    trustedProxies: Config.string("TRUSTED_PROXIES").pipe(
-      Config.withDefault(""),
+    // Named by `nested` after their checks, so that a bad value's message names the variable.
+    trustedProxies: Config.string().pipe(
       Config.validate({
         message: "must be comma-separated IP addresses or CIDR ranges, such as 10.0.0.0/8, 192.0.2.7, fd00::/8",
         validation: (value) => parseTrustedProxies(value).invalid.length === 0
       }),
-      Config.map((value) => parseTrustedProxies(value).ranges)
+      Config.map((value) => parseTrustedProxies(value).ranges),
+      Config.nested("TRUSTED_PROXIES"),
+      Config.withDefault([])
     ),
-    corsOrigins: Config.string("CORS_ORIGINS").pipe(
-      Config.withDefault(""),
+    corsOrigins: Config.string().pipe(
       Config.map((list) => list.split(",").map((origin) => origin.trim().replace(/\/+$/, "")).filter((o) => o !== "")),
-      Config.validate({ message: "must be a comma-separated list of http(s) origins", validation: (list) => list.every(isHttpUrl) })
+      Config.validate({ message: "must be a comma-separated list of http(s) origins", validation: (list) => list.every(isHttpUrl) }),
+      Config.nested("CORS_ORIGINS"),
+      Config.withDefault([])
     ),
     logLevel: Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
-    // Named by `nested` after its checks, so that a bad value's message names WORKERS.
     workers: Config.string().pipe(
       Config.map((value) => value.trim() === "auto" ? availableParallelism() : Number(value)),
       Config.validate({

@@ -58,7 +58,7 @@ for (const [name, createDatabase] of databases) describe(`the real server proces
       expect(requests.length).toBeGreaterThanOrEqual(5)
       expect(requests[0].annotations).toMatchObject({ method: expect.any(String), path: expect.any(String) })
       for (const line of requests) {
-        expect(Object.keys(line.annotations).sort()).toEqual(["durationMs", "method", "path", "requestId", "status"])
+        expect(Object.keys(line.annotations).sort()).toEqual(["client", "durationMs", "method", "path", "requestId", "status"])
       }
       expect(server.logs()).not.toContain(key)
       expect(server.logs().toLowerCase()).not.toContain("authorization")
@@ -121,7 +121,8 @@ describe("the real server process", () => {
         ["DATABASE_URL", "mysql://db/pets"],
         ["DATABASE_URL", ":memory:"],
         ["TRUSTED_PROXIES", "10.0.0.0/8, proxy.internal"],
-        ["TRUSTED_PROXIES", "10.0.0.0/33"]
+        ["TRUSTED_PROXIES", "10.0.0.0/33"],
+        ["CORS_ORIGINS", "example.com"]
       ]
     ) {
       const result = await runCommand(["src/main.ts"], { [name!]: value! })
