@@ -2,7 +2,8 @@
  * Benchmark: the service against a hand-written Bun.serve baseline on copies of one seeded SQLite
  * database, measured with wrk in turns (A B A B …), server on core 0 and wrk on core 1, with the
  * framework floor (`scripts/bench/floor.ts`) in the same turns on get by id; then the service with
- * WORKERS=2, its two processes sharing both cores with wrk.
+ * WORKERS=2, its two processes sharing both cores with wrk; then the service on PostgreSQL, one
+ * instance and two (`scripts/bench/postgres.ts`).
  *
  * Usage: bun run bench [results.json] [--rounds N] [--duration SECONDS]
  * (`bun run bench` builds dist/main.js first; `bun scripts/bench.ts` uses the build as it is.)
@@ -12,6 +13,8 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileS
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { args, numberOption } from "./options.js"
+import { measurePostgres } from "./bench/postgres.js"
+import { median, runWrk as wrk } from "./bench/wrk.js"
 
 const root = new URL("..", import.meta.url).pathname
 const rounds = numberOption("--rounds", 3)
@@ -65,7 +68,8 @@ const start = async (
   env: Record<string, string>,
   port: number,
   onCores = serverCore,
-  readyPath = "/v1/pets?limit=1"
+  readyPath = "/v1/pets?limit=1",
+  readyKey = key
 ): Promise<Server> => {
   const startedAt = performance.now()
   const proc = Bun.spawn(["taskset", "-c", onCores, ...command], {
@@ -76,7 +80,7 @@ const start = async (
   })
   const url = `http://127.0.0.1:${port}`
   for (;;) {
-    const ok = await fetch(`${url}${readyPath}`, { headers: { authorization: `Bearer ${key}` } }).then(
+    const ok = await fetch(`${url}${readyPath}`, { headers: { authorization: `Bearer ${readyKey}` } }).then(
       (r) => r.status === 200,
       () => false
     )
@@ -133,58 +137,34 @@ const lua = (name: string, body: string) => {
   writeFileSync(path, body)
   return path
 }
-const auth = `wrk.headers["Authorization"] = "Bearer ${key}"\n`
-const workloads = [
-  { name: "list, limit 20", path: "/v1/pets?limit=20", script: lua("list20", auth) },
-  { name: "list, limit 100, status", path: "/v1/pets?limit=100&status=available", script: lua("list100", auth) },
-  {
-    name: "get by id",
-    path: "/v1/pets/1",
-    script: lua("get", auth + `request = function() return wrk.format("GET", "/v1/pets/" .. math.random(1, 10000)) end\n`)
-  },
-  {
-    name: "create",
-    path: "/v1/pets",
-    script: lua(
-      "create",
-      auth + `wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n` +
-        `wrk.body = '{"name":"Bench","categoryId":7,"status":"pending"}'\n`
-    )
-  },
-  { name: "401 without key", path: "/v1/pets", script: lua("unauthorized", "") }
-]
+/** The workloads, their wrk scripts calling with `apiKey`. */
+const makeWorkloads = (apiKey: string, tag: string) => {
+  const auth = `wrk.headers["Authorization"] = "Bearer ${apiKey}"\n`
+  return [
+    { name: "list, limit 20", path: "/v1/pets?limit=20", script: lua(`list20-${tag}`, auth) },
+    { name: "list, limit 100, status", path: "/v1/pets?limit=100&status=available", script: lua(`list100-${tag}`, auth) },
+    {
+      name: "get by id",
+      path: "/v1/pets/1",
+      script: lua(`get-${tag}`, auth + `request = function() return wrk.format("GET", "/v1/pets/" .. math.random(1, 10000)) end\n`)
+    },
+    {
+      name: "create",
+      path: "/v1/pets",
+      script: lua(
+        `create-${tag}`,
+        auth + `wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n` +
+          `wrk.body = '{"name":"Bench","categoryId":7,"status":"pending"}'\n`
+      )
+    },
+    { name: "401 without key", path: "/v1/pets", script: lua(`unauthorized-${tag}`, "") }
+  ]
+}
+const workloads = makeWorkloads(key, "sqlite")
 
-/** CPU time (user and system) a process has used, in µs; /proc counts it in clock ticks. */
-const clockTicksPerSecond = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100
-const cpuMicros = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / clockTicksPerSecond
-}
-
-const toMs = (value: string, unit: string) => Number(value) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[unit]!
-/** One wrk run; with the server's pid, also the server's CPU time per request. */
-const runWrk = (url: string, script: string, onCores = loadCore, pid?: number) => {
-  const cpuBefore = pid === undefined ? 0 : cpuMicros(pid)
-  const result = Bun.spawnSync([
-    "taskset", "-c", onCores,
-    "wrk", "-t1", "-c32", `-d${duration}s`, "--latency", "-s", script, url
-  ])
-  const text = result.stdout.toString()
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1])
-  const latency = (p: string) => {
-    const match = new RegExp(`\\s${p}%\\s+([\\d.]+)(us|ms|s)`).exec(text)
-    return match ? toMs(match[1]!, match[2]!) : NaN
-  }
-  const errors = /Non-2xx or 3xx responses: (\d+)/.exec(text)?.[1]
-  const requests = Number(/(\d+) requests in/.exec(text)?.[1])
-  const cpuUsPerRequest = pid === undefined ? NaN : (cpuMicros(pid) - cpuBefore) / requests
-  return { rps, p50: latency("50"), p99: latency("99"), cpuUsPerRequest, non2xx: Number(errors ?? 0) }
-}
-const median = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
-}
+/** One wrk run of the configured duration; with the server's pid, also its CPU time per request. */
+const runWrk = (url: string, script: string, onCores = loadCore, pid?: number) =>
+  wrk(url, script, onCores, duration, pid === undefined ? [] : [pid])
 
 /** The servers measured on a workload, in turns; the floor only answers get by id. */
 const serversFor = (workload: (typeof workloads)[number]) =>
@@ -267,6 +247,29 @@ const workerRows = rows.map(({ service: single, workload }) => {
 })
 await workers.stop()
 
+const postgres = await measurePostgres({
+  root,
+  rounds,
+  duration,
+  serverCore,
+  loadCore,
+  clusterPort: 3910,
+  servicePorts: [3911, 3912],
+  serviceEnv,
+  start: (name, command, env, port, onCores, apiKey) => start(name, command, env, port, onCores, undefined, apiKey),
+  workloads: (apiKey) => makeWorkloads(apiKey, "postgres")
+})
+const sqliteRps = new Map(rows.map((row) => [row.workload, row.service.rps]))
+const postgresRows = postgres.map(({ oneInstance, twoInstances, workload }) => {
+  return {
+    workload,
+    oneInstance,
+    twoInstances,
+    ofSqlite: oneInstance.rps / sqliteRps.get(workload)!,
+    twoInstancesCpu: twoInstances.cpuUsPerRequest / oneInstance.cpuUsPerRequest
+  }
+})
+
 const cell = (value: string, width: number) => value.padStart(width)
 console.log(
   `\nwrk 1 thread, 32 connections, ${duration}s per run, median of ${rounds} rounds (A B turns); ` +
@@ -325,6 +328,28 @@ for (const row of workerRows) {
     ].join(" ")
   )
 }
+console.log(
+  `\nPostgreSQL (a throwaway cluster as the tests make it, its processes on core ${loadCore} with wrk; the ` +
+    `service on core ${serverCore}); ratio to the service on SQLite in this run\n`
+)
+console.log(
+  ["workload".padEnd(26), cell("rps", 8), cell("of SQLite", 10), cell("µs/request", 11), cell("p50 ms", 8), cell("p99 ms", 8), cell("2 inst. rps", 12), cell("2 inst. µs", 11), cell("µs ×", 6)].join(" ")
+)
+for (const row of postgresRows) {
+  console.log(
+    [
+      row.workload.padEnd(26),
+      cell(row.oneInstance.rps.toFixed(0), 8),
+      cell(row.ofSqlite.toFixed(2), 10),
+      cell(row.oneInstance.cpuUsPerRequest.toFixed(1), 11),
+      cell(row.oneInstance.p50Ms.toFixed(2), 8),
+      cell(row.oneInstance.p99Ms.toFixed(2), 8),
+      cell(row.twoInstances.rps.toFixed(0), 12),
+      cell(row.twoInstances.cpuUsPerRequest.toFixed(1), 11),
+      cell(row.twoInstancesCpu.toFixed(2), 6)
+    ].join(" ")
+  )
+}
 const memory = {
   rssAfterStartMiB: service.rssAfterStartKiB / 1024,
   rssAfterRunMiB: rssAfterRunKiB / 1024,
@@ -347,6 +372,7 @@ if (output !== undefined) {
         workloads: rows,
         frameworkFloor: floorSummary,
         twoWorkers: workerRows,
+        postgres: postgresRows,
         memory,
         startupMs: { service: service.startupMs, baseline: baseline.startupMs }
       },

@@ -10,6 +10,7 @@ import { join } from "node:path"
 export interface PostgresCluster {
   /** The cluster's `postgres` database, as superuser `petstore` (trust on loopback). */
   readonly url: string
+  readonly dataDirectory: string
   readonly stop: () => void
 }
 
@@ -63,6 +64,7 @@ export const startPostgresCluster = (port: number): PostgresCluster => {
   }
   return {
     url: `postgres://petstore@127.0.0.1:${port}/postgres`,
+    dataDirectory: data,
     stop: () => {
       try {
         run(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"], user)
