@@ -26,7 +26,10 @@ const integer = (field: string) => (value: string) =>
 
 /** An integer option; @effect/cli's own says "'abc' is not a integer" without naming the option. */
 export const integerOption = (name: string) =>
-  Options.text(name).pipe(Options.withPseudoName("integer"), Options.mapEffect((value) => Effect.mapError(integer(`--${name}`)(value), ValidationError.invalidValue)))
+  Options.text(name).pipe(
+    Options.withPseudoName("integer"),
+    Options.mapEffect((value) => Effect.mapError(integer(`--${name}`)(value), ValidationError.invalidValue))
+  )
 
 /** An integer argument, named in its errors. */
 export const integerArgument = (name: string) => Args.text({ name }).pipe(Args.mapEffect(integer(name)))
@@ -47,7 +50,9 @@ export const urlOption = (name: string) =>
   Options.text(name).pipe(
     Options.withPseudoName("url"),
     Options.mapEffect((value) =>
-      isHttpUrl(value) ? Effect.succeed(value) : Effect.fail(ValidationError.invalidValue(invalid(`--${name}`, "must be an absolute http(s) URL", value)))
+      isHttpUrl(value)
+        ? Effect.succeed(value)
+        : Effect.fail(ValidationError.invalidValue(invalid(`--${name}`, "must be an absolute http(s) URL", value)))
     )
   )
 
@@ -83,7 +88,7 @@ export const describeFailure = (error: unknown, fields: Readonly<Record<string, 
     const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
     if (issue === undefined) return error.message
     const field = issue.path.map(String).join(".")
-    return `${fields[field] ?? field}: ${issue.message}`
+    return field === "" ? issue.message : `${fields[field] ?? field}: ${issue.message}`
   }
   if (HttpClientError.isHttpClientError(error)) {
     const url = error.request.url
