@@ -86,17 +86,15 @@ const listening = (port: number) =>
     return true
   }, () => false)
 
-/** Each file of the build `dist` names, with its inode, modification time and content. */
-const buildFiles = (cwd: string) => {
-  const build = join(cwd, readlinkSync(join(cwd, "dist")))
-  return {
-    build,
-    files: readdirSync(build).map((name) => {
-      const stat = statSync(join(build, name))
-      return { name, inode: stat.ino, modified: stat.mtimeMs, hash: Bun.hash(readFileSync(join(build, name))).toString() }
-    })
-  }
-}
+/** The folder of the build `dist` names now. */
+const currentBuild = (cwd: string) => join(cwd, readlinkSync(join(cwd, "dist")))
+
+/** Each file of a build with its inode, modification time and content hash. */
+const snapshot = (build: string) =>
+  Object.fromEntries(readdirSync(build).sort().map((name) => {
+    const stat = statSync(join(build, name))
+    return [name, { inode: stat.ino, modified: stat.mtimeMs, hash: Bun.hash(readFileSync(join(build, name))).toString() }]
+  }))
 
 describe("npm start", () => {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
@@ -127,27 +125,23 @@ describe("npm start", () => {
   it("a second start builds only when the sources changed, and never touches the running server's build", async () => {
     using project = projectCopy()
     const first = await npmStart(project.path)
-    const running = buildFiles(project.path)
-    expect(running.files.map(({ name }) => name).sort()).toEqual([".inputs", "main.js", "main.js.jsc"])
+    const running = currentBuild(project.path)
+    const before = snapshot(running)
+    expect(Object.keys(before)).toEqual([".inputs", "main.js", "main.js.jsc"])
 
     // Same sources: no build, the same build started.
     const unchanged = await npmStart(project.path)
-    expect(buildFiles(project.path)).toEqual(running)
+    expect(currentBuild(project.path)).toBe(running)
     unchanged.proc.kill("SIGTERM")
     expect(await unchanged.proc.exited).toBe(0)
     expect(await unchanged.output).not.toContain("Bundled")
 
-    // A changed source: a new build beside the old one, whose files stay as they were.
+    // A changed source: a new build beside the running one, whose files stay as they were.
     appendFileSync(join(project.path, "src", "main.ts"), "\n// changed\n")
     const changed = await npmStart(project.path)
-    const rebuilt = buildFiles(project.path)
-    expect(rebuilt.build).not.toBe(running.build)
-    expect(readdirSync(running.build).sort()).toEqual([".inputs", "main.js", "main.js.jsc"])
-    for (const file of running.files) {
-      const stat = statSync(join(running.build, file.name))
-      expect({ inode: stat.ino, modified: stat.mtimeMs, hash: Bun.hash(readFileSync(join(running.build, file.name))).toString() })
-        .toEqual({ inode: file.inode, modified: file.modified, hash: file.hash })
-    }
+    const rebuilt = currentBuild(project.path)
+    expect(rebuilt).not.toBe(running)
+    expect(snapshot(running)).toEqual(before)
     expect((await fetch(`${first.url}/livez`)).status).toBe(200)
     changed.proc.kill("SIGTERM")
     expect(await changed.proc.exited).toBe(0)
@@ -155,13 +149,13 @@ describe("npm start", () => {
 
     // Later builds remove earlier ones, but never the one a server runs from.
     await npmBuild(project.path)
-    expect(buildFiles(project.path).build).not.toBe(rebuilt.build)
-    expect(readdirSync(running.build).sort()).toEqual([".inputs", "main.js", "main.js.jsc"])
+    expect(currentBuild(project.path)).not.toBe(rebuilt)
+    expect(snapshot(running)).toEqual(before)
     expect((await fetch(`${first.url}/livez`)).status).toBe(200)
     first.proc.kill("SIGTERM")
     expect(await first.proc.exited).toBe(0)
     await npmBuild(project.path)
     expect(readdirSync(join(project.path, ".build")).length).toBe(2)
-    expect(existsSync(running.build)).toBe(false)
+    expect(existsSync(running)).toBe(false)
   }, 120_000)
 })
