@@ -6,12 +6,7 @@
 set -e
 cd "$(dirname "$0")/.."
 
-sha256() { if command -v sha256sum >/dev/null 2>&1; then sha256sum; else shasum -a 256; fi; }
-
-# Everything the bundle is made from: a different file or Bun version is a different build.
-inputs=$( (bun --version; find src scripts/build.sh package.json bun.lock bunfig.toml tsconfig.json -type f | LC_ALL=C sort | while IFS= read -r file; do
-  printf '%s %s\n' "$file" "$(sha256 <"$file")"
-done) | sha256 | cut -d' ' -f1)
+inputs=$(bun scripts/build-inputs.ts)
 
 if [ "$1" = "--if-changed" ] && [ -f dist/.inputs ] && [ "$(cat dist/.inputs)" = "$inputs" ]; then
   exit 0
