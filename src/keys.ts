@@ -49,11 +49,9 @@ const revoke = Command.make("revoke", { id: integerArgument("id") }, ({ id }) =>
 
 const keys = Command.make("keys").pipe(
   Command.withSubcommands([create, list, revoke]),
-  Command.withDescription("Manage the API keys of the Pet Store database named by DATABASE_URL")
+  Command.withDescription("Manage the API keys of the Pet Store database named by DATABASE_URL"),
+  // Opened for a subcommand only: `--help` neither needs the database nor creates its file.
+  Command.provide(ApiKeysLive.pipe(Layer.provideMerge(AppConfig.layer)))
 )
 
-const cli = Command.run(keys, { name: "petstore keys", version: "1.0.0" })
-
-const KeysLive = ApiKeysLive.pipe(Layer.provideMerge(AppConfig.layer))
-
-run(cli(process.argv).pipe(Effect.provide(KeysLive)))
+run(Command.run(keys, { name: "petstore keys", version: "1.0.0" })(process.argv))

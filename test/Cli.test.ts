@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
@@ -76,7 +77,7 @@ describe("petstore, the command line", () => {
     }
   })
 
-  it("--help has no ANSI colours when not on a terminal, nor on one with NO_COLOR set", async () => {
+  it("--help has no ANSI colours when not on a terminal, nor on one with NO_COLOR set; keys --help opens no database", async () => {
     const piped = await runCommand(["src/cli.ts", "pets", "list", "--help"], clean)
     expect(piped.exitCode).toBe(0)
     expect(piped.stdout).toContain("--base-url url")
@@ -87,6 +88,15 @@ describe("petstore, the command line", () => {
     expect(noColor).toContain("USAGE")
     expect(noColor).not.toMatch(ansi)
     expect(await onTerminal("bun src/keys.ts --help", { NO_COLOR: "1" })).not.toMatch(ansi)
+
+    // `keys --help` opens no database: it works with none, and creates no file.
+    using folder = temporaryFolder()
+    const database = join(folder.path, "petstore.db")
+    const keysHelp = await runCommand(["src/keys.ts", "revoke", "--help"], { ...clean, DATABASE_URL: database })
+    expect(keysHelp.exitCode).toBe(0)
+    expect(keysHelp.stdout).toContain("Revoke an API key")
+    expect(keysHelp.stdout).not.toMatch(ansi)
+    expect(existsSync(database)).toBe(false)
   })
 })
 
