@@ -1,17 +1,17 @@
-import { Args, Command, Options } from "@effect/cli"
-import { BunContext, BunRuntime } from "@effect/platform-bun"
-import { Config, Console, Effect, Layer, Logger, Option, Stream } from "effect"
+import { Command, Options } from "@effect/cli"
+import { Config, Console, Effect, Layer, Logger, Option, Redacted, Stream } from "effect"
 import { PetStoreClient } from "./Client/PetStoreClient.js"
+import { choiceOption, integerArgument, integerOption, isHttpUrl, run, urlOption } from "./CommandLine.js"
 import type { Pet } from "./Domain/Pet.js"
 import { PetStatus } from "./Domain/Pet.js"
 
-const statusOption = Options.choice("status", PetStatus.literals).pipe(
-  Options.withDescription("Only animals with this status"),
+const statusOption = choiceOption("status", PetStatus.literals).pipe(
+  Options.withDescription("Only animals with this status: available, pending or sold"),
   Options.optional
 )
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of a table"))
-const baseUrl = Options.text("base-url").pipe(
-  Options.withDescription("Address of the service (default: the address of PETSTORE_ENV)"),
+const baseUrl = urlOption("base-url").pipe(
+  Options.withDescription("Address of the service (default: PETSTORE_BASE_URL, else http://localhost:3000)"),
   Options.optional
 )
 
@@ -24,22 +24,30 @@ const table = (pets: ReadonlyArray<Pet>) => {
 const print = (asJson: boolean, value: Pet | ReadonlyArray<Pet>) =>
   Console.log(asJson ? JSON.stringify(value, null, 2) : table(Array.isArray(value) ? value : [value as Pet]))
 
-/** The client for `--base-url`, or for `PETSTORE_ENV`'s address, with `PETSTORE_API_KEY`. */
+// An empty variable counts as unset, as a shell's `PETSTORE_BASE_URL= petstore …` means.
+const baseUrlFromEnvironment = Config.string("PETSTORE_BASE_URL").pipe(
+  Config.validate({ message: "must be an absolute http(s) URL", validation: (url) => url === "" || isHttpUrl(url) }),
+  Config.withDefault(""),
+  Config.map((url) => url === "" ? "http://localhost:3000" : url)
+)
+
+const apiKey = Config.string("PETSTORE_API_KEY").pipe(
+  Config.validate({ message: "must be set", validation: (key) => key !== "" }),
+  Config.map(Redacted.make)
+)
+
+/** The client for `--base-url`, else `PETSTORE_BASE_URL`, else the local service, with `PETSTORE_API_KEY`. */
 const clientLayer = (url: Option.Option<string>) =>
   Layer.unwrapEffect(Effect.gen(function*() {
-    const apiKey = yield* Config.redacted("PETSTORE_API_KEY")
-    const environment = yield* Config.literal("production", "staging")("PETSTORE_ENV").pipe(Config.withDefault("staging"))
-    return PetStoreClient.layer({
-      target: Option.match(url, { onNone: () => ({ environment }), onSome: (baseUrl) => ({ baseUrl }) }),
-      apiKey
-    })
+    const baseUrl = Option.isSome(url) ? url.value : yield* baseUrlFromEnvironment
+    return PetStoreClient.layer({ target: { baseUrl }, apiKey: yield* apiKey })
   }))
 
 const list = Command.make(
   "list",
   {
     status: statusOption,
-    limit: Options.integer("limit").pipe(Options.withDescription("Animals per page, 1 to 100"), Options.optional),
+    limit: integerOption("limit").pipe(Options.withDescription("Animals per page, an integer from 1 to 100"), Options.optional),
     all: Options.boolean("all").pipe(Options.withDescription("Follow the pages to the last one")),
     json,
     baseUrl
@@ -59,7 +67,7 @@ const create = Command.make(
   "create",
   {
     name: Options.text("name"),
-    categoryId: Options.integer("category-id"),
+    categoryId: integerOption("category-id"),
     status: statusOption,
     json,
     baseUrl
@@ -76,7 +84,7 @@ const create = Command.make(
 
 const get = Command.make(
   "get",
-  { id: Args.integer({ name: "id" }), json, baseUrl },
+  { id: integerArgument("id"), json, baseUrl },
   ({ baseUrl, id, json }) =>
     Effect.gen(function*() {
       const pet = yield* (yield* PetStoreClient).getPet(id)
@@ -90,14 +98,8 @@ const petstore = Command.make("petstore").pipe(
 )
 
 Command.run(petstore, { name: "petstore", version: "1.0.0" })(process.argv).pipe(
-  // The interface's message, alone, and a non-zero exit.
-  Effect.tapErrorCause((cause) => {
-    const error = cause._tag === "Fail" ? cause.error : undefined
-    const message = error !== null && typeof error === "object" && "message" in error ? String(error.message) : String(cause)
-    return Console.error(message)
-  }),
   // Warnings (such as the deprecation of `pets get`) go to stderr, so that stdout stays parseable.
   Effect.provide(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true, colors: false }))),
-  Effect.provide(BunContext.layer),
-  BunRuntime.runMain({ disableErrorReporting: true, disablePrettyLogger: true })
+  // A field the client refuses is named by the option that set it.
+  (program) => run(program, { name: "--name", categoryId: "--category-id", status: "--status", limit: "--limit" })
 )

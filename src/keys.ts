@@ -1,8 +1,8 @@
-import { Args, Command, Options } from "@effect/cli"
-import { BunContext, BunRuntime } from "@effect/platform-bun"
-import { Console, Effect, Layer, Option, Redacted } from "effect"
+import { Command, Options } from "@effect/cli"
+import { Console, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { AppConfig } from "./AppConfig.js"
-import { type ApiKeyRecord, ApiKeys } from "./Auth/ApiKeys.js"
+import { ApiKeyRecord, ApiKeys } from "./Auth/ApiKeys.js"
+import { integerArgument, run } from "./CommandLine.js"
 import { ApiKeysLive } from "./Stores.js"
 
 const describe = (key: ApiKeyRecord) =>
@@ -26,34 +26,32 @@ const create = Command.make(
     })
 ).pipe(Command.withDescription("Create an API key and print it once"))
 
-const list = Command.make("list", {}, () =>
-  Effect.gen(function*() {
-    const keys = yield* (yield* ApiKeys).list
-    yield* Console.log(["id".padEnd(5), "name".padEnd(24), "prefix".padEnd(16), "created".padEnd(26), "revoked"].join(" "))
-    for (const key of keys) yield* Console.log(describe(key))
-  })).pipe(Command.withDescription("List API keys (never the keys themselves)"))
+/** The records as JSON: dates as ISO strings, `revokedAt` null while the key is valid. */
+const encodeRecords = Schema.encodeSync(Schema.Array(ApiKeyRecord))
 
-const revoke = Command.make("revoke", { id: Args.integer({ name: "id" }) }, ({ id }) =>
+const list = Command.make(
+  "list",
+  { json: Options.boolean("json").pipe(Options.withDescription("Print the records as a JSON array")) },
+  ({ json }) =>
+    Effect.gen(function*() {
+      const keys = yield* (yield* ApiKeys).list
+      if (json) return yield* Console.log(JSON.stringify(encodeRecords(keys), null, 2))
+      yield* Console.log(["id".padEnd(5), "name".padEnd(24), "prefix".padEnd(16), "created".padEnd(26), "revoked"].join(" "))
+      for (const key of keys) yield* Console.log(describe(key))
+    })
+).pipe(Command.withDescription("List API keys (never the keys themselves)"))
+
+const revoke = Command.make("revoke", { id: integerArgument("id") }, ({ id }) =>
   Effect.gen(function*() {
     const revoked = yield* (yield* ApiKeys).revoke(id)
-    if (Option.isNone(revoked)) {
-      return yield* Effect.fail(new Error(`No API key has id ${id}`))
-    }
-    yield* Console.log(`Revoked key ${id} (${revoked.value.name})`)
+    yield* Console.log(`Revoked key ${id} (${revoked.name})`)
   })).pipe(Command.withDescription("Revoke an API key; requests with it are refused from then on"))
 
 const keys = Command.make("keys").pipe(
   Command.withSubcommands([create, list, revoke]),
-  Command.withDescription("Manage the API keys of the Pet Store database named by DATABASE_URL")
+  Command.withDescription("Manage the API keys of the Pet Store database named by DATABASE_URL"),
+  // Opened for a subcommand only: `--help` neither needs the database nor creates its file.
+  Command.provide(ApiKeysLive.pipe(Layer.provideMerge(AppConfig.layer)))
 )
 
-const cli = Command.run(keys, { name: "petstore keys", version: "1.0.0" })
-
-const KeysLive = ApiKeysLive.pipe(Layer.provideMerge(AppConfig.layer))
-
-cli(process.argv).pipe(
-  Effect.provide(KeysLive),
-  Effect.provide(BunContext.layer),
-  Effect.tapErrorCause((cause) => Console.error(String(cause.toString().split("\n")[0]))),
-  BunRuntime.runMain({ disableErrorReporting: true, disablePrettyLogger: true })
-)
+run(Command.run(keys, { name: "petstore keys", version: "1.0.0" })(process.argv))

@@ -62,5 +62,8 @@ const main = Effect.gen(function*() {
   Effect.provide(Logger.json)
 )
 
+// A terminal's Ctrl-C reaches both this process and npm, which forwards it: the repeated signal must
+// not cut the drain short (drainTimeout bounds it).
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => {})
 // runMain interrupts on SIGINT and SIGTERM; the process then exits 0, or 1 if it could not start.
 BunRuntime.runMain(main, { disableErrorReporting: true, disablePrettyLogger: true })

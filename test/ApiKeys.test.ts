@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../src/AppConfig.js"
-import { ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
+import { ApiKeyAlreadyRevoked, ApiKeyNotFound, ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
 import { Sqlite } from "../src/Sql/Database.js"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
@@ -32,12 +32,25 @@ for (const [name, store] of stores("staging")) {
         const keys = yield* ApiKeys
         const { key } = yield* keys.create("alice")
         const revoked = yield* keys.revoke(1)
-        expect(Option.getOrThrow(revoked).revokedAt._tag).toBe("Some")
-        expect(yield* keys.revoke(2)).toStrictEqual(Option.none())
+        expect(revoked.revokedAt._tag).toBe("Some")
+        expect(yield* Effect.flip(keys.revoke(2))).toStrictEqual(new ApiKeyNotFound({ id: 2 }))
         expect(yield* keys.findActiveByHash(hashKey(Redacted.value(key)))).toStrictEqual(Option.none())
         const [listed] = yield* keys.list
         expect(Object.keys(listed!).sort()).toEqual(["createdAt", "id", "name", "prefix", "revokedAt"])
         expect(Option.isSome(listed!.revokedAt)).toBe(true)
+      }).pipe(Effect.provide(store)))
+
+    it.live("revoking a revoked key fails and keeps the first revocation time", () =>
+      Effect.gen(function*() {
+        const keys = yield* ApiKeys
+        yield* keys.create("alice")
+        const first = yield* keys.revoke(1)
+        yield* Effect.sleep("5 millis")
+        const again = yield* Effect.flip(keys.revoke(1))
+        expect(again).toBeInstanceOf(ApiKeyAlreadyRevoked)
+        expect(again.message).toBe(`id: API key 1 (alice) was already revoked at ${Option.getOrThrow(first.revokedAt).toISOString()}`)
+        const [listed] = yield* keys.list
+        expect(listed!.revokedAt).toStrictEqual(first.revokedAt)
       }).pipe(Effect.provide(store)))
   })
 }

@@ -50,7 +50,7 @@ for (const [name, createDatabase] of databases) describe(`the real server proces
       expect(refused.status).toBe(401)
       const unknown = await runCommand(["src/keys.ts", "revoke", "99"], env)
       expect(unknown.exitCode).not.toBe(0)
-      expect(unknown.stdout + unknown.stderr).toContain("No API key has id 99")
+      expect(unknown.stderr).toBe("id: no API key has id 99\n")
 
       // One structured line per request; never the key nor the Authorization header.
       const lines = server.logs().trim().split("\n").map((line) => JSON.parse(line))

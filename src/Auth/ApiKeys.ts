@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Clock, Context, Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
+import { Clock, Context, Data, Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { AppConfig, type Environment } from "../AppConfig.js"
 import { Sqlite } from "../Sql/Database.js"
@@ -14,10 +14,33 @@ export class ApiKeyRecord extends Schema.Class<ApiKeyRecord>("ApiKeyRecord")({
   revokedAt: Schema.OptionFromNullOr(Schema.Date)
 }) {}
 
+/** No key has the id a revocation named. */
+export class ApiKeyNotFound extends Data.TaggedError("ApiKeyNotFound")<{ readonly id: number }> {
+  override get message() {
+    return `id: no API key has id ${this.id}`
+  }
+}
+
+/** The key was revoked before; its first revocation time stands. */
+export class ApiKeyAlreadyRevoked extends Data.TaggedError("ApiKeyAlreadyRevoked")<{ readonly record: ApiKeyRecord }> {
+  override get message() {
+    const revokedAt = Option.getOrThrow(this.record.revokedAt).toISOString()
+    return `id: API key ${this.record.id} (${this.record.name}) was already revoked at ${revokedAt}`
+  }
+}
+
 /** Who holds a valid key: what authentication hands to handlers. */
 export interface KeyHolder {
   readonly keyId: number
   readonly name: string
+}
+
+type Revocation = Effect.Effect<ApiKeyRecord, ApiKeyNotFound | ApiKeyAlreadyRevoked>
+
+/** A key as the in-memory store keeps it: its record and hash. */
+interface StoredKey {
+  readonly record: ApiKeyRecord
+  readonly hash: string
 }
 
 const environmentPrefix: Record<Environment, string> = { production: "ps_live_", staging: "ps_test_" }
@@ -39,8 +62,8 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
   {
     readonly create: (name: string) => Effect.Effect<{ readonly key: Redacted.Redacted; readonly record: ApiKeyRecord }>
     readonly list: Effect.Effect<ReadonlyArray<ApiKeyRecord>>
-    /** Revokes a key; `None` when no key has that id. */
-    readonly revoke: (id: number) => Effect.Effect<Option.Option<ApiKeyRecord>>
+    /** Revokes a key, once: a second revocation fails and keeps the first one's time. */
+    readonly revoke: (id: number) => Effect.Effect<ApiKeyRecord, ApiKeyNotFound | ApiKeyAlreadyRevoked>
     /** The holder of an unrevoked key with this hash. */
     readonly findActiveByHash: (hash: string) => Effect.Effect<Option.Option<KeyHolder>>
   }
@@ -49,7 +72,7 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
     ApiKeys,
     Effect.gen(function*() {
       const { environment } = yield* AppConfig
-      const keys = yield* Ref.make<ReadonlyArray<{ readonly record: ApiKeyRecord; readonly hash: string }>>([])
+      const keys = yield* Ref.make<ReadonlyArray<StoredKey>>([])
       return ApiKeys.of({
         create: (name) => {
           const key = generateKey(environment)
@@ -66,14 +89,15 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
         },
         list: Effect.map(Ref.get(keys), (all) => all.map(({ record }) => record)),
         revoke: (id) =>
-          Ref.modify(keys, (all) => {
+          Effect.flatten(Ref.modify(keys, (all): readonly [Revocation, ReadonlyArray<StoredKey>] => {
             const found = all.find(({ record }) => record.id === id)
-            if (found === undefined) return [Option.none(), all]
-            const record = Option.isSome(found.record.revokedAt)
-              ? found.record
-              : new ApiKeyRecord({ ...found.record, revokedAt: Option.some(new Date()) })
-            return [Option.some(record), all.map((entry) => entry === found ? { ...entry, record } : entry)]
-          }),
+            if (found === undefined) return [Effect.fail(new ApiKeyNotFound({ id })), all]
+            if (Option.isSome(found.record.revokedAt)) {
+              return [Effect.fail(new ApiKeyAlreadyRevoked({ record: found.record })), all]
+            }
+            const record = new ApiKeyRecord({ ...found.record, revokedAt: Option.some(new Date()) })
+            return [Effect.succeed(record), all.map((entry) => entry === found ? { ...entry, record } : entry)]
+          })),
         findActiveByHash: (hash) =>
           Effect.map(Ref.get(keys), (all) =>
             Option.fromNullable(all.find((entry) => entry.hash === hash && Option.isNone(entry.record.revokedAt))).pipe(
@@ -94,9 +118,11 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
         `INSERT INTO api_keys (name, prefix, key_hash, created_at) VALUES (?, ?, ?, ?) RETURNING ${columns}`
       )
       const all = db.query(`SELECT ${columns} FROM api_keys ORDER BY id`)
+      // Only an unrevoked key is updated, so of two revocations exactly one succeeds.
       const revoke = db.query(
-        `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? RETURNING ${columns}`
+        `UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL RETURNING ${columns}`
       )
+      const byId = db.query(`SELECT ${columns} FROM api_keys WHERE id = ?`)
       const activeByHash = db.query<KeyHolder, [string]>(
         "SELECT id AS keyId, name FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL"
       )
@@ -111,7 +137,14 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
           }),
         list: Effect.sync(() => all.all().map((row) => decodeRecord(row))),
         revoke: (id) =>
-          Effect.sync(() => Option.fromNullable(revoke.all(new Date().toISOString(), id)[0]).pipe(Option.map(decodeRecord))),
+          Effect.suspend(() => {
+            const [revoked] = revoke.all(new Date().toISOString(), id)
+            if (revoked !== undefined) return Effect.succeed(decodeRecord(revoked))
+            const [found] = byId.all(id)
+            return Effect.fail(
+              found === undefined ? new ApiKeyNotFound({ id }) : new ApiKeyAlreadyRevoked({ record: decodeRecord(found) })
+            )
+          }),
         findActiveByHash: (hash) => Effect.sync(() => Option.fromNullable(activeByHash.get(hash)))
       })
     })
@@ -154,10 +187,16 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
         },
         list: Effect.orDie(Effect.map(sql`SELECT ${columns} FROM api_keys ORDER BY id`, (rows) => rows.map(decodePgRecord))),
         revoke: (id) =>
-          sql`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = ${id} RETURNING ${columns}`.pipe(
-            Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(decodePgRecord))),
-            Effect.orDie
-          ),
+          Effect.gen(function*() {
+            // Only an unrevoked key is updated, so of two revocations exactly one succeeds.
+            const [revoked] = yield* sql`UPDATE api_keys SET revoked_at = now()
+              WHERE id = ${id} AND revoked_at IS NULL RETURNING ${columns}`
+            if (revoked !== undefined) return decodePgRecord(revoked)
+            const [found] = yield* sql`SELECT ${columns} FROM api_keys WHERE id = ${id}`
+            return yield* found === undefined
+              ? new ApiKeyNotFound({ id })
+              : new ApiKeyAlreadyRevoked({ record: decodePgRecord(found) })
+          }).pipe(Effect.catchTag("SqlError", Effect.die)),
         findActiveByHash: (hash) =>
           Effect.flatMap(Clock.currentTimeMillis, (now) => {
             const known = recentlyFound.get(hash)

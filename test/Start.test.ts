@@ -1,0 +1,161 @@
+import { afterEach, describe, expect, it } from "@effect/vitest"
+import { appendFileSync, existsSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs"
+import { join } from "node:path"
+import { freePort, temporaryFolder } from "./support/ServerProcess.js"
+
+const root = new URL("..", import.meta.url).pathname
+
+/**
+ * A copy of the project's sources beside the installed dependencies, so that `npm start` builds
+ * and changes sources there and never under the other tests.
+ */
+const projectCopy = () => {
+  const folder = temporaryFolder()
+  const copy = Bun.spawnSync(["cp", "-a", "src", "scripts", "package.json", "bun.lock", "bunfig.toml", "tsconfig.json", folder.path], {
+    cwd: root
+  })
+  if (copy.exitCode !== 0) throw new Error(copy.stderr.toString())
+  Bun.spawnSync(["ln", "-s", join(root, "node_modules"), join(folder.path, "node_modules")])
+  return folder
+}
+
+/** The process ids below `pid`, from /proc. */
+const descendants = (pid: number): Array<number> => {
+  const children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+    readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number)
+  )
+  return children.flatMap((child) => [child, ...descendants(child)])
+}
+
+const isRunning = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Every process a test started, killed after it whatever the outcome, so a failure leaves no server. */
+const started = new Set<number>()
+afterEach(() => {
+  for (const pid of started) for (const each of [pid, ...(isRunning(pid) ? descendants(pid) : [])]) {
+    try {
+      process.kill(each, "SIGKILL")
+    } catch {
+      // already gone
+    }
+  }
+  started.clear()
+})
+
+/** `npm start` in `cwd` as a supervisor runs it, waited for until it answers. */
+const npmStart = async (cwd: string, options: { readonly ownProcessGroup?: boolean } = {}) => {
+  const port = freePort()
+  const database = join(cwd, "data", `${port}.db`)
+  const proc = Bun.spawn(["npm", "start"], {
+    cwd,
+    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), DATABASE_URL: database },
+    stdout: "pipe",
+    stderr: "pipe",
+    detached: options.ownProcessGroup ?? false
+  })
+  started.add(proc.pid)
+  const output = Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]).then(([out, err]) => out + err)
+  const url = `http://127.0.0.1:${port}`
+  for (let attempt = 0; !(await fetch(`${url}/livez`).then((r) => r.ok, () => false)); attempt++) {
+    if (proc.exitCode !== null || attempt > 800) {
+      proc.kill("SIGKILL")
+      throw new Error(`npm start did not answer: ${await output}`)
+    }
+    await Bun.sleep(25)
+  }
+  return { proc, url, port, output }
+}
+
+const npmBuild = async (cwd: string) => {
+  const proc = Bun.spawn(["npm", "run", "build"], { cwd, stdout: "pipe", stderr: "pipe" })
+  const output = await new Response(proc.stderr).text()
+  expect(await proc.exited, output).toBe(0)
+}
+
+/** Whether anything accepts connections on the port. */
+const listening = (port: number) =>
+  Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then((socket) => {
+    socket.end()
+    return true
+  }, () => false)
+
+/** The folder of the build `dist` names now. */
+const currentBuild = (cwd: string) => join(cwd, readlinkSync(join(cwd, "dist")))
+
+/** Each file of a build with its inode, modification time and content hash. */
+const snapshot = (build: string) =>
+  Object.fromEntries(readdirSync(build).sort().map((name) => {
+    const stat = statSync(join(build, name))
+    return [name, { inode: stat.ino, modified: stat.mtimeMs, hash: Bun.hash(readFileSync(join(build, name))).toString() }]
+  }))
+
+describe("npm start", () => {
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    it(`${signal} to the process npm start made drains the server and exits 0, leaving nothing behind`, async () => {
+      using project = projectCopy()
+      const server = await npmStart(project.path)
+      const below = descendants(server.proc.pid)
+      expect(below.length).toBeGreaterThan(0)
+      process.kill(server.proc.pid, signal)
+      expect(await server.proc.exited).toBe(0)
+      expect(await server.output).toContain("stopping: finishing the requests in flight")
+      expect(await listening(server.port)).toBe(false)
+      expect(below.filter(isRunning)).toEqual([])
+    }, 90_000)
+  }
+
+  it("Ctrl-C in a terminal (SIGINT to npm and the server at once) still drains and exits 0", async () => {
+    using project = projectCopy()
+    const server = await npmStart(project.path, { ownProcessGroup: true })
+    const below = descendants(server.proc.pid)
+    process.kill(-server.proc.pid, "SIGINT")
+    expect(await server.proc.exited).toBe(0)
+    expect(await server.output).toContain("stopping: finishing the requests in flight")
+    expect(await listening(server.port)).toBe(false)
+    expect(below.filter(isRunning)).toEqual([])
+  }, 90_000)
+
+  it("a second start builds only when the sources changed, and never touches the running server's build", async () => {
+    using project = projectCopy()
+    const first = await npmStart(project.path)
+    const running = currentBuild(project.path)
+    const before = snapshot(running)
+    expect(Object.keys(before)).toEqual([".inputs", "main.js", "main.js.jsc"])
+
+    // Same sources: no build, the same build started.
+    const unchanged = await npmStart(project.path)
+    expect(currentBuild(project.path)).toBe(running)
+    unchanged.proc.kill("SIGTERM")
+    expect(await unchanged.proc.exited).toBe(0)
+    expect(await unchanged.output).not.toContain("Bundled")
+
+    // A changed source: a new build beside the running one, whose files stay as they were.
+    appendFileSync(join(project.path, "src", "main.ts"), "\n// changed\n")
+    const changed = await npmStart(project.path)
+    const rebuilt = currentBuild(project.path)
+    expect(rebuilt).not.toBe(running)
+    expect(snapshot(running)).toEqual(before)
+    expect((await fetch(`${first.url}/livez`)).status).toBe(200)
+    changed.proc.kill("SIGTERM")
+    expect(await changed.proc.exited).toBe(0)
+    expect(await changed.output).toContain("Bundled")
+
+    // Later builds remove earlier ones, but never the one a server runs from.
+    await npmBuild(project.path)
+    expect(currentBuild(project.path)).not.toBe(rebuilt)
+    expect(snapshot(running)).toEqual(before)
+    expect((await fetch(`${first.url}/livez`)).status).toBe(200)
+    first.proc.kill("SIGTERM")
+    expect(await first.proc.exited).toBe(0)
+    await npmBuild(project.path)
+    expect(readdirSync(join(project.path, ".build")).length).toBe(2)
+    expect(existsSync(running)).toBe(false)
+  }, 120_000)
+})
