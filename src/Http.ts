@@ -13,12 +13,7 @@ import { PetsHttpLive, SunsetPolicyLive } from "./Pets/Http.js"
 /** The API definition with this deployment's servers, for the OpenAPI document and the docs page. */
 const ApiLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ servers }) =>
-    HttpApiBuilder.api(
-      PetStoreApi.annotate(OpenApi.Servers, [
-        { url: servers.production, description: "Production" },
-        { url: servers.staging, description: "Staging" }
-      ])
-    )
+    HttpApiBuilder.api(PetStoreApi.annotate(OpenApi.Servers, servers))
   )
 ).pipe(
   Layer.provide([PetsHttpLive, HealthHttpLive]),
