@@ -5,6 +5,28 @@ import type { IpRange } from "./Http/IpAddress.js"
 
 export type Environment = "production" | "staging"
 
+/** An entry of the OpenAPI `servers` list. */
+export interface Server {
+  readonly url: string
+  readonly description: string
+}
+
+/**
+ * The OpenAPI `servers`: this instance first, labelled with its environment, so the docs page
+ * and its samples call the instance serving them; then the other environment.
+ */
+const serversFor = (
+  environment: Environment,
+  self: string,
+  addresses: { readonly production: string; readonly staging: string }
+): ReadonlyArray<Server> => {
+  const other = environment === "production" ? "staging" : "production"
+  return [
+    { url: self, description: `This instance (${environment})` },
+    { url: addresses[other], description: other === "production" ? "Production" : "Staging" }
+  ]
+}
+
 const httpUrl = (name: string) =>
   Config.string(name).pipe(
     Config.validate({ message: "must be an absolute http(s) URL", validation: isHttpUrl }),
@@ -22,8 +44,8 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     readonly environment: Environment
     /** Where clients reach this instance; used in `Link` headers. */
     readonly publicBaseUrl: string
-    /** The base address of each environment, for the OpenAPI document. */
-    readonly servers: { readonly production: string; readonly staging: string }
+    /** The OpenAPI document's `servers`: this instance, then the other environment. */
+    readonly servers: ReadonlyArray<Server>
     /** Requests per API key: a token bucket refilled at `perSecond`, holding `burst`. */
     readonly rateLimit: { readonly perSecond: number; readonly burst: number }
     /** Failed authentications allowed per client address and minute (also the burst). */
@@ -109,10 +131,7 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       return {
         ...config,
         publicBaseUrl: self,
-        // This instance is its own environment's address.
-        servers: config.environment === "production"
-          ? { production: self, staging: stagingUrl }
-          : { production: productionUrl, staging: self }
+        servers: serversFor(config.environment, self, { production: productionUrl, staging: stagingUrl })
       }
     })
   )
@@ -120,14 +139,19 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
   static readonly layer = Layer.effect(AppConfig, AppConfig.config)
 
   /** Settings for tests and for composing the service in code. */
-  static readonly make = (config: Partial<AppConfig["Type"]> = {}) =>
-    Layer.succeed(AppConfig, {
+  static readonly make = (config: Partial<AppConfig["Type"]> = {}) => {
+    const environment = config.environment ?? "staging"
+    const publicBaseUrl = config.publicBaseUrl ?? "http://localhost:3000"
+    return Layer.succeed(AppConfig, {
       port: 3000,
       host: "127.0.0.1",
       databaseUrl: "data/petstore.db",
-      environment: "staging",
-      publicBaseUrl: "http://localhost:3000",
-      servers: { production: "https://petstore.example.com", staging: "https://staging.petstore.example.com" },
+      environment,
+      publicBaseUrl,
+      servers: serversFor(environment, publicBaseUrl, {
+        production: "https://petstore.example.com",
+        staging: "https://staging.petstore.example.com"
+      }),
       rateLimit: { perSecond: 100, burst: 200 },
       authFailuresPerMinute: 20,
       trustedProxies: [],
@@ -136,6 +160,7 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       workers: 1,
       ...config
     })
+  }
 }
 
 /** The SQLite file a `DATABASE_URL` names: a path, `sqlite:path` or `file:path`. */

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpApiScalar, type HttpApp, HttpMiddleware, OpenApi } from "@effect/platform"
+import { HttpApiBuilder, type HttpApp, HttpMiddleware, OpenApi } from "@effect/platform"
 import { Effect, Layer, LogLevel } from "effect"
 import { PetStoreApi } from "./Api.js"
 import { AppConfig } from "./AppConfig.js"
@@ -7,19 +7,15 @@ import { HealthHttpLive } from "./Health/Http.js"
 import { makeClientAddress } from "./Http/ClientAddress.js"
 import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { ApiResponses } from "./Http/ApiResponses.js"
+import { DocsLive } from "./Http/Docs.js"
 import { makeRequestLog, RequestLines } from "./Http/RequestLog.js"
-import { docsPath, ExactRoutes, openApiPath } from "./Http/Routes.js"
+import { ExactRoutes } from "./Http/Routes.js"
 import { PetsHttpLive, SunsetPolicyLive } from "./Pets/Http.js"
 
 /** The API definition with this deployment's servers, for the OpenAPI document and the docs page. */
 const ApiLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ servers }) =>
-    HttpApiBuilder.api(
-      PetStoreApi.annotate(OpenApi.Servers, [
-        { url: servers.production, description: "Production" },
-        { url: servers.staging, description: "Staging" }
-      ])
-    )
+    HttpApiBuilder.api(PetStoreApi.annotate(OpenApi.Servers, servers))
   )
 ).pipe(
   Layer.provide([PetsHttpLive, HealthHttpLive]),
@@ -41,8 +37,7 @@ const CorsLive = Layer.unwrapEffect(
 
 /** The API's handlers, its OpenAPI document and docs page, error bodies and response headers. */
 export const AppLive = Layer.mergeAll(
-  HttpApiScalar.layer({ path: docsPath }),
-  HttpApiBuilder.middlewareOpenApi({ path: openApiPath }),
+  DocsLive,
   // Built after ApiResponses, so it wraps it and its headers reach error responses too.
   CorsLive.pipe(Layer.provide(ApiResponses))
 ).pipe(Layer.provideMerge(ApiLive))

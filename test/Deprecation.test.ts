@@ -7,7 +7,7 @@ const sunset = Date.parse("2030-12-05T00:00:00Z")
 const expectDeprecationHeaders = (headers: Record<string, string>) => {
   expect(headers["deprecation"]).toBe(`@${Date.parse("2026-01-01T00:00:00Z") / 1000}`)
   expect(headers["sunset"]).toBe("Thu, 05 Dec 2030 00:00:00 GMT")
-  expect(headers["link"]).toBe(`<${publicBaseUrl}/docs#tag/pets/GET/v1/pets>; rel="deprecation"; type="text/html"`)
+  expect(headers["link"]).toBe(`<${publicBaseUrl}/docs#tag/pets/get/v1/pets>; rel="deprecation"; type="text/html"`)
 }
 
 describe("getPet is deprecated", () => {

@@ -3,7 +3,7 @@ import { Effect, Layer } from "effect"
 import { readFileSync, writeFileSync } from "node:fs"
 import { InFlightRequests } from "../src/Http/InFlightRequests.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
-import { createKey, makeTestServer, send, TestServer } from "./support/TestServer.js"
+import { createKey, makeTestServer, publicBaseUrl, send, TestServer } from "./support/TestServer.js"
 
 const UnreadyStore = Layer.effect(
   PetRepository,
@@ -22,10 +22,13 @@ describe("served beside the API", () => {
       expect(response.body).toEqual(JSON.parse(readFileSync(fixture, "utf8")))
     }).pipe(Effect.provide(TestServer)))
 
-  it.effect("the document lists both environments, bearer security, deprecation, and no internal decode error", () =>
+  it.effect("the document lists this instance first, then the other environment, bearer security, deprecation, and no internal decode error", () =>
     Effect.gen(function*() {
       const { body: spec } = yield* send("GET", "/v1/openapi.json")
-      expect(spec.servers.map((server: { description: string }) => server.description)).toEqual(["Production", "Staging"])
+      expect(spec.servers).toEqual([
+        { url: publicBaseUrl, description: "This instance (staging)" },
+        { url: "https://petstore.example.com", description: "Production" }
+      ])
       expect(spec.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" })
       expect(spec.paths["/v1/pets/{petId}"].get.deprecated).toBe(true)
       expect(JSON.stringify(spec)).not.toContain("HttpApiDecodeError")

@@ -90,7 +90,8 @@ export const ApiResponses = HttpApiBuilder.middleware(
           HttpServerResponse.setHeaders(response, {
             "x-request-id": requestIdOf(request),
             // Answers are about one caller at one moment: never cached, never sniffed as another type.
-            "cache-control": "no-store",
+            // Only the docs page and the document set their own (`Http/Docs.ts`).
+            "cache-control": response.headers["cache-control"] ?? "no-store",
             "x-content-type-options": "nosniff",
             ...notedResponseHeaders(request)
           })

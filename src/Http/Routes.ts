@@ -4,10 +4,13 @@ import { PetStoreApi } from "../Api.js"
 /** Where the OpenAPI document and the interactive docs page are served, beside the API. */
 export const openApiPath = "/v1/openapi.json"
 export const docsPath = "/docs"
+/** Redirects to the docs page. */
+export const rootPath = "/"
 
 const extraRoutes = [
   { method: "GET", path: openApiPath },
-  { method: "GET", path: docsPath }
+  { method: "GET", path: docsPath },
+  { method: "GET", path: rootPath }
 ] as const
 
 /**

@@ -132,7 +132,7 @@ export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId")
         Sunset: { description: "When this endpoint is removed (RFC 8594).", example: "Thu, 05 Dec 2030 00:00:00 GMT" },
         Link: {
           description: "The documentation of the replacement, `GET /v1/pets` with the status filter.",
-          example: "<https://petstore.example.com/docs#tag/pets/GET/v1/pets>; rel=\"deprecation\"; type=\"text/html\""
+          example: "<https://petstore.example.com/docs#tag/pets/get/v1/pets>; rel=\"deprecation\"; type=\"text/html\""
         }
       }
     })

@@ -11,7 +11,7 @@ import { noteResponseHeaders } from "../Http/ResponseHeaders.js"
 import { docsPath } from "../Http/Routes.js"
 import { defaultLimit } from "./Api.js"
 import { Cursors } from "./Cursors.js"
-import { getPetDeprecatedAt, getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
+import { getPetDeprecatedAt, getPetReplacementFragment, getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
 import { type IdempotencyScope, PetRepository } from "./PetRepository.js"
 
 /**
@@ -111,7 +111,7 @@ export const SunsetPolicyLive = Layer.effect(
     const headers = {
       deprecation: `@${unixSeconds(getPetDeprecatedAt)}`,
       sunset: getPetSunsetAt.toUTCString(),
-      link: `<${publicBaseUrl}${docsPath}#tag/pets/GET/v1/pets>; rel="deprecation"; type="text/html"`
+      link: `<${publicBaseUrl}${docsPath}${getPetReplacementFragment}>; rel="deprecation"; type="text/html"`
     }
     const removed = new Gone({
       code: "endpoint_removed",

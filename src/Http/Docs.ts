@@ -1,0 +1,79 @@
+import { HttpApi, HttpApiBuilder, HttpApiScalar, HttpLayerRouter, HttpServerResponse, OpenApi } from "@effect/platform"
+import { Effect } from "effect"
+import { createHash } from "node:crypto"
+import { precompressed } from "./Precompressed.js"
+import { docsPath, openApiPath, rootPath } from "./Routes.js"
+
+/** Browsers and proxies may keep the page and the document this long, then revalidate by ETag. */
+export const docsCacheControl = "public, max-age=300"
+
+/** Scalar's page for the API, rendered once through its own route; its fonts are the system's, so it needs no network. */
+const renderScalarPage = (api: HttpApi.HttpApi.Any) =>
+  Effect.promise(async () => {
+    const { dispose, handler } = HttpLayerRouter.toWebHandler(
+      HttpApiScalar.layerHttpLayerRouter({ api, path: docsPath, scalar: { withDefaultFonts: false } }),
+      { disableLogger: true }
+    )
+    try {
+      const page = await (await handler(new Request(`http://localhost${docsPath}`))).text()
+      // The viewer's script names a source map on its CDN, which this origin does not serve.
+      return page.replace(/\n\/\/# sourceMappingURL=\/sm\/[0-9a-f]+\.map/, "")
+    } finally {
+      await dispose()
+    }
+  })
+
+const sha256 = (text: string) => `'sha256-${createHash("sha256").update(text).digest("base64")}'`
+
+/**
+ * The page may run only its own inline scripts (by hash) and call only the servers it lists (its
+ * "Test request"); Scalar sets styles inline. No framing, no referrer sent to those servers.
+ */
+const securityHeaders = (page: string, servers: ReadonlyArray<string>) => {
+  const scripts = [...page.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(([, script]) => sha256(script!))
+  const origins = [...new Set(servers.map((url) => new URL(url).origin))]
+  return {
+    "content-security-policy": [
+      "default-src 'none'",
+      // Scalar instantiates WebAssembly; that allows no JavaScript eval.
+      `script-src ${scripts.join(" ")} 'wasm-unsafe-eval'`,
+      "style-src 'unsafe-inline'",
+      "img-src 'self' data:",
+      "font-src 'self' data:",
+      `connect-src 'self' ${origins.join(" ")}`,
+      "base-uri 'none'",
+      "form-action 'none'",
+      "frame-ancestors 'none'"
+    ].join("; "),
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY"
+  }
+}
+
+const utf8 = (text: string) => new TextEncoder().encode(text)
+
+/**
+ * `GET /docs` (the interactive page, working offline), `GET /v1/openapi.json` and `GET /`
+ * (a redirect to the page). The page and the document are built, hashed and compressed once at
+ * start, and may be cached: they change only with the deployment.
+ */
+export const DocsLive = HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function*() {
+    const { api } = yield* HttpApi.Api
+    const spec = OpenApi.fromApi(api)
+    const page = yield* renderScalarPage(api)
+    const servers = (spec.servers ?? []).map(({ url }) => url)
+    yield* router.get(
+      docsPath,
+      yield* precompressed(utf8(page), "text/html; charset=utf-8", {
+        "cache-control": docsCacheControl,
+        ...securityHeaders(page, servers)
+      })
+    )
+    yield* router.get(
+      openApiPath,
+      yield* precompressed(utf8(JSON.stringify(spec)), "application/json", { "cache-control": docsCacheControl })
+    )
+    yield* router.get(rootPath, Effect.succeed(HttpServerResponse.redirect(docsPath, { status: 302 })))
+  })
+)
