@@ -1,6 +1,7 @@
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest } from "@effect/platform"
 import { Context, Effect, Exit, Layer } from "effect"
+import { serverSpanOf } from "../Observability/RequestObserver.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
 
@@ -54,7 +55,8 @@ export class RequestLines extends Context.Tag("petstore/RequestLines")<
 /**
  * Names every request (the caller's `X-Request-Id` when it sent a sane one, else a new one; the API
  * puts it on the response) and, when `log` is given, writes one structured JSON line per request:
- * method, path, status, duration and request id, in the shape of the service's other log lines.
+ * method, path, status, duration and request id (and, when traced, the trace and span ids), in the
+ * shape of the service's other log lines.
  * Headers and the query string are never logged, so neither is a key.
  */
 export const makeRequestLog = (log: ((line: string) => void) | undefined) =>
@@ -70,6 +72,7 @@ export const makeRequestLog = (log: ((line: string) => void) | undefined) =>
     return Effect.onExit(app, (exit) =>
       Effect.sync(() => {
         const queryAt = request.url.indexOf("?")
+        const span = serverSpanOf(request)
         log(JSON.stringify({
           message: "request",
           logLevel: "INFO",
@@ -79,7 +82,8 @@ export const makeRequestLog = (log: ((line: string) => void) | undefined) =>
             path: queryAt === -1 ? request.url : request.url.slice(0, queryAt),
             status: Exit.isSuccess(exit) ? exit.value.status : 500,
             durationMs: Math.round((performance.now() - start) * 100) / 100,
-            requestId: requestIdOf(request)
+            requestId: requestIdOf(request),
+            ...(span === undefined ? {} : { trace_id: span.traceId, span_id: span.spanId })
           }
         }))
       }))
