@@ -75,6 +75,13 @@ export const serveGroupMetrics = (host: string, port: number, count: number) =>
     const scrape = (worker: number) =>
       fetch("http://worker/metrics", { unix: socketOf(folder, worker), signal: AbortSignal.timeout(2000) })
         .then((response) => response.json() as Promise<{ pid: number; series: Array<Series> }>)
+        // JSON has no Infinity: the +Inf bucket's bound arrives as null.
+        .then(({ pid, series }) => ({
+          pid,
+          series: series.map((one) =>
+            one.kind === "histogram" ? { ...one, buckets: one.buckets.map(([le, n]) => [le ?? Infinity, n] as const) } : one
+          )
+        }))
         .catch(() => undefined)
     const exposition = async () => {
       const answers = await Promise.all(slots.map((_, index) => scrape(index + 1)))

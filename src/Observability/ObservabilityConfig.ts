@@ -39,13 +39,15 @@ export class ObservabilityConfig extends Context.Tag("petstore/ObservabilityConf
   }
 >() {
   static readonly config = Config.all({
+    // 0 stands for off.
     metricsPort: Config.string("METRICS_PORT").pipe(
-      Config.withDefault("9464"),
-      Config.map((value) => value.trim().toLowerCase() === "off" ? 0 : Number(value)),
       Config.validate({
         message: "must be off or a port number from 1 to 65535",
-        validation: (port) => Number.isInteger(port) && port >= 0 && port <= 65535
-      })
+        validation: (value) =>
+          value.trim().toLowerCase() === "off" || (/^\d+$/.test(value.trim()) && Number(value) >= 1 && Number(value) <= 65535)
+      }),
+      Config.map((value) => value.trim().toLowerCase() === "off" ? 0 : Number(value)),
+      Config.withDefault(9464)
     ),
     metricsHost: Config.string("METRICS_HOST").pipe(Config.withDefault("127.0.0.1")),
     endpoint: Config.option(otlpUrl("OTEL_EXPORTER_OTLP_ENDPOINT")),
@@ -54,12 +56,12 @@ export class ObservabilityConfig extends Context.Tag("petstore/ObservabilityConf
     exporter: Config.literal("otlp", "none")("OTEL_TRACES_EXPORTER").pipe(Config.withDefault("otlp")),
     serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.option),
     resourceAttributes: Config.string("OTEL_RESOURCE_ATTRIBUTES").pipe(
-      Config.withDefault(""),
       Config.validate({
         message: "must be comma-separated key=value pairs",
         validation: (list) => list.trim() === "" || list.split(",").every((pair) => /^[^=]+=.*$/.test(pair.trim()))
       }),
-      Config.map(parseAttributes)
+      Config.map(parseAttributes),
+      Config.withDefault({} as Record<string, string>)
     ),
     sampler: Config.literal(...samplerNames)("OTEL_TRACES_SAMPLER").pipe(Config.withDefault("parentbased_always_on")),
     ratio: Config.number("OTEL_TRACES_SAMPLER_ARG").pipe(
