@@ -1,5 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
+import { registrySeries, render } from "../src/Observability/Exposition.js"
+import { countFailedAuthentication, countRateLimited } from "../src/Observability/Metrics.js"
+import { createTestDatabase } from "./support/PostgresStores.js"
 import { promtoolCheckMetrics, startPrometheus } from "./support/Prometheus.js"
 import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
@@ -159,5 +162,49 @@ describe("Prometheus metrics", () => {
     } finally {
       server.proc.kill("SIGKILL")
     }
+  })
+
+  it("on PostgreSQL: statement durations and the pool's connections in use and idle", async () => {
+    await using database = await createTestDatabase()
+    const env = { DATABASE_URL: database.url }
+    const key = (await runCommand(["src/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n").at(-1)!
+    const metricsPort = freePort()
+    const server = await startServer({ ...env, METRICS_PORT: String(metricsPort) })
+    try {
+      expect((await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200)
+      const exposition = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
+      expect(promtoolCheckMetrics(exposition).exitCode).toBe(0)
+      expect(
+        valueOf(
+          exposition,
+          `db_client_operation_duration_seconds_count{db_system_name="postgresql",db_operation_name="SELECT",db_collection_name="pets"}`
+        )
+      ).toBe(1)
+      const used = valueOf(exposition, `db_client_connection_count{db_client_connection_state="used"}`)!
+      const idle = valueOf(exposition, `db_client_connection_count{db_client_connection_state="idle"}`)!
+      expect(used).toBeGreaterThanOrEqual(0)
+      expect(idle).toBeGreaterThan(0)
+      expect(used + idle).toBeLessThanOrEqual(20)
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it("rate-limited and failed-authentication counts appear by policy and by reason", () => {
+    const before = render(registrySeries())
+    const count = (exposition: string, series: string) => valueOf(exposition, series) ?? 0
+    countRateLimited("per-key")
+    countRateLimited("per-key")
+    countRateLimited("failed-authentication")
+    countFailedAuthentication("invalid_api_key")
+    const after = render(registrySeries())
+    for (const [series, added] of [
+      [`petstore_rate_limited_requests_total{policy="per-key"}`, 2],
+      [`petstore_rate_limited_requests_total{policy="failed-authentication"}`, 1],
+      [`petstore_failed_authentications_total{reason="invalid_api_key"}`, 1]
+    ] as const) {
+      expect(count(after, series) - count(before, series)).toBe(added)
+    }
+    expect(promtoolCheckMetrics(after).exitCode).toBe(0)
   })
 })

@@ -52,6 +52,17 @@ export const registrySeries = (): Array<Series> => {
   return series
 }
 
+const collectors = new Set<() => ReadonlyArray<Series>>()
+
+/** Adds series read at each scrape (a pool's connections, say); answers how to remove them. */
+export const addCollector = (collect: () => ReadonlyArray<Series>) => {
+  collectors.add(collect)
+  return () => void collectors.delete(collect)
+}
+
+/** The series of every collector added, read now. */
+export const collectedSeries = (): Array<Series> => [...collectors].flatMap((collect) => collect())
+
 const seriesKey = (series: Series) => series.name + "\u0000" + series.labels.map(([k, v]) => `${k}=${v}`).join("\u0000")
 
 /** Series of several processes added up: counters, gauges and histogram buckets by name and labels. */

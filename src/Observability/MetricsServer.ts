@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { addUp, contentType, registrySeries, render, type Series } from "./Exposition.js"
+import { addUp, collectedSeries, contentType, registrySeries, render, type Series } from "./Exposition.js"
 import { processSeries, sampleEventLoopDelay } from "./ProcessMetrics.js"
 
 /** Set in the workers' environment: the folder where each worker serves its metrics on a socket. */
@@ -10,8 +10,8 @@ export const metricsFolderVariable = "PETSTORE_METRICS_FOLDER"
 
 const socketOf = (folder: string, worker: number) => join(folder, `worker-${worker}.sock`)
 
-/** This process's series: its Effect metrics and its memory and CPU time. */
-const ownSeries = (): Array<Series> => [...registrySeries(), ...processSeries()]
+/** This process's series: its Effect metrics, what collectors read now, and its memory and CPU time. */
+const ownSeries = (): Array<Series> => [...registrySeries(), ...collectedSeries(), ...processSeries()]
 
 const notFound = () => new Response("Not Found: metrics are at /metrics\n", { status: 404 })
 

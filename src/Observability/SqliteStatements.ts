@@ -6,13 +6,14 @@ const nowNanos = () => BigInt(Math.round((performance.timeOrigin + performance.n
 
 /**
  * A span for a statement run synchronously inside an effect, as a child of the running fiber's
- * span; none outside a traced request.
+ * span.
  */
 const startSpan = (sql: string, attributes: Record<string, string>): Tracer.Span | undefined => {
   const fiber = Fiber.getCurrentFiber()
   if (Option.isNone(fiber)) return undefined
   const parent = fiber.value.currentSpan
-  if (parent === undefined) return undefined
+  // Outside a request, or in a trace not sampled: a span would only cost.
+  if (parent === undefined || !parent.sampled) return undefined
   const span = fiber.value.currentTracer.span(
     attributes["db.query.summary"]!,
     Option.some(parent),
