@@ -173,15 +173,15 @@ describe("Prometheus metrics", () => {
     try {
       expect((await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200)
       const exposition = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
-      expect(promtoolCheckMetrics(exposition).exitCode).toBe(0)
+      expect(promtoolCheckMetrics(exposition)).toEqual({ exitCode: 0, output: "" })
       expect(
         valueOf(
           exposition,
           `db_client_operation_duration_seconds_count{db_system_name="postgresql",db_operation_name="SELECT",db_collection_name="pets"}`
         )
       ).toBe(1)
-      const used = valueOf(exposition, `db_client_connection_count{db_client_connection_state="used"}`)!
-      const idle = valueOf(exposition, `db_client_connection_count{db_client_connection_state="idle"}`)!
+      const used = valueOf(exposition, `db_client_connections_usage{state="used"}`)!
+      const idle = valueOf(exposition, `db_client_connections_usage{state="idle"}`)!
       expect(used).toBeGreaterThanOrEqual(0)
       expect(idle).toBeGreaterThan(0)
       expect(used + idle).toBeLessThanOrEqual(20)

@@ -35,7 +35,7 @@ const timeQueries = (client: Pg.PoolClient) => {
 
 /**
  * The pool of PostgreSQL connections, as `@effect/sql-pg` would make it, observed: each
- * statement's duration, and the connections in use (`db_client_connection_count`) at each scrape.
+ * statement's duration, and the connections in use (`db_client_connections_usage`) at each scrape.
  * Its first connection is tried at start, so a database that does not answer stops the start.
  */
 export const observedPgPool = (options: { readonly url: string; readonly max: number; readonly applicationName: string }) =>
@@ -64,16 +64,16 @@ export const observedPgPool = (options: { readonly url: string; readonly max: nu
         addCollector(() => [
           {
             kind: "gauge",
-            name: "db_client_connection_count",
+            name: "db_client_connections_usage",
             help: "PostgreSQL pool connections, by state: used (running a statement or a transaction) or idle",
-            labels: [["db_client_connection_state", "used"]],
+            labels: [["state", "used"]],
             value: pool.totalCount - pool.idleCount
           },
           {
             kind: "gauge",
-            name: "db_client_connection_count",
+            name: "db_client_connections_usage",
             help: "PostgreSQL pool connections, by state: used (running a statement or a transaction) or idle",
-            labels: [["db_client_connection_state", "idle"]],
+            labels: [["state", "idle"]],
             value: pool.idleCount
           }
         ])
