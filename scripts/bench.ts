@@ -3,7 +3,8 @@
  * database, measured with wrk in turns (A B A B …), server on core 0 and wrk on core 1, with the
  * framework floor (`scripts/bench/floor.ts`) in the same turns on get by id; then the service with
  * WORKERS=2, its two processes sharing both cores with wrk; then the service on PostgreSQL, one
- * instance and two (`scripts/bench/postgres.ts`).
+ * instance and two (`scripts/bench/postgres.ts`); then what metrics and traces cost
+ * (`scripts/bench/observability.ts`).
  *
  * Usage: bun run bench [results.json] [--rounds N] [--duration SECONDS]
  * (`bun run bench` builds dist/main.js first; `bun scripts/bench.ts` uses the build as it is.)
@@ -12,6 +13,7 @@ import { Database } from "bun:sqlite"
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { databaseCopier, measureObservability, printObservability } from "./bench/observability.js"
 import { args, numberOption } from "./options.js"
 import { measurePostgres } from "./bench/postgres.js"
 import { median, runWrk as wrk } from "./bench/wrk.js"
@@ -270,6 +272,19 @@ const postgresRows = postgres.map(({ oneInstance, twoInstances, workload }) => {
   }
 })
 
+const observability = await measureObservability({
+  root,
+  folder,
+  rounds,
+  loadCore,
+  serviceEnv,
+  copyDatabase: databaseCopier(folder, copyFileSync, seed),
+  start: (name, command, env, port) => start(name, command, env, port),
+  workloads,
+  runWrk,
+  median
+})
+
 const cell = (value: string, width: number) => value.padStart(width)
 console.log(
   `\nwrk 1 thread, 32 connections, ${duration}s per run, median of ${rounds} rounds (A B turns); ` +
@@ -360,6 +375,7 @@ console.log(
     `(${memory.growth.toFixed(2)}x)`
 )
 console.log(`service start to first successful request: ${service.startupMs.toFixed(0)} ms (baseline ${baseline.startupMs.toFixed(0)} ms)`)
+printObservability(observability)
 
 if (output !== undefined) {
   writeFileSync(
@@ -373,6 +389,7 @@ if (output !== undefined) {
         frameworkFloor: floorSummary,
         twoWorkers: workerRows,
         postgres: postgresRows,
+        observability,
         memory,
         startupMs: { service: service.startupMs, baseline: baseline.startupMs }
       },

@@ -10,6 +10,10 @@ import { ApiResponses } from "./Http/ApiResponses.js"
 import { DocsLive } from "./Http/Docs.js"
 import { makeRequestLog, RequestLines } from "./Http/RequestLog.js"
 import { ExactRoutes } from "./Http/Routes.js"
+import { ObservabilityConfig } from "./Observability/ObservabilityConfig.js"
+import { ObservedAuthentication, ObservedPetRepository } from "./Observability/ObservedServices.js"
+import { makeRequestObserver } from "./Observability/RequestObserver.js"
+import { TracingLive } from "./Observability/Tracing.js"
 import { PetsHttpLive, SunsetPolicyLive } from "./Pets/Http.js"
 
 /** The API definition with this deployment's servers, for the OpenAPI document and the docs page. */
@@ -19,6 +23,7 @@ const ApiLive = Layer.unwrapEffect(
   )
 ).pipe(
   Layer.provide([PetsHttpLive, HealthHttpLive]),
+  Layer.provide([ObservedAuthentication, ObservedPetRepository]),
   Layer.provide([AuthenticationLive, SunsetPolicyLive])
 )
 
@@ -42,24 +47,32 @@ export const AppLive = Layer.mergeAll(
   CorsLive.pipe(Layer.provide(ApiResponses))
 ).pipe(Layer.provideMerge(ApiLive))
 
-/** Around every request: the count of requests in flight (for a graceful stop), then the request log. */
+/**
+ * Around every request: its metrics and server span, the request log, then the count of requests
+ * in flight (for a graceful stop).
+ */
 export const serverMiddleware = Effect.gen(function*() {
   const { middleware } = yield* InFlightRequests
   const { logLevel, trustedProxies } = yield* AppConfig
+  const { metrics, tracing } = yield* ObservabilityConfig
+  const clientAddress = makeClientAddress(trustedProxies)
+  const observe = makeRequestObserver({ metrics: metrics._tag === "Some", tracing: tracing._tag === "Some", clientAddress })
   const requestLog = makeRequestLog(
     LogLevel.greaterThan(logLevel, LogLevel.Info) ? undefined : (yield* RequestLines).add,
-    makeClientAddress(trustedProxies)
+    clientAddress
   )
-  return (app: HttpApp.Default) => requestLog(middleware(app))
+  return (app: HttpApp.Default) => observe(requestLog(middleware(app)))
 })
 
 /**
- * The whole HTTP service. Needs an `HttpServer`, the stores, `InFlightRequests`, `RequestLines`
- * and `AppConfig`.
+ * The whole HTTP service. Needs an `HttpServer`, the stores, `InFlightRequests`, `RequestLines`,
+ * `AppConfig` and `ObservabilityConfig`.
  */
 export const HttpLive = Layer.unwrapEffect(Effect.map(serverMiddleware, HttpApiBuilder.serve)).pipe(
   Layer.provide(AppLive),
   Layer.provide(ExactRoutes),
-  // Spans are exported nowhere; tracing every request would cost time for nothing.
-  HttpMiddleware.withTracerDisabledWhen(() => true)
+  // The platform's request tracer stays off: the request observer makes the server span, and
+  // only when traces are exported, so tracing off costs nothing.
+  HttpMiddleware.withTracerDisabledWhen(() => true),
+  Layer.provide(TracingLive)
 )

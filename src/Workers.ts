@@ -13,11 +13,11 @@ const stopTimeout = "15 seconds"
  * stderr. Interrupting it (the supervisor stopping) sends SIGTERM and waits for the worker to
  * finish its requests in flight.
  */
-const runWorker = (worker: number) =>
+const runWorker = (worker: number, env: Record<string, string>) =>
   Effect.acquireUseRelease(
     Effect.sync(() =>
       Bun.spawn([process.execPath, ...process.argv.slice(1)], {
-        env: { ...process.env, [workerVariable]: String(worker), [supervisorVariable]: String(process.pid) },
+        env: { ...process.env, ...env, [workerVariable]: String(worker), [supervisorVariable]: String(process.pid) },
         stdio: ["ignore", "inherit", "inherit"]
       })
     ),
@@ -41,12 +41,13 @@ const runWorker = (worker: number) =>
 /**
  * Keeps `count` workers running: one that exits while the supervisor runs is started again a
  * second later. Interrupted (SIGTERM or SIGINT to the supervisor), it stops them all and waits.
+ * `env` is added to the workers' environment.
  */
-export const supervise = (count: number) =>
+export const supervise = (count: number, env: Record<string, string> = {}) =>
   Effect.forEach(
     Array.from({ length: count }, (_, index) => index + 1),
     (worker) =>
-      runWorker(worker).pipe(
+      runWorker(worker, env).pipe(
         Effect.tap((code) =>
           Effect.logWarning("worker exited; starting it again in 1 second").pipe(Effect.annotateLogs({ worker, code }))
         ),

@@ -5,6 +5,8 @@ import { summarizeCause } from "./CauseSummary.js"
 import { HttpLive } from "./Http.js"
 import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { RequestLines } from "./Http/RequestLog.js"
+import { metricsFolderVariable, serveGroupMetrics, serveMetrics, serveWorkerMetrics } from "./Observability/MetricsServer.js"
+import { ObservabilityConfig } from "./Observability/ObservabilityConfig.js"
 import { migrate, StoresLive } from "./Stores.js"
 import { stopWhenOrphaned, supervise, workerVariable } from "./Workers.js"
 
@@ -24,6 +26,10 @@ const worker = process.env[workerVariable]
 const serve = Effect.gen(function*() {
   const config = yield* AppConfig
   const inFlight = yield* InFlightRequests
+  const { metrics } = yield* ObservabilityConfig
+  const metricsFolder = process.env[metricsFolderVariable]
+  if (worker !== undefined && metricsFolder !== undefined) yield* serveWorkerMetrics(metricsFolder, Number(worker))
+  else if (worker === undefined && Option.isSome(metrics)) yield* serveMetrics(metrics.value.host, metrics.value.port)
   yield* Layer.build(ServerLive)
   // Added after the server, so it runs first on stop: running requests finish before the server,
   // then the database, close.
@@ -46,10 +52,16 @@ const main = Effect.gen(function*() {
   const { port, workers } = yield* AppConfig
   if (workers === 1 || worker !== undefined) return yield* serve
   yield* migrate
+  const { metrics } = yield* ObservabilityConfig
+  // The supervisor serves the metrics port, adding up what each worker serves on its socket.
+  const env = Option.isNone(metrics) ? {} : {
+    [metricsFolderVariable]: yield* serveGroupMetrics(metrics.value.host, metrics.value.port, workers)
+  }
   yield* Effect.logInfo("supervising workers").pipe(Effect.annotateLogs({ port, workers }))
-  return yield* supervise(workers)
+  return yield* supervise(workers, env)
 }).pipe(
-  Effect.provide(AppConfig.layer),
+  Effect.scoped,
+  Effect.provide([AppConfig.layer, ObservabilityConfig.layer]),
   Effect.tapErrorCause((cause) =>
     Effect.logError(
       Option.match(Cause.failureOption(cause).pipe(Option.filter(ConfigError.isConfigError)), {

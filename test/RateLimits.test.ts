@@ -123,6 +123,6 @@ describe("failed authentications behind a trusted proxy", () => {
       yield* Effect.promise(() => Bun.sleep(20))
       const clients = lines.join("").trim().split("\n").map((line) => JSON.parse(line).annotations.client)
       expect(clients).toEqual(["203.0.113.9", "2001:db8::7"])
-    }).pipe(Effect.provide(makeTestServer(undefined, proxy, undefined, (chunk) => lines.push(chunk))))
+    }).pipe(Effect.provide(makeTestServer(undefined, proxy, undefined, undefined, (chunk) => lines.push(chunk))))
   })
 })

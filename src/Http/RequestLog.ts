@@ -1,8 +1,9 @@
-import type { HttpApp, HttpServerResponse } from "@effect/platform"
+import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest } from "@effect/platform"
-import { clientAbortFiberId } from "@effect/platform/HttpServerError"
-import { Cause, Context, Effect, Exit, HashSet, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { serverSpanOf } from "../Observability/RequestObserver.js"
 import type { ClientAddress } from "./ClientAddress.js"
+import { statusOf } from "./RequestStatus.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
 
@@ -53,26 +54,13 @@ export class RequestLines extends Context.Tag("petstore/RequestLines")<
   static readonly Stdout = RequestLines.layer((chunk) => process.stdout.write(chunk))
 }
 
-/** nginx's status for a request whose client closed the connection before the answer. */
-export const clientClosedRequest = 499
-
-/**
- * The status a request ended with: its response's, 499 when its client went away (during a slowed
- * 401 or before its body was complete: the client's doing, so never counted as a server error),
- * else 500.
- */
-export const statusOf = (exit: Exit.Exit<HttpServerResponse.HttpServerResponse, unknown>): number =>
-  Exit.isSuccess(exit)
-    ? exit.value.status
-    : HashSet.has(Cause.interruptors(exit.cause), clientAbortFiberId)
-    ? clientClosedRequest
-    : 500
 
 /**
  * Names every request (the caller's `X-Request-Id` when it sent a sane one, else a new one; the API
  * puts it on the response) and, when `log` is given, writes one structured JSON line per request:
- * method, path, status, duration, request id and the client's address, in the shape of the
- * service's other log lines. Headers and the query string are never logged, so neither is a key.
+ * method, path, status, duration, request id, the client's address (and, when traced, the trace
+ * and span ids), in the shape of the service's other log lines. Headers and the query string are
+ * never logged, so neither is a key.
  */
 export const makeRequestLog = (
   log: ((line: string) => void) | undefined,
@@ -90,6 +78,7 @@ export const makeRequestLog = (
     return Effect.onExit(app, (exit) =>
       Effect.sync(() => {
         const queryAt = request.url.indexOf("?")
+        const span = serverSpanOf(request)
         log(JSON.stringify({
           message: "request",
           logLevel: "INFO",
@@ -100,7 +89,8 @@ export const makeRequestLog = (
             status: statusOf(exit),
             durationMs: Math.round((performance.now() - start) * 100) / 100,
             requestId: requestIdOf(request),
-            client: clientAddress(request).text
+            client: clientAddress(request).text,
+            ...(span === undefined ? {} : { trace_id: span.traceId, span_id: span.spanId })
           }
         }))
       }))

@@ -2,11 +2,13 @@ import { BunContext } from "@effect/platform-bun"
 import { Migrator } from "@effect/sql"
 import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-bun"
 import { Database } from "bun:sqlite"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { accessSync, constants, existsSync, mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { AppConfig, sqliteFilename } from "../AppConfig.js"
 import { summarizeCause } from "../CauseSummary.js"
+import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
+import { observeStatements } from "../Observability/SqliteStatements.js"
 import createPets from "./sqlite-migrations/0001_create_pets.js"
 import createApiKeys from "./sqlite-migrations/0002_create_api_keys.js"
 import createSettings from "./sqlite-migrations/0003_create_settings.js"
@@ -43,7 +45,8 @@ export class Sqlite extends Context.Tag("petstore/Sqlite")<Sqlite, Database>() {
         Effect.provide(BunContext.layer),
         Effect.catchAllCause((cause) => Effect.fail(cannotUse(filename, summarizeCause(cause))))
       )
-      return yield* Effect.acquireRelease(
+      const observability = yield* Effect.serviceOption(ObservabilityConfig)
+      const db = yield* Effect.acquireRelease(
         Effect.try({
           try: () => {
             const db = new Database(filename, { readwrite: true, create: false, strict: true })
@@ -57,6 +60,9 @@ export class Sqlite extends Context.Tag("petstore/Sqlite")<Sqlite, Database>() {
         }),
         (db) => Effect.sync(() => db.close())
       )
+      if (Option.isNone(observability)) return db
+      const { metrics, tracing } = observability.value
+      return Option.isNone(metrics) && Option.isNone(tracing) ? db : observeStatements(db, { tracing: Option.isSome(tracing) })
     })
   )
 }

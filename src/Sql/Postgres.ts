@@ -1,8 +1,9 @@
 import { BunContext } from "@effect/platform-bun"
 import { Migrator } from "@effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
-import { Effect, Layer, Predicate, Redacted } from "effect"
+import { Effect, Layer, Predicate } from "effect"
 import { AppConfig } from "../AppConfig.js"
+import { observedPgPool } from "../Observability/PgPool.js"
 import createPets from "./postgres-migrations/0001_create_pets.js"
 import createApiKeys from "./postgres-migrations/0002_create_api_keys.js"
 import createSettings from "./postgres-migrations/0003_create_settings.js"
@@ -49,9 +50,10 @@ const cannotConnect = (databaseUrl: string, error: unknown): Error => {
  */
 export const PostgresLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ databaseUrl }) =>
-    PgClient.layer({ url: Redacted.make(databaseUrl), applicationName: "petstore", maxConnections: 20 }).pipe(
-      Layer.catchAll((error) => Layer.fail(cannotConnect(databaseUrl, error)))
-    )
+    PgClient.layerFromPool({
+      acquire: observedPgPool({ url: databaseUrl, max: 20, applicationName: "petstore" }),
+      applicationName: "petstore"
+    }).pipe(Layer.catchAll((error) => Layer.fail(cannotConnect(databaseUrl, error))))
   )
 ).pipe(
   Layer.tap((context) =>

@@ -46,7 +46,8 @@ export const startServer = async (env: Record<string, string>) => {
   const startedAt = performance.now()
   const proc = Bun.spawn(["bun", "src/main.ts"], {
     cwd: root,
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), ...env },
+    // Metrics off unless a test asks: servers started side by side would all want port 9464.
+    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), METRICS_PORT: "off", ...env },
     stdout: "pipe",
     stderr: "pipe"
   })

@@ -8,6 +8,7 @@ import { RateLimiter } from "../../src/Auth/RateLimiter.js"
 import { HttpLive } from "../../src/Http.js"
 import { InFlightRequests } from "../../src/Http/InFlightRequests.js"
 import { RequestLines } from "../../src/Http/RequestLog.js"
+import { ObservabilityConfig } from "../../src/Observability/ObservabilityConfig.js"
 import { Cursors } from "../../src/Pets/Cursors.js"
 import { PetRepository } from "../../src/Pets/PetRepository.js"
 
@@ -18,13 +19,19 @@ export const makeTestServer = (
   pets: Layer.Layer<PetRepository> = PetRepository.InMemory,
   config: Partial<AppConfig["Type"]> = {},
   limiter: Layer.Layer<RateLimiter> = RateLimiter.InMemory,
+  observability: Partial<ObservabilityConfig["Type"]> = {},
   logLines: (chunk: string) => void = () => {}
 ) =>
   HttpLive.pipe(
     Layer.provideMerge(BunHttpServer.layerTest),
     Layer.provideMerge(Layer.mergeAll(pets, ApiKeys.InMemory, Cursors.InMemory, limiter)),
     Layer.provideMerge(
-      Layer.mergeAll(AppConfig.make({ publicBaseUrl, ...config }), InFlightRequests.layer, RequestLines.layer(logLines))
+      Layer.mergeAll(
+        AppConfig.make({ publicBaseUrl, ...config }),
+        InFlightRequests.layer,
+        RequestLines.layer(logLines),
+        ObservabilityConfig.make(observability)
+      )
     )
   )
 

@@ -1,0 +1,133 @@
+/**
+ * What metrics and traces cost: the service started four ways, measured in the same turns on every
+ * workload. Metrics on (the default) against `METRICS_PORT=off`; traces exported at sampling 1.0
+ * and 0.01 to a local receiving end (`otlp-sink.ts`, on the load generator's core) against
+ * tracing off, both with metrics off so each is measured alone.
+ */
+import { join } from "node:path"
+
+export interface Measured {
+  readonly rps: number
+  readonly p50: number
+  readonly p99: number
+  readonly cpuUsPerRequest: number
+}
+
+interface Server {
+  readonly name: string
+  readonly url: string
+  readonly pid: number
+  readonly stop: () => Promise<void>
+}
+
+export interface ObservabilityBench {
+  readonly root: string
+  readonly folder: string
+  readonly rounds: number
+  readonly loadCore: string
+  readonly serviceEnv: Record<string, string>
+  readonly copyDatabase: (name: string) => string
+  readonly start: (name: string, command: Array<string>, env: Record<string, string>, port: number) => Promise<Server>
+  readonly workloads: ReadonlyArray<{ readonly name: string; readonly path: string; readonly script: string }>
+  readonly runWrk: (url: string, script: string, onCores: string, pid: number) => Measured
+  readonly median: (values: ReadonlyArray<number>) => number
+}
+
+const sinkPort = 3930
+
+const variants = (sink: string) => [
+  { name: "plain", label: "metrics off, tracing off", port: 3931, env: { METRICS_PORT: "off" } },
+  { name: "metrics", label: "metrics on (default)", port: 3932, env: { METRICS_PORT: "3942" } },
+  {
+    name: "traced",
+    label: "tracing, sampling 1.0",
+    port: 3933,
+    env: { METRICS_PORT: "off", OTEL_EXPORTER_OTLP_ENDPOINT: sink, OTEL_TRACES_SAMPLER_ARG: "1.0", OTEL_TRACES_SAMPLER: "parentbased_traceidratio" }
+  },
+  {
+    name: "sampled",
+    label: "tracing, sampling 0.01",
+    port: 3934,
+    env: { METRICS_PORT: "off", OTEL_EXPORTER_OTLP_ENDPOINT: sink, OTEL_TRACES_SAMPLER_ARG: "0.01", OTEL_TRACES_SAMPLER: "parentbased_traceidratio" }
+  }
+] as const
+
+export const measureObservability = async (bench: ObservabilityBench) => {
+  const sink = Bun.spawn(["taskset", "-c", bench.loadCore, "bun", "scripts/bench/otlp-sink.ts", String(sinkPort)], {
+    cwd: bench.root,
+    stdout: "pipe"
+  })
+  const configured = variants(`http://127.0.0.1:${sinkPort}`)
+  const servers: Array<Server> = []
+  for (const variant of configured) {
+    servers.push(
+      await bench.start(`observability-${variant.name}`, ["bun", "dist/main.js"], {
+        ...bench.serviceEnv,
+        PORT: String(variant.port),
+        PUBLIC_BASE_URL: `http://localhost:${variant.port}`,
+        DATABASE_URL: bench.copyDatabase(`observability-${variant.name}.db`),
+        ...variant.env
+      }, variant.port)
+    )
+  }
+  const rows = bench.workloads.map((workload) => {
+    for (const server of servers) bench.runWrk(server.url + workload.path, workload.script, bench.loadCore, server.pid)
+    const samples = servers.map(() => [] as Array<Measured>)
+    for (let round = 0; round < bench.rounds; round++) {
+      servers.forEach((server, i) => samples[i]!.push(bench.runWrk(server.url + workload.path, workload.script, bench.loadCore, server.pid)))
+    }
+    const summary = Object.fromEntries(configured.map((variant, i) => [variant.name, {
+      rps: bench.median(samples[i]!.map((s) => s.rps)),
+      p99Ms: bench.median(samples[i]!.map((s) => s.p99)),
+      cpuUsPerRequest: bench.median(samples[i]!.map((s) => s.cpuUsPerRequest)),
+      rounds: samples[i]!
+    }])) as unknown as Record<(typeof configured)[number]["name"], { rps: number; p99Ms: number; cpuUsPerRequest: number }>
+    return {
+      workload: workload.name,
+      ...summary,
+      metricsOfPlain: summary.metrics.rps / summary.plain.rps,
+      tracedOfPlain: summary.traced.rps / summary.plain.rps,
+      sampledOfPlain: summary.sampled.rps / summary.plain.rps
+    }
+  })
+  for (const server of servers) await server.stop()
+  sink.kill("SIGTERM")
+  const received = JSON.parse((await new Response(sink.stdout).text()).trim() || "{}") as { exports?: number; bytes?: number }
+  return { variants: configured.map(({ env, label, name }) => ({ name, label, env })), rows, sink: received }
+}
+
+export const printObservability = (result: Awaited<ReturnType<typeof measureObservability>>) => {
+  const cell = (value: string, width: number) => value.padStart(width)
+  console.log(
+    `\nobservability, in the same turns: req/s with metrics on against off, and with traces exported ` +
+      `(sampling 1.0, 0.01) against tracing off; metrics off in the tracing runs\n`
+  )
+  console.log(
+    ["workload".padEnd(26), cell("off rps", 8), cell("metrics", 8), cell("×", 5), cell("trace 1.0", 10), cell("×", 5), cell("trace 0.01", 11), cell("×", 5), cell("µs off/metrics/1.0/0.01", 24)].join(" ")
+  )
+  for (const row of result.rows) {
+    console.log(
+      [
+        row.workload.padEnd(26),
+        cell(row.plain.rps.toFixed(0), 8),
+        cell(row.metrics.rps.toFixed(0), 8),
+        cell(row.metricsOfPlain.toFixed(2), 5),
+        cell(row.traced.rps.toFixed(0), 10),
+        cell(row.tracedOfPlain.toFixed(2), 5),
+        cell(row.sampled.rps.toFixed(0), 11),
+        cell(row.sampledOfPlain.toFixed(2), 5),
+        cell(
+          [row.plain, row.metrics, row.traced, row.sampled].map((s) => s.cpuUsPerRequest.toFixed(0)).join("/"),
+          24
+        )
+      ].join(" ")
+    )
+  }
+  console.log(`\nthe OTLP receiving end took ${result.sink.exports ?? 0} exports, ${((result.sink.bytes ?? 0) / 1e6).toFixed(1)} MB`)
+}
+
+export const databaseCopier = (folder: string, copy: (from: string, to: string) => void, seed: string) => (name: string) => {
+  const path = join(folder, name)
+  copy(seed, path)
+  return path
+}

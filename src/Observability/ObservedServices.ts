@@ -1,0 +1,53 @@
+import { Effect, Layer } from "effect"
+import { Authentication } from "../Auth/Authentication.js"
+import { PetRepository } from "../Pets/PetRepository.js"
+import { countPetCreated } from "./Metrics.js"
+import { ObservabilityConfig } from "./ObservabilityConfig.js"
+
+const span = (name: string) => ({ captureStackTrace: false, attributes: { "code.function.name": name } }) as const
+
+/**
+ * Authentication in a child span of the request's, when tracing is on; the same service otherwise.
+ * The span carries no attribute of the request: never the key.
+ */
+export const ObservedAuthentication = Layer.effect(
+  Authentication,
+  Effect.gen(function*() {
+    const { tracing } = yield* ObservabilityConfig
+    const authentication = yield* Authentication
+    if (tracing._tag === "None") return authentication
+    return Authentication.of({
+      bearer: (token) => Effect.withSpan(authentication.bearer(token), "authenticate", span("Authentication.bearer"))
+    })
+  })
+)
+
+/**
+ * The repository's calls in child spans when tracing is on, and its creates counted
+ * (`petstore_pets_created_total`) when metrics are on.
+ */
+export const ObservedPetRepository = Layer.effect(
+  PetRepository,
+  Effect.gen(function*() {
+    const { metrics, tracing } = yield* ObservabilityConfig
+    const pets = yield* PetRepository
+    const counted: typeof pets = metrics._tag === "None" ? pets : {
+      ...pets,
+      create: (pet) => Effect.map(pets.create(pet), (created) => (countPetCreated(), created)),
+      createOnce: (scope, fingerprint, pet) =>
+        Effect.map(pets.createOnce(scope, fingerprint, pet), (created) => (countPetCreated(), created))
+    }
+    if (tracing._tag === "None") return counted
+    const traced = <A extends Array<any>, B, E, R>(name: string, call: (...args: A) => Effect.Effect<B, E, R>) =>
+    (...args: A) => Effect.withSpan(call(...args), `PetRepository.${name}`, span(`PetRepository.${name}`))
+    return PetRepository.of({
+      create: traced("create", counted.create),
+      createOnce: traced("createOnce", counted.createOnce),
+      findById: traced("findById", counted.findById),
+      list: traced("list", counted.list),
+      reserve: traced("reserve", counted.reserve),
+      release: traced("release", counted.release),
+      isReady: Effect.withSpan(counted.isReady, "PetRepository.isReady", span("PetRepository.isReady"))
+    })
+  })
+)

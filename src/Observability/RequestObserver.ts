@@ -1,0 +1,81 @@
+import { type HttpApp, HttpServerRequest, HttpTraceContext } from "@effect/platform"
+import { Clock, Effect, Exit, Option, type Tracer } from "effect"
+import type { ClientAddress } from "../Http/ClientAddress.js"
+import { statusOf } from "../Http/RequestStatus.js"
+import { activeRequests } from "./Metrics.js"
+import { makeRouteLabels, type RouteLabels, unmatchedRoute } from "./RouteTemplates.js"
+
+/** The server span of each request being traced, for its log line. */
+const serverSpans = new WeakMap<HttpServerRequest.HttpServerRequest, Tracer.Span>()
+
+export const serverSpanOf = (request: HttpServerRequest.HttpServerRequest): Tracer.Span | undefined =>
+  serverSpans.get(request)
+
+/**
+ * Around every request, when metrics or traces are on: the request-duration histogram by method,
+ * route template and status, the gauge of requests in flight, and, with tracing, the request's
+ * server span (continuing the caller's `traceparent`) with the HTTP semantic-convention
+ * attributes. Never a header: the Authorization header stays out of every span.
+ */
+export const makeRequestObserver = (options: {
+  readonly metrics: boolean
+  readonly tracing: boolean
+  readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress
+}) => {
+  const routeOf = makeRouteLabels()
+  const record = (labels: RouteLabels, start: number, status: number) => {
+    if (!options.metrics) return
+    activeRequests.unsafeModify(-1, [])
+    labels.durationFor(status).unsafeUpdate((performance.now() - start) / 1000, [])
+  }
+
+  const measured = <E, R>(app: HttpApp.Default<E, R>) =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const start = performance.now()
+      const labels = routeOf(request.method, request.url)
+      activeRequests.unsafeModify(1, [])
+      return Effect.onExit(app, (exit) => {
+        record(labels, start, statusOf(exit))
+        return Effect.void
+      })
+    })
+
+  const traced = <E, R>(app: HttpApp.Default<E, R>) =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const start = performance.now()
+      const labels = routeOf(request.method, request.url)
+      if (options.metrics) activeRequests.unsafeModify(1, [])
+      const queryAt = request.url.indexOf("?")
+      return Effect.flatMap(
+        Effect.makeSpan(labels.spanName, {
+          kind: "server",
+          parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(request.headers)),
+          captureStackTrace: false,
+          attributes: {
+            "http.request.method": labels.method,
+            "url.scheme": "http",
+            "url.path": queryAt === -1 ? request.url : request.url.slice(0, queryAt),
+            ...(request.method === labels.method ? {} : { "http.request.method_original": request.method }),
+            ...(request.headers["user-agent"] === undefined ? {} : { "user_agent.original": request.headers["user-agent"] }),
+            "client.address": options.clientAddress(request).text
+          }
+        }),
+        (span) => {
+          serverSpans.set(request, span)
+          return Effect.onExit(Effect.withParentSpan(app, span), (exit) => {
+            const status = statusOf(exit)
+            record(labels, start, status)
+            // Set last: the router names the route in its own syntax (`:petId`) on the same span.
+            if (labels.route !== unmatchedRoute) span.attribute("http.route", labels.route)
+            span.attribute("http.response.status_code", status)
+            if (status >= 500) span.attribute("error.type", String(status))
+            return Effect.map(Clock.currentTimeNanos, (now) =>
+              span.end(now, status >= 500 && Exit.isSuccess(exit) ? Exit.fail(new Error(`HTTP ${status}`)) : exit))
+          })
+        }
+      )
+    })
+
+  return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
+    options.tracing ? traced(app) : options.metrics ? measured(app) : app
+}

@@ -1,0 +1,210 @@
+import { describe, expect, it } from "@effect/vitest"
+import { join } from "node:path"
+import { registrySeries, render } from "../src/Observability/Exposition.js"
+import { countFailedAuthentication, countRateLimited } from "../src/Observability/Metrics.js"
+import { createTestDatabase } from "./support/PostgresStores.js"
+import { promtoolCheckMetrics, startPrometheus } from "./support/Prometheus.js"
+import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+
+/** The value of one series in a Prometheus text exposition, or undefined when it is absent. */
+const valueOf = (exposition: string, series: string) => {
+  const line = exposition.split("\n").find((l) => l.startsWith(series + " "))
+  return line === undefined ? undefined : Number(line.slice(series.length + 1))
+}
+
+const requests = (method: string, route: string, status: number) =>
+  `http_server_request_duration_seconds_count{http_request_method="${method}",http_route="${route}",http_response_status_code="${status}"}`
+
+const waitFor = async <A>(read: () => Promise<A>, done: (value: A) => boolean): Promise<A> => {
+  let value = await read()
+  for (let attempt = 0; attempt < 150 && !done(value); attempt++) {
+    await Bun.sleep(100)
+    value = await read()
+  }
+  return value
+}
+
+const withKey = async (folder: string) => {
+  const env = { DATABASE_URL: join(folder, "petstore.db") }
+  const key = (await runCommand(["src/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n").at(-1)!
+  return { env, key }
+}
+
+describe("Prometheus metrics", () => {
+  it("GET /metrics on its own listener passes promtool check metrics and counts requests by method, route template and status, never by raw path", async () => {
+    using folder = temporaryFolder()
+    const { env, key } = await withKey(folder.path)
+    const metricsPort = freePort()
+    const server = await startServer({ ...env, METRICS_PORT: String(metricsPort) })
+    try {
+      const headers = { authorization: `Bearer ${key}` }
+      for (let i = 0; i < 2; i++) expect((await fetch(`${server.url}/v1/pets`, { headers })).status).toBe(200)
+      expect((await fetch(`${server.url}/v1/pets/999`, { headers })).status).toBe(404)
+      expect((await fetch(`${server.url}/no/such/path-1`)).status).toBe(404)
+      expect((await fetch(`${server.url}/no/such/path-2`)).status).toBe(404)
+      const created = await fetch(`${server.url}/v1/pets`, {
+        method: "POST",
+        headers: { ...headers, "content-type": "application/json" },
+        body: JSON.stringify({ name: "Rex", categoryId: 3 })
+      })
+      expect(created.status).toBe(201)
+
+      const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+      expect(response.status).toBe(200)
+      expect(response.headers.get("content-type")).toContain("text/plain; version=0.0.4")
+      const exposition = await response.text()
+      const check = promtoolCheckMetrics(exposition)
+      expect(check.output).toBe("")
+      expect(check.exitCode).toBe(0)
+
+      expect(valueOf(exposition, requests("GET", "/v1/pets", 200))).toBe(2)
+      expect(valueOf(exposition, requests("GET", "/v1/pets/{petId}", 404))).toBe(1)
+      expect(valueOf(exposition, requests("POST", "/v1/pets", 201))).toBe(1)
+      expect(valueOf(exposition, requests("GET", "unmatched", 404))).toBe(2)
+      expect(exposition).not.toContain("path-1")
+      expect(exposition).not.toContain("/v1/pets/999")
+      expect(valueOf(exposition, "http_server_active_requests")).toBe(0)
+      expect(valueOf(exposition, "petstore_pets_created_total")).toBe(1)
+      expect(
+        valueOf(
+          exposition,
+          `db_client_operation_duration_seconds_count{db_system_name="sqlite",db_operation_name="INSERT",db_collection_name="pets"}`
+        )
+      ).toBe(1)
+      expect(valueOf(exposition, "process_resident_memory_bytes")).toBeGreaterThan(1024 * 1024)
+      expect(valueOf(exposition, "process_cpu_seconds_total")).toBeGreaterThan(0)
+      expect(exposition).toContain("# TYPE nodejs_eventloop_delay_seconds histogram")
+
+      // Not on the public API's port.
+      expect((await fetch(`${server.url}/metrics`)).status).toBe(404)
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/v1/pets`, { headers })).status).toBe(404)
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it("METRICS_PORT=off serves no metrics listener", async () => {
+    using folder = temporaryFolder()
+    const { env } = await withKey(folder.path)
+    const metricsPort = freePort()
+    const server = await startServer({ ...env, METRICS_PORT: "off" })
+    try {
+      expect(await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then(() => "answered", () => "refused")).toBe("refused")
+      const bad = await runCommand(["src/main.ts"], { ...env, PORT: String(freePort()), METRICS_PORT: "no" })
+      expect(bad.exitCode).toBe(1)
+      expect(bad.stdout + bad.stderr).toContain("METRICS_PORT")
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it("a Prometheus server scraping the service returns, through its HTTP API, the requests the test made by route and status", async () => {
+    using folder = temporaryFolder()
+    const { env, key } = await withKey(folder.path)
+    const metricsPort = freePort()
+    const server = await startServer({ ...env, METRICS_PORT: String(metricsPort) })
+    const prometheus = await startPrometheus(`127.0.0.1:${metricsPort}`)
+    try {
+      const headers = { authorization: `Bearer ${key}` }
+      for (let i = 0; i < 3; i++) await fetch(`${server.url}/v1/pets`, { headers })
+      for (let i = 0; i < 2; i++) await fetch(`${server.url}/v1/pets`)
+      await fetch(`${server.url}/v1/pets/1`, { headers })
+
+      const byRoute = async () =>
+        Object.fromEntries(
+          (await prometheus.query(
+            `sum by (http_request_method, http_route, http_response_status_code) (http_server_request_duration_seconds_count{job="petstore"})`
+          )).map(({ metric, value }) =>
+            [`${metric.http_request_method} ${metric.http_route} ${metric.http_response_status_code}`, value]
+          )
+        )
+      const counts = await waitFor(byRoute, (found) => found["GET /v1/pets/{petId} 404"] === 1)
+      expect(counts).toEqual({
+        "GET /livez 200": 1, // the test's wait for the server to answer
+        "GET /v1/pets 200": 3,
+        "GET /v1/pets 401": 2,
+        "GET /v1/pets/{petId} 404": 1
+      })
+      const up = await prometheus.query(`up{job="petstore"}`)
+      expect(up.map(({ value }) => value)).toEqual([1])
+    } finally {
+      await prometheus.stop()
+      await server.stop()
+    }
+  })
+
+  it("with WORKERS=2 one scrape of the supervisor counts every worker's requests, and a killed worker's counts stay", async () => {
+    using folder = temporaryFolder()
+    const { env, key } = await withKey(folder.path)
+    const metricsPort = freePort()
+    const server = await startServer({ ...env, METRICS_PORT: String(metricsPort), WORKERS: "2" })
+    try {
+      const listening = () => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length
+      expect(await waitFor(async () => listening(), (n) => n === 2)).toBe(2)
+      const scrape = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
+      // A new connection each, so the kernel spreads them over both workers.
+      const call = () => fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}`, connection: "close" } })
+      await Promise.all(Array.from({ length: 20 }, call))
+      const first = await scrape()
+      expect(promtoolCheckMetrics(first)).toEqual({ exitCode: 0, output: "" })
+      expect(valueOf(first, requests("GET", "/v1/pets", 200))).toBe(20)
+
+      const [pid] = server.logs().split("\n").filter((line) => line.includes(`"worker started"`))
+        .map((line) => JSON.parse(line).annotations.pid as number)
+      process.kill(pid!, "SIGKILL")
+      expect(await waitFor(async () => listening(), (n) => n === 3)).toBe(3)
+      const afterRestart = await scrape()
+      expect(valueOf(afterRestart, requests("GET", "/v1/pets", 200))).toBe(20)
+
+      await Promise.all(Array.from({ length: 10 }, call))
+      const later = await scrape()
+      expect(valueOf(later, requests("GET", "/v1/pets", 200))).toBe(30)
+    } finally {
+      server.proc.kill("SIGKILL")
+    }
+  })
+
+  it("on PostgreSQL: statement durations and the pool's connections in use and idle", async () => {
+    await using database = await createTestDatabase()
+    const env = { DATABASE_URL: database.url }
+    const key = (await runCommand(["src/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n").at(-1)!
+    const metricsPort = freePort()
+    const server = await startServer({ ...env, METRICS_PORT: String(metricsPort) })
+    try {
+      expect((await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200)
+      const exposition = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
+      expect(promtoolCheckMetrics(exposition)).toEqual({ exitCode: 0, output: "" })
+      expect(
+        valueOf(
+          exposition,
+          `db_client_operation_duration_seconds_count{db_system_name="postgresql",db_operation_name="SELECT",db_collection_name="pets"}`
+        )
+      ).toBe(1)
+      const used = valueOf(exposition, `db_client_connections_usage{state="used"}`)!
+      const idle = valueOf(exposition, `db_client_connections_usage{state="idle"}`)!
+      expect(used).toBeGreaterThanOrEqual(0)
+      expect(idle).toBeGreaterThan(0)
+      expect(used + idle).toBeLessThanOrEqual(20)
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it("rate-limited and failed-authentication counts appear by policy and by reason", () => {
+    const before = render(registrySeries())
+    const count = (exposition: string, series: string) => valueOf(exposition, series) ?? 0
+    countRateLimited("per-key")
+    countRateLimited("per-key")
+    countRateLimited("failed-authentication")
+    countFailedAuthentication("invalid_api_key")
+    const after = render(registrySeries())
+    for (const [series, added] of [
+      [`petstore_rate_limited_requests_total{policy="per-key"}`, 2],
+      [`petstore_rate_limited_requests_total{policy="failed-authentication"}`, 1],
+      [`petstore_failed_authentications_total{reason="invalid_api_key"}`, 1]
+    ] as const) {
+      expect(count(after, series) - count(before, series)).toBe(added)
+    }
+    expect(promtoolCheckMetrics(after).exitCode).toBe(0)
+  })
+})

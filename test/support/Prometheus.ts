@@ -1,0 +1,67 @@
+import { spawn, spawnSync } from "node:child_process"
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { freePort } from "./ServerProcess.js"
+
+/**
+ * Debian's `prometheus` package (the server and `promtool`), installed when missing, as the
+ * PostgreSQL tests install theirs.
+ */
+const ensureInstalled = () => {
+  if (existsSync("/usr/bin/promtool") && existsSync("/usr/bin/prometheus")) return
+  if (process.getuid?.() !== 0) throw new Error("Prometheus is not installed: run `apt-get install prometheus` as root")
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" }
+  for (const args of [["update"], ["install", "-y", "--no-install-recommends", "prometheus"]]) {
+    const result = spawnSync("apt-get", args, { encoding: "utf8", env })
+    if (result.status !== 0) throw new Error(`apt-get ${args.join(" ")} failed: ${result.stdout}${result.stderr}`)
+  }
+}
+
+/** `promtool check metrics` on an exposition: its exit code and what it printed. */
+export const promtoolCheckMetrics = (exposition: string) => {
+  ensureInstalled()
+  const result = spawnSync("promtool", ["check", "metrics"], { input: exposition, encoding: "utf8" })
+  return { exitCode: result.status, output: result.stdout + result.stderr }
+}
+
+/**
+ * A Prometheus server in a temporary folder on a free loopback port, scraping `target`
+ * (`host:port`) every second; `stop` ends it and removes the folder.
+ */
+export const startPrometheus = async (target: string) => {
+  ensureInstalled()
+  const folder = mkdtempSync(join(tmpdir(), "petstore-prometheus-"))
+  const port = freePort()
+  writeFileSync(
+    join(folder, "prometheus.yml"),
+    `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n` +
+      `  - job_name: petstore\n    static_configs:\n      - targets: ["${target}"]\n`
+  )
+  const proc = spawn("prometheus", [
+    `--config.file=${join(folder, "prometheus.yml")}`,
+    `--storage.tsdb.path=${join(folder, "data")}`,
+    `--web.listen-address=127.0.0.1:${port}`
+  ], { stdio: "ignore" })
+  const url = `http://127.0.0.1:${port}`
+  const stop = async () => {
+    proc.kill("SIGTERM")
+    await new Promise((resolve) => proc.exitCode !== null ? resolve(undefined) : proc.once("exit", resolve))
+    rmSync(folder, { recursive: true, force: true })
+  }
+  for (let attempt = 0; ; attempt++) {
+    if (await fetch(`${url}/-/ready`).then((r) => r.ok, () => false)) break
+    if (proc.exitCode !== null || attempt > 400) {
+      await stop()
+      throw new Error("Prometheus did not start")
+    }
+    await Bun.sleep(50)
+  }
+  /** An instant query's result: each series' labels and value. */
+  const query = async (promql: string): Promise<Array<{ metric: Record<string, string>; value: number }>> => {
+    const response = await fetch(`${url}/api/v1/query?query=${encodeURIComponent(promql)}`)
+    const body = await response.json() as { data: { result: Array<{ metric: Record<string, string>; value: [number, string] }> } }
+    return body.data.result.map(({ metric, value }) => ({ metric, value: Number(value[1]) }))
+  }
+  return { url, query, stop }
+}
