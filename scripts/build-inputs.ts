@@ -14,6 +14,7 @@ const files = [
     .map((entry) => join(entry.parentPath, entry.name).slice(root.length + 1)),
   "scripts/build.sh",
   "scripts/build-inputs.ts",
+  "scripts/build.ts",
   "package.json",
   "bun.lock",
   "bunfig.toml",

@@ -16,7 +16,7 @@ mkdir -p .build
 stamp=$(date +%Y%m%d%H%M%S)
 build=.build/$stamp-$$
 trap 'rm -rf "$build" ".build/link-$$"' EXIT
-bun build src/main.ts --target=bun --outdir "$build" --minify-syntax --minify-whitespace --bytecode >&2
+bun scripts/build.ts "$build" >&2
 echo "$inputs" >"$build/.inputs"
 
 # A folder left by an earlier build that wrote into `dist` itself moves aside: a rename keeps it whole.

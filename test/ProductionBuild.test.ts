@@ -1,0 +1,38 @@
+import { describe, expect, it } from "@effect/vitest"
+import { join } from "node:path"
+import { freePort, temporaryFolder } from "./support/ServerProcess.js"
+
+const root = new URL("..", import.meta.url).pathname
+
+describe("the production build", () => {
+  it("starts without a warning: its first output is the listening line", async () => {
+    using folder = temporaryFolder()
+    const outdir = join(folder.path, "dist")
+    const build = Bun.spawnSync(["bun", "scripts/build.ts", outdir], { cwd: root })
+    expect(build.exitCode, build.stderr.toString()).toBe(0)
+
+    const port = freePort()
+    const proc = Bun.spawn(["bun", join(outdir, "main.js")], {
+      cwd: folder.path,
+      env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), DATABASE_URL: join(folder.path, "petstore.db") },
+      stdout: "pipe",
+      stderr: "pipe"
+    })
+    try {
+      for (let attempt = 0; !(await fetch(`http://127.0.0.1:${port}/livez`).then((r) => r.ok, () => false)); attempt++) {
+        if (proc.exitCode !== null || attempt > 400) throw new Error("the built server did not start")
+        await Bun.sleep(25)
+      }
+      // The page the bundle serves carries no source map URL either.
+      expect(await (await fetch(`http://127.0.0.1:${port}/docs`)).text()).not.toContain("sourceMappingURL")
+    } finally {
+      proc.kill("SIGTERM")
+      await proc.exited
+    }
+    const stderr = await new Response(proc.stderr).text()
+    const stdout = await new Response(proc.stdout).text()
+    expect(stderr).toBe("")
+    expect(stdout.split("\n")[0]).toContain(`"message":"listening"`)
+    expect(stdout).not.toMatch(/sourcemap/i)
+  }, 120_000)
+})
