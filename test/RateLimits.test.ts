@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
 import { parseTrustedProxies } from "../src/Http/ClientAddress.js"
+import { registrySeries, render } from "../src/Observability/Exposition.js"
 import { Effect, Fiber, TestClock } from "effect"
 import { createKey, makeTestServer, send } from "./support/TestServer.js"
 
@@ -125,4 +126,29 @@ describe("failed authentications behind a trusted proxy", () => {
       expect(clients).toEqual(["203.0.113.9", "2001:db8::7"])
     }).pipe(Effect.provide(makeTestServer(undefined, proxy, undefined, undefined, (chunk) => lines.push(chunk))))
   })
+})
+
+describe("refusals in the metrics", () => {
+  const count = (series: string) => {
+    const line = render(registrySeries()).split("\n").find((l) => l.startsWith(series + " "))
+    return line === undefined ? 0 : Number(line.slice(series.length + 1))
+  }
+  const series = [
+    `petstore_rate_limited_requests_total{policy="per-key"}`,
+    `petstore_rate_limited_requests_total{policy="failed-authentication"}`,
+    `petstore_failed_authentications_total{reason="invalid_api_key"}`,
+    `petstore_failed_authentications_total{reason="missing_api_key"}`
+  ]
+
+  it.live("count each 429 by policy and each 401 by reason", () =>
+    Effect.gen(function*() {
+      const before = series.map(count)
+      const { key } = yield* createKey()
+      expect((yield* send("GET", "/v1/pets", { key })).status).toBe(200)
+      expect((yield* send("GET", "/v1/pets", { key })).status).toBe(429)
+      expect((yield* send("GET", "/v1/pets", { headers: { authorization: "Bearer ps_test_guess" } })).status).toBe(401)
+      expect((yield* send("GET", "/v1/pets", {})).status).toBe(401)
+      expect((yield* send("GET", "/v1/pets", {})).status).toBe(429)
+      expect(series.map(count).map((after, i) => after - before[i]!)).toEqual([1, 1, 1, 1])
+    }).pipe(Effect.provide(makeTestServer(undefined, { authFailuresPerMinute: 2, rateLimit: { perSecond: 0.001, burst: 1 } }))))
 })

@@ -3,6 +3,7 @@ import { Effect, Layer, Option } from "effect"
 import { AppConfig } from "../AppConfig.js"
 import { TooManyRequests, Unauthorized } from "../Domain/ApiError.js"
 import { makeClientAddress } from "../Http/ClientAddress.js"
+import { countFailedAuthentication, countRateLimited } from "../Observability/Metrics.js"
 import { ApiKeys, hashKey, type KeyHolder } from "./ApiKeys.js"
 import { Authentication } from "./Authentication.js"
 import { noteRateLimit, RateLimiter, type RateLimitPolicy } from "./RateLimiter.js"
@@ -66,9 +67,11 @@ export const AuthenticationLive = Layer.effect(
         decision
       ): Effect.Effect<never, Unauthorized | TooManyRequests> => {
         if (!decision.allowed) {
+          countRateLimited(failedAuthentication.name)
           noteRateLimit(request, decision)
           return Effect.fail(tooManyFailures)
         }
+        countFailedAuthentication(error.code)
         // The policy the limiter applied: a worker's share of it when several share a machine.
         const wait = slowdown(decision.policy, decision.remaining)
         const failed = Effect.fail(error)
@@ -88,7 +91,9 @@ export const AuthenticationLive = Layer.effect(
           if (Option.isNone(holder)) return refuse(request, unknownKey)
           return Effect.flatMap(limiter.take(perKey, String(holder.value.keyId)), (decision) => {
             noteRateLimit(request, decision)
-            return decision.allowed ? Effect.succeed(holder.value) : Effect.fail(overRate)
+            if (decision.allowed) return Effect.succeed(holder.value)
+            countRateLimited(perKey.name)
+            return Effect.fail(overRate)
           })
         }
       )
