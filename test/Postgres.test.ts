@@ -17,7 +17,7 @@ describe("the PostgreSQL database", () => {
         Effect.flatMap((sql) => sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY 1`),
         Effect.provide(sql!)
       )
-      expect(migrations.map((row) => row.migration_id)).toEqual([1, 2, 3, 4, 5])
+      expect(migrations.map((row) => row.migration_id)).toEqual([1, 2, 3, 4, 5, 6])
     }).pipe(Effect.scoped))
 
   it.effect("keeps only the SHA-256 hash of a key, never the key", () =>
