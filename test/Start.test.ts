@@ -134,7 +134,7 @@ describe("npm start", () => {
     expect(currentBuild(project.path)).toBe(running)
     unchanged.proc.kill("SIGTERM")
     expect(await unchanged.proc.exited).toBe(0)
-    expect(await unchanged.output).not.toContain("Bundled")
+    expect(await unchanged.output).not.toContain("(entry-point)")
 
     // A changed source: a new build beside the running one, whose files stay as they were.
     appendFileSync(join(project.path, "src", "main.ts"), "\n// changed\n")
@@ -145,7 +145,7 @@ describe("npm start", () => {
     expect((await fetch(`${first.url}/livez`)).status).toBe(200)
     changed.proc.kill("SIGTERM")
     expect(await changed.proc.exited).toBe(0)
-    expect(await changed.output).toContain("Bundled")
+    expect(await changed.output).toContain("(entry-point)")
 
     // Later builds remove earlier ones, but never the one a server runs from.
     await npmBuild(project.path)
