@@ -61,9 +61,16 @@ const exportingTracer = (tracing: Tracing) =>
     )
   )
 
-/** Effect's tracer exporting over OTLP when an endpoint is configured; nothing at all otherwise. */
+/**
+ * Effect's tracer exporting over OTLP when an endpoint is configured. Otherwise the tracer is
+ * switched off, so the spans that libraries open (`@effect/sql` opens one per statement) cost
+ * nothing either.
+ */
 export const TracingLive = Layer.unwrapEffect(
   Effect.map(ObservabilityConfig, ({ tracing }) =>
-    Option.match(tracing, { onNone: () => Layer.empty, onSome: (tracing) => Layer.discard(exportingTracer(tracing)) })
+    Option.match(tracing, {
+      onNone: () => Layer.setTracerEnabled(false),
+      onSome: (tracing) => Layer.discard(exportingTracer(tracing))
+    })
   )
 )
