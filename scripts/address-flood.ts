@@ -27,13 +27,18 @@ const server = Bun.spawn(["bun", "dist/main.js"], {
     PORT: String(port),
     DATABASE_URL: join(folder, "flood.db"),
     TRUSTED_PROXIES: "127.0.0.1",
-    LOG_LEVEL: "warn"
+    LOG_LEVEL: "warn",
+    METRICS_PORT: "off"
   },
   stdout: "inherit",
   stderr: "inherit"
 })
+process.on("exit", () => server.kill("SIGKILL"))
 const url = `http://127.0.0.1:${port}/v1/pets`
-while (!(await fetch(`http://127.0.0.1:${port}/livez`).then((r) => r.ok, () => false))) await Bun.sleep(20)
+while (!(await fetch(`http://127.0.0.1:${port}/livez`).then((r) => r.ok, () => false))) {
+  if (server.exitCode !== null) throw new Error("the server did not start")
+  await Bun.sleep(20)
+}
 
 /** A wrk script: a wrong key from a new /64 each request, stopping after `count` answers. */
 const script = (count: number, offset: number) => {

@@ -119,7 +119,9 @@ const serviceEnv = {
   // One key carries the whole load: its limit is raised so the limiter is measured, not hit.
   RATE_LIMIT_PER_SECOND: "1000000",
   RATE_LIMIT_BURST: "1000000",
-  AUTH_FAILURES_PER_MINUTE: "100000000"
+  AUTH_FAILURES_PER_MINUTE: "100000000",
+  // Metrics on, as by default, on a port of the benchmark's own.
+  METRICS_PORT: String(servicePort + 40)
 }
 const service = await start("service", ["bun", "dist/main.js"], {
   ...serviceEnv,

@@ -23,8 +23,9 @@ describe("admission across instances on one PostgreSQL database, behind a truste
   it("200 concurrent guesses from one client get at most the burst of 401s; valid keys and other clients are unaffected", async () => {
     await using database = await createTestDatabase()
     const env = { DATABASE_URL: database.url, TRUSTED_PROXIES: "127.0.0.1, ::1", AUTH_FAILURES_PER_MINUTE: "20" }
-    const servers = await Promise.all([startServer(env), startServer(env)])
+    const servers: Array<Server> = []
     try {
+      servers.push(await startServer(env), await startServer(env))
       const key = await createKey(env)
       const attacker = { "x-forwarded-for": "203.0.113.9" }
       const statuses = await burst(servers, 200, { ...attacker, authorization: "Bearer ps_test_guess" })
@@ -50,8 +51,9 @@ describe("admission across instances on one PostgreSQL database, behind a truste
   it("a key's rate is spent across both instances within the tolerance: never over the burst, at most a lease each under", async () => {
     await using database = await createTestDatabase()
     const env = { DATABASE_URL: database.url, RATE_LIMIT_PER_SECOND: "0.01", RATE_LIMIT_BURST: "40" }
-    const servers = await Promise.all([startServer(env), startServer(env)])
+    const servers: Array<Server> = []
     try {
+      servers.push(await startServer(env), await startServer(env))
       const key = await createKey(env)
       const counts = tally(await burst(servers, 120, { authorization: `Bearer ${key}` }))
       // A lease is a tenth of the burst, 4 tokens; each instance may hold one unspent.

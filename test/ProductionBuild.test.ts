@@ -14,7 +14,7 @@ describe("the production build", () => {
     const port = freePort()
     const proc = Bun.spawn(["bun", join(outdir, "main.js")], {
       cwd: folder.path,
-      env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), DATABASE_URL: join(folder.path, "petstore.db") },
+      env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), DATABASE_URL: join(folder.path, "petstore.db"), METRICS_PORT: "off" },
       stdout: "pipe",
       stderr: "pipe"
     })

@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
 import { leaseSize, RateLimiterPostgres } from "../src/Auth/RateLimiterPostgres.js"
+import { RecentMap } from "../src/Auth/RecentMap.js"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
 
 const stores: ReadonlyArray<readonly [string, Layer.Layer<RateLimiter, unknown>]> = [
@@ -123,7 +124,7 @@ describe("RateLimiter state is bounded", () => {
       expect(grown).toBeLessThan(64 * 1024 * 1024)
     }).pipe(Effect.provide(RateLimiter.InMemory)), 120_000)
 
-  it.effect("forgets the least recently used bucket past the cap, and idle buckets once full", () =>
+  it.effect("forgets the least recently used bucket past the cap", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter
       const small = { name: "small", perSecond: 1, burst: 2 }
@@ -134,6 +135,18 @@ describe("RateLimiter state is bounded", () => {
       expect((yield* limiter.take(small, "a")).allowed).toBe(false)
       expect(yield* limiter.take(small, "b")).toMatchObject({ allowed: true, remaining: 1 })
     }).pipe(Effect.provide(RateLimiter.inMemory({ maxBuckets: 3 }))))
+})
+
+describe("RecentMap, the bounded map behind the buckets", () => {
+  it("drops the oldest entries that are idle as new ones come, without waiting for the cap", () => {
+    const fullAt = new RecentMap<number>(10, (at, now) => at <= now)
+    fullAt.set("a", 100, 0)
+    fullAt.set("b", 100, 0)
+    fullAt.set("c", 500, 0)
+    expect(fullAt.size).toBe(3)
+    fullAt.set("d", 900, 150)
+    expect([fullAt.get("a"), fullAt.get("b"), fullAt.size]).toEqual([undefined, undefined, 2])
+  })
 })
 
 describe("RateLimiter shares, for workers on SQLite", () => {

@@ -55,7 +55,7 @@ const npmStart = async (cwd: string, options: { readonly ownProcessGroup?: boole
   const database = join(cwd, "data", `${port}.db`)
   const proc = Bun.spawn(["npm", "start"], {
     cwd,
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), DATABASE_URL: database },
+    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), DATABASE_URL: database, METRICS_PORT: "off" },
     stdout: "pipe",
     stderr: "pipe",
     detached: options.ownProcessGroup ?? false

@@ -51,6 +51,7 @@ const summary = (runs: ReadonlyArray<WrkRun>) => ({
 
 export const measurePostgres = async (bench: PostgresBench) => {
   const cluster = startPostgresCluster(bench.clusterPort)
+  const running: Array<{ readonly stop: () => Promise<void> }> = []
   try {
     // The database's processes share wrk's core, and the service has its core to itself, as on SQLite.
     pinCluster(cluster.dataDirectory, bench.loadCore)
@@ -71,9 +72,15 @@ export const measurePostgres = async (bench: PostgresBench) => {
     psql(url, "VACUUM ANALYZE")
     const workloads = bench.workloads(key)
     const instance = (port: number) =>
-      bench.start(`postgres-${port}`, ["bun", "dist/main.js"], { ...bench.serviceEnv, PORT: String(port), DATABASE_URL: url }, port, bench.serverCore, key)
+      bench.start(`postgres-${port}`, ["bun", "dist/main.js"], {
+        ...bench.serviceEnv,
+        PORT: String(port),
+        METRICS_PORT: String(port + 40),
+        DATABASE_URL: url
+      }, port, bench.serverCore, key)
 
     const one = await instance(bench.servicePorts[0])
+    running.push(one)
     const single = workloads.map((workload) => {
       runWrk(one.url + workload.path, workload.script, bench.loadCore, 2)
       const runs = Array.from(
@@ -84,6 +91,7 @@ export const measurePostgres = async (bench: PostgresBench) => {
     })
     // A second instance on the same database and core: the same load split over both.
     const two = await instance(bench.servicePorts[1])
+    running.push(two)
     const pair: Array<ReturnType<typeof summary>> = []
     for (const workload of workloads) {
       const targets = [one, two].map((server) => ({ url: server.url + workload.path, script: workload.script, pid: server.pid }))
@@ -92,9 +100,9 @@ export const measurePostgres = async (bench: PostgresBench) => {
       for (let round = 0; round < bench.rounds; round++) runs.push(await runWrkTogether(targets, bench.loadCore, bench.duration))
       pair.push(summary(runs))
     }
-    await Promise.all([one.stop(), two.stop()])
     return workloads.map((workload, i) => ({ workload: workload.name, oneInstance: single[i]!, twoInstances: pair[i]! }))
   } finally {
+    await Promise.all(running.map((server) => server.stop()))
     cluster.stop()
   }
 }

@@ -44,9 +44,9 @@ export class RateLimiter extends Context.Tag("petstore/RateLimiter")<
   }
 >() {
   /**
-   * Buckets in this process's memory. Full buckets are dropped, idle ones are forgotten as they
-   * refill, and at most `maxBuckets` are kept (least recently used first), so a flood of new
-   * addresses costs bounded memory.
+   * Buckets in this process's memory. Idle buckets are forgotten once they would be full again
+   * (the same as none), and at most `maxBuckets` are kept (least recently used first), so a flood
+   * of new addresses costs bounded memory.
    */
   static readonly inMemory = (options: { readonly maxBuckets?: number } = {}) =>
     Layer.sync(RateLimiter, () => {
@@ -59,12 +59,13 @@ export class RateLimiter extends Context.Tag("petstore/RateLimiter")<
           : Math.min(policy.burst, bucket.tokens + ((now - bucket.updatedAt) / 1000) * policy.perSecond)
         const allowed = tokens >= 1
         if (allowed) tokens -= 1
-        if (tokens >= policy.burst) {
-          buckets.delete(id)
+        const fullAt = now + ((policy.burst - tokens) / policy.perSecond) * 1000
+        if (bucket === undefined) {
+          buckets.set(id, { tokens, updatedAt: now, fullAt }, now)
         } else {
-          const fullAt = now + ((policy.burst - tokens) / policy.perSecond) * 1000
-          if (bucket === undefined) buckets.set(id, { tokens, updatedAt: now, fullAt }, now)
-          else [bucket.tokens, bucket.updatedAt, bucket.fullAt] = [tokens, now, fullAt]
+          bucket.tokens = tokens
+          bucket.updatedAt = now
+          bucket.fullAt = fullAt
         }
         return decision(policy, allowed, tokens)
       }

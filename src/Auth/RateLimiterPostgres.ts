@@ -118,7 +118,12 @@ export const RateLimiterPostgres = (
           sql`DELETE FROM rate_limit_buckets WHERE bucket IN (
             SELECT bucket FROM rate_limit_buckets ORDER BY updated_at DESC OFFSET ${maxShared})`
         ))
-      yield* purge.pipe(Effect.repeat(Schedule.spaced(options.purgeEvery ?? "10 seconds")), Effect.ignoreLogged, Effect.forkScoped)
+      yield* purge.pipe(
+        // A failed purge is logged and tried again at the next turn.
+        Effect.ignoreLogged,
+        Effect.repeat(Schedule.spaced(options.purgeEvery ?? "10 seconds")),
+        Effect.forkScoped
+      )
 
       return RateLimiter.of({
         take: (policy, key) => Effect.flatMap(Clock.currentTimeMillis, (now) => take(policy, key, now))

@@ -56,7 +56,7 @@ const fromAddress = (address: IpAddress): ClientAddress => ({ text: formatIp(add
 /**
  * The client of a request. Without trusted proxies it is the socket's peer, and forwarding headers
  * are ignored (anyone can write them). When the peer is a trusted proxy, the client is the
- * right-most `Forwarded: for=` (or else `X-Forwarded-For`) entry that is not itself a trusted
+ * right-most `X-Forwarded-For` (or, without one, `Forwarded: for=`) entry that is not itself a trusted
  * proxy: entries further left were written by whoever sent the request and prove nothing. An entry
  * that is no address (`unknown`, an obfuscated name) stops the walk at the proxy that wrote it.
  */
@@ -67,10 +67,15 @@ export const makeClientAddress = (trusted: ReadonlyArray<IpRange>) => {
     const peer = parseIp(request.remoteAddress.value)
     if (peer === undefined) return unknown
     if (trusted.length === 0 || !isTrusted(peer)) return fromAddress(peer)
+    // X-Forwarded-For first: the header common proxies append to. A proxy that writes only one of
+    // the two passes the other on as the client sent it, so `Forwarded` counts only without it.
+    const xForwardedFor = request.headers["x-forwarded-for"]
     const forwarded = request.headers["forwarded"]
-    const chain = forwarded !== undefined
+    const chain = xForwardedFor !== undefined
+      ? xForwardedFor.split(",")
+      : forwarded !== undefined
       ? forwardedFor(forwarded)
-      : (request.headers["x-forwarded-for"]?.split(",") ?? [])
+      : []
     let hop = peer
     for (let i = chain.length - 1; i >= 0; i--) {
       const address = parseIp(withoutPort(chain[i]!))

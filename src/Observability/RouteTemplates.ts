@@ -1,7 +1,7 @@
 import { HttpApi } from "@effect/platform"
 import { Metric, MetricLabel } from "effect"
 import { PetStoreApi } from "../Api.js"
-import { docsPath, openApiPath } from "../Http/Routes.js"
+import { docsPath, isCanonicalPath, openApiPath, rootPath } from "../Http/Routes.js"
 import { requestDuration } from "./Metrics.js"
 
 /** What a request is labelled with: its method and route template, and its duration series by status. */
@@ -67,6 +67,7 @@ export const makeRouteLabels = () => {
   HttpApi.reflect(PetStoreApi, { onGroup: () => {}, onEndpoint: ({ endpoint }) => add(endpoint.method, endpoint.path) })
   add("GET", openApiPath)
   add("GET", docsPath)
+  add("GET", rootPath)
   const unmatched = new Map<string, RouteLabels>()
   const unmatchedFor = (method: string) => {
     const name = knownMethods.has(method) ? method : "_OTHER"
@@ -92,6 +93,8 @@ export const makeRouteLabels = () => {
     return head
   }
   return (method: string, url: string): RouteLabels => {
+    // Other spellings of a route (`/v1/pets;x`) are answered 404, as no route.
+    if (!isCanonicalPath(url)) return unmatchedFor(method)
     const queryAt = url.indexOf("?")
     const path = queryAt === -1 ? url : url.slice(0, queryAt)
     let labels = inMethods(fixed.get(path), method)

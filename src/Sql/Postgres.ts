@@ -31,10 +31,22 @@ export const isPostgresUrl = (databaseUrl: string): boolean => /^postgres(ql)?:\
  * user's password, which the URL carries) and the driver's reason: refused, unknown host, timeout.
  */
 const cannotConnect = (databaseUrl: string, error: unknown): Error => {
-  const { hostname, port } = new URL(databaseUrl)
+  let url: URL
+  try {
+    url = new URL(databaseUrl)
+  } catch {
+    // Quoting the value could show its password.
+    return new Error("DATABASE_URL is not a valid postgres:// URL (a password's reserved characters must be percent-encoded)")
+  }
+  const { hostname, port } = url
   const cause = Predicate.hasProperty(error, "cause") ? error.cause : error
   const reason = cause instanceof Error ? cause.message : String(cause)
-  const password = decodeURIComponent(new URL(databaseUrl).password)
+  let password = url.password
+  try {
+    password = decodeURIComponent(password)
+  } catch {
+    // Left as written: the reason is searched for either spelling below.
+  }
   return new Error(
     `Cannot connect to the PostgreSQL database at ${hostname || "localhost"}:${port || "5432"} that DATABASE_URL ` +
       `names: ${password === "" ? reason : reason.replaceAll(password, "***")}`
