@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { appendFileSync, existsSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs"
 import { join } from "node:path"
-import { freePort, temporaryFolder } from "./support/ServerProcess.js"
+import { freePort, isRunning, temporaryFolder } from "./support/ServerProcess.js"
 
 const root = new URL("..", import.meta.url).pathname
 
@@ -25,15 +25,6 @@ const descendants = (pid: number): Array<number> => {
     readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number)
   )
   return children.flatMap((child) => [child, ...descendants(child)])
-}
-
-const isRunning = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
 }
 
 /** Every process a test started, killed after it whatever the outcome, so a failure leaves no server. */

@@ -1,16 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
 import { createTestDatabase } from "./support/PostgresStores.js"
-import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
+import { isRunning, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 /** The pids of the workers the supervisor's log says it started, newest last. */
 const workerPids = (logs: string) =>
@@ -31,7 +22,7 @@ describe("WORKERS: several server processes on one port", () => {
     try {
       expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
       const [first, second] = workerPids(server.logs())
-      expect([first, second].every((pid) => pid !== undefined && isAlive(pid))).toBe(true)
+      expect([first, second].every((pid) => pid !== undefined && isRunning(pid))).toBe(true)
 
       // Each request on a new connection, so the kernel spreads them over both workers; each worker
       // enforces half of the burst of 6, so together they never allow more than 6.
@@ -46,11 +37,11 @@ describe("WORKERS: several server processes on one port", () => {
       const restarted = workerPids(server.logs())[2]!
       expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 3))
         .toBe(true)
-      expect(isAlive(restarted)).toBe(true)
+      expect(isRunning(restarted)).toBe(true)
       expect((await fetch(`${server.url}/livez`, { headers: { connection: "close" } })).status).toBe(200)
 
       expect(await server.stop("SIGTERM")).toBe(0)
-      expect(isAlive(second!) || isAlive(restarted)).toBe(false)
+      expect(isRunning(second!) || isRunning(restarted)).toBe(false)
     } finally {
       server.proc.kill("SIGKILL")
     }
@@ -63,7 +54,7 @@ describe("WORKERS: several server processes on one port", () => {
       expect(await waitFor(() => workerPids(server.logs()).length === 2)).toBe(true)
       const workers = workerPids(server.logs())
       server.proc.kill("SIGKILL")
-      expect(await waitFor(() => workers.every((pid) => !isAlive(pid)))).toBe(true)
+      expect(await waitFor(() => workers.every((pid) => !isRunning(pid)))).toBe(true)
       expect(await fetch(`${server.url}/livez`).then(() => "answered", () => "refused")).toBe("refused")
     } finally {
       server.proc.kill("SIGKILL")

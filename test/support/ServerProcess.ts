@@ -4,6 +4,16 @@ import { join } from "node:path"
 
 const root = new URL("../..", import.meta.url).pathname
 
+/** Whether a process with this id is still there. */
+export const isRunning = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /** A port nothing listens on right now. */
 export const freePort = (): number => {
   const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() })
