@@ -45,6 +45,16 @@ export const choiceOption = <const Choice extends string>(name: string, choices:
     )
   )
 
+/** A text option of 1 to `max` characters, not only spaces, named in its errors. */
+export const nameOption = (name: string, max: number) =>
+  Options.text(name).pipe(
+    Options.mapEffect((value) =>
+      value.trim().length > 0 && value.length <= max
+        ? Effect.succeed(value)
+        : Effect.fail(ValidationError.invalidValue(invalid(`--${name}`, `must be 1 to ${max} characters, not only spaces`, value)))
+    )
+  )
+
 /** An absolute http(s) URL option. */
 export const urlOption = (name: string) =>
   Options.text(name).pipe(

@@ -2,7 +2,7 @@ import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { AppConfig } from "./AppConfig.js"
 import { ApiKeyRecord, ApiKeys } from "./Auth/ApiKeys.js"
-import { integerArgument, run } from "./CommandLine.js"
+import { integerArgument, nameOption, run } from "./CommandLine.js"
 import { ApiKeysLive } from "./Stores.js"
 
 const describe = (key: ApiKeyRecord) =>
@@ -16,7 +16,7 @@ const describe = (key: ApiKeyRecord) =>
 
 const create = Command.make(
   "create",
-  { name: Options.text("name").pipe(Options.withDescription("Who or what the key is for")) },
+  { name: nameOption("name", 255).pipe(Options.withDescription("Who or what the key is for")) },
   ({ name }) =>
     Effect.gen(function*() {
       const { key, record } = yield* (yield* ApiKeys).create(name)

@@ -77,6 +77,17 @@ describe("petstore, the command line", () => {
     }
   })
 
+  it("keys create refuses an empty name in one plain line, and creates nothing", async () => {
+    using folder = temporaryFolder()
+    const env = { DATABASE_URL: join(folder.path, "keys.db") }
+    for (const name of ["", "   ", "x".repeat(256)]) {
+      const result = await runCommand(["src/keys.ts", "create", "--name", name], env)
+      expect(result.exitCode, JSON.stringify(name)).toBe(1)
+      expect(result.stderr).toMatch(/^--name: must be 1 to 255 characters, not only spaces \(got ".*"\)\n$/)
+    }
+    expect(JSON.parse((await runCommand(["src/keys.ts", "list", "--json"], env)).stdout)).toEqual([])
+  })
+
   it("--help has no ANSI colours when not on a terminal, nor on one with NO_COLOR set; keys --help opens no database", async () => {
     const piped = await runCommand(["src/cli.ts", "pets", "list", "--help"], clean)
     expect(piped.exitCode).toBe(0)
