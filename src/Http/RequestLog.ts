@@ -4,6 +4,7 @@ import { Context, Effect, Layer } from "effect"
 import { serverSpanOf } from "../Observability/RequestObserver.js"
 import type { ClientAddress } from "./ClientAddress.js"
 import { statusOf } from "./RequestStatus.js"
+import { pathOf } from "./Routes.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
 
@@ -77,7 +78,6 @@ export const makeRequestLog = (
     if (log === undefined) return app
     return Effect.onExit(app, (exit) =>
       Effect.sync(() => {
-        const queryAt = request.url.indexOf("?")
         const span = serverSpanOf(request)
         log(JSON.stringify({
           message: "request",
@@ -85,7 +85,7 @@ export const makeRequestLog = (
           timestamp: new Date().toISOString(),
           annotations: {
             method: request.method,
-            path: queryAt === -1 ? request.url : request.url.slice(0, queryAt),
+            path: pathOf(request.url),
             status: statusOf(exit),
             durationMs: Math.round((performance.now() - start) * 100) / 100,
             requestId: requestIdOf(request),

@@ -71,6 +71,12 @@ export const countFailedAuthentication = (reason: string): void => failedAuthent
 
 export const countPetCreated = (): void => petsCreated.unsafeUpdate(1, [])
 
+/** A statement's operation (`SELECT`, …) and the table it names first, for its labels and its span. */
+export const statementSummary = (sql: string): { readonly operation: string; readonly table: string | undefined } => ({
+  operation: /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? "OTHER",
+  table: /\b(?:FROM|INTO|UPDATE|TABLE)\s+"?(\w+)/i.exec(sql)?.[1]
+})
+
 /** The duration histogram of one SQL statement: its system, operation and table. */
 export const statementDurationOf = (system: string, operation: string, table: string) => Metric.taggedWithLabels(statementDuration, [
     MetricLabel.make("db_system_name", system),

@@ -1,21 +1,28 @@
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import Pg from "pg"
-import { addCollector } from "./Exposition.js"
-import { statementDurationOf } from "./Metrics.js"
+import { addCollector, type Series } from "./Exposition.js"
+import { statementDurationOf, statementSummary } from "./Metrics.js"
 
 /** Statements by their text: the service's are parameterised, so few; the cap guards against any other. */
 const durations = new Map<string, ReturnType<typeof statementDurationOf>>()
 const durationOf = (sql: string) => {
   let metric = durations.get(sql)
   if (metric === undefined) {
-    const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? "OTHER"
-    const table = /\b(?:FROM|INTO|UPDATE|TABLE)\s+"?(\w+)/i.exec(sql)?.[1] ?? ""
-    metric = statementDurationOf("postgresql", operation, table)
+    const { operation, table } = statementSummary(sql)
+    metric = statementDurationOf("postgresql", operation, table ?? "")
     if (durations.size < 1000) durations.set(sql, metric)
   }
   return metric
 }
+
+const connectionsUsage = (state: "used" | "idle", value: number): Series => ({
+  kind: "gauge",
+  name: "db_client_connections_usage",
+  help: "PostgreSQL pool connections, by state: used (running a statement or a transaction) or idle",
+  labels: [["state", state]],
+  value
+})
 
 /** Times a connection's callback-style queries, the form `@effect/sql-pg` runs its statements in. */
 const timeQueries = (client: Pg.PoolClient) => {
@@ -62,20 +69,8 @@ export const observedPgPool = (options: { readonly url: string; readonly max: nu
     yield* Effect.acquireRelease(
       Effect.sync(() =>
         addCollector(() => [
-          {
-            kind: "gauge",
-            name: "db_client_connections_usage",
-            help: "PostgreSQL pool connections, by state: used (running a statement or a transaction) or idle",
-            labels: [["state", "used"]],
-            value: pool.totalCount - pool.idleCount
-          },
-          {
-            kind: "gauge",
-            name: "db_client_connections_usage",
-            help: "PostgreSQL pool connections, by state: used (running a statement or a transaction) or idle",
-            labels: [["state", "idle"]],
-            value: pool.idleCount
-          }
+          connectionsUsage("used", pool.totalCount - pool.idleCount),
+          connectionsUsage("idle", pool.idleCount)
         ])
       ),
       (remove) => Effect.sync(remove)

@@ -2,6 +2,7 @@ import { type HttpApp, HttpServerRequest, HttpTraceContext } from "@effect/platf
 import { Clock, Effect, Exit, Option, type Tracer } from "effect"
 import type { ClientAddress } from "../Http/ClientAddress.js"
 import { statusOf } from "../Http/RequestStatus.js"
+import { pathOf } from "../Http/Routes.js"
 import { activeRequests } from "./Metrics.js"
 import { makeRouteLabels, type RouteLabels, unmatchedRoute } from "./RouteTemplates.js"
 
@@ -45,7 +46,6 @@ export const makeRequestObserver = (options: {
       const start = performance.now()
       const labels = routeOf(request.method, request.url)
       if (options.metrics) activeRequests.unsafeModify(1, [])
-      const queryAt = request.url.indexOf("?")
       return Effect.flatMap(
         Effect.makeSpan(labels.spanName, {
           kind: "server",
@@ -54,7 +54,7 @@ export const makeRequestObserver = (options: {
           attributes: {
             "http.request.method": labels.method,
             "url.scheme": "http",
-            "url.path": queryAt === -1 ? request.url : request.url.slice(0, queryAt),
+            "url.path": pathOf(request.url),
             ...(request.method === labels.method ? {} : { "http.request.method_original": request.method }),
             ...(request.headers["user-agent"] === undefined ? {} : { "user_agent.original": request.headers["user-agent"] }),
             "client.address": options.clientAddress(request).text

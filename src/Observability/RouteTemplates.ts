@@ -1,7 +1,7 @@
 import { HttpApi } from "@effect/platform"
 import { Metric, MetricLabel } from "effect"
 import { PetStoreApi } from "../Api.js"
-import { docsPath, isCanonicalPath, openApiPath, rootPath } from "../Http/Routes.js"
+import { docsPath, isCanonicalPath, openApiPath, pathOf, rootPath } from "../Http/Routes.js"
 import { requestDuration } from "./Metrics.js"
 
 /** What a request is labelled with: its method and route template, and its duration series by status. */
@@ -95,8 +95,7 @@ export const makeRouteLabels = () => {
   return (method: string, url: string): RouteLabels => {
     // Other spellings of a route (`/v1/pets;x`) are answered 404, as no route.
     if (!isCanonicalPath(url)) return unmatchedFor(method)
-    const queryAt = url.indexOf("?")
-    const path = queryAt === -1 ? url : url.slice(0, queryAt)
+    const path = pathOf(url)
     let labels = inMethods(fixed.get(path), method)
     for (let i = 0; labels === undefined && i < withParams.length; i++) {
       if (withParams[i]!.pattern.test(path)) labels = inMethods(withParams[i]!.byMethod, method)

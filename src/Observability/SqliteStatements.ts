@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite"
 import { Exit, Fiber, Option, type Tracer } from "effect"
-import { statementDurationOf } from "./Metrics.js"
+import { statementDurationOf, statementSummary } from "./Metrics.js"
 
 const nowNanos = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6))
 
@@ -43,8 +43,7 @@ export const observeStatements = (db: Database, options: { readonly tracing: boo
     const statement = prepare(sql) as unknown as Record<(typeof methods)[number], (...args: Array<any>) => any>
     if (observed.has(statement)) return statement
     observed.add(statement)
-    const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? "OTHER"
-    const table = /\b(?:FROM|INTO|UPDATE|TABLE)\s+"?(\w+)/i.exec(sql)?.[1]
+    const { operation, table } = statementSummary(sql)
     const duration = statementDurationOf("sqlite", operation, table ?? "")
     const attributes = {
       "db.system": "sqlite",

@@ -11,7 +11,7 @@ import {
 } from "../Domain/ApiError.js"
 import { DecimalIntFromString, NewPet, Pet, Pets, PetStatus } from "../Domain/Pet.js"
 import { withResponseHeaders } from "../OpenApiDocument.js"
-import { getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
+import { getPetReplacementFragment, getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
 
 export const defaultLimit = 20
 
@@ -132,7 +132,7 @@ export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId")
         Sunset: { description: "When this endpoint is removed (RFC 8594).", example: "Thu, 05 Dec 2030 00:00:00 GMT" },
         Link: {
           description: "The documentation of the replacement, `GET /v1/pets` with the status filter.",
-          example: "<https://petstore.example.com/docs#tag/pets/get/v1/pets>; rel=\"deprecation\"; type=\"text/html\""
+          example: `<https://petstore.example.com/docs${getPetReplacementFragment}>; rel="deprecation"; type="text/html"`
         }
       }
     })
