@@ -8,6 +8,7 @@
  *
  * Usage: bun run bench [results.json] [--rounds N] [--duration SECONDS]
  * (`bun run bench` builds dist/main.js first; `bun scripts/bench.ts` uses the build as it is.)
+ * A/B of two commits instead (`scripts/bench/ab.ts`): bun scripts/bench.ts --ab A B [--rounds N]
  */
 import { Database } from "bun:sqlite"
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -17,6 +18,11 @@ import { databaseCopier, measureObservability, printObservability } from "./benc
 import { args, numberOption } from "./options.js"
 import { measurePostgres } from "./bench/postgres.js"
 import { median, runWrk as wrk } from "./bench/wrk.js"
+
+if (args.includes("--ab")) {
+  await import("./bench/ab.js")
+  process.exit(0)
+}
 
 const root = new URL("..", import.meta.url).pathname
 const rounds = numberOption("--rounds", 3)
