@@ -1,15 +1,13 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
-import { SqlClient, Statement } from "@effect/sql"
-import type { Connection } from "@effect/sql/SqlConnection"
+import { SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Cause, Effect, Layer, Option, Predicate } from "effect"
 import { accessSync, constants, existsSync, mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { AppConfig, sqliteFilename } from "../AppConfig.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
-import { withDirectStatements } from "./DirectStatements.js"
 import { runMigrations } from "./Migrations.js"
-import { timedConnection } from "./StatementTiming.js"
+import { makeSqliteClient } from "./SqliteStatements.js"
 
 /**
  * Set on the connection before anything else: a commit does not wait for fsync (the WAL, which
@@ -44,56 +42,10 @@ const open = (filename: string, timed: boolean) =>
     // the client below, which serialises transactions itself.
     const connection = yield* driver.reserve
     for (const pragma of pragmas) yield* connection.executeRaw(pragma, [])
-    const sql = yield* makeClient(timed ? timedConnection("sqlite", connection) : connection)
+    const sql = yield* makeSqliteClient(connection, timed)
     yield* Effect.provideService(runMigrations, SqlClient.SqlClient, sql)
     return sql
   }).pipe(Effect.provide(Reactivity.layer))
-
-/**
- * A client on one connection. A transaction holds the connection until it ends (IMMEDIATE: its
- * reads and writes hold the write lock together, across processes too); a statement outside it
- * waits meanwhile rather than run inside another fiber's transaction, and a transaction begins
- * once the statements already started outside it have ended.
- */
-const makeClient = (connection: Connection) =>
-  Effect.gen(function*() {
-    const lock = yield* Effect.makeSemaphore(1)
-    let inTransaction = false
-    let running = 0
-    const outside = <A, E>(run: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-      Effect.suspend(() => {
-        if (inTransaction) return Effect.zipRight(lock.withPermits(1)(Effect.void), outside(run))
-        running++
-        return Effect.onExit(run, () => Effect.sync(() => void running--))
-      })
-    const outsideTransactions: Connection = {
-      execute: (sql, params, transformRows) => outside(connection.execute(sql, params, transformRows)),
-      executeRaw: (sql, params) => outside(connection.executeRaw(sql, params)),
-      executeValues: (sql, params) => outside(connection.executeValues(sql, params)),
-      executeUnprepared: (sql, params, transformRows) => outside(connection.executeUnprepared(sql, params, transformRows)),
-      executeStream: (sql, params, transformRows) => connection.executeStream(sql, params, transformRows)
-    }
-    const statementsEnded: Effect.Effect<void> = Effect.suspend(() =>
-      running === 0 ? Effect.void : Effect.zipRight(Effect.yieldNow(), statementsEnded)
-    )
-    const client = yield* SqlClient.make({
-      acquirer: Effect.succeed(outsideTransactions),
-      transactionAcquirer: Effect.uninterruptibleMask((restore) =>
-        Effect.zipRight(
-          restore(lock.take(1)),
-          Effect.addFinalizer(() => Effect.zipRight(Effect.sync(() => inTransaction = false), lock.release(1)))
-        )
-      ).pipe(
-        Effect.tap(() => inTransaction = true),
-        Effect.zipRight(statementsEnded),
-        Effect.as(connection)
-      ),
-      beginTransaction: "BEGIN IMMEDIATE",
-      compiler: Statement.makeCompilerSqlite(),
-      spanAttributes: [["db.system.name", "sqlite"], ["db.system", "sqlite"]]
-    })
-    return withDirectStatements(client, outsideTransactions)
-  })
 
 /**
  * Refuses, before SQLite touches anything, a database the service could read but not write: the

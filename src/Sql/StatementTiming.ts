@@ -1,5 +1,3 @@
-import type { Connection } from "@effect/sql/SqlConnection"
-import { Effect } from "effect"
 import { statementDurationOf, statementSummary } from "../Observability/Metrics.js"
 
 export type DatabaseSystem = "sqlite" | "postgresql"
@@ -20,25 +18,5 @@ export const statementDurations = (system: DatabaseSystem) => {
       if (byText.size < 1000) byText.set(sql, histogram)
     }
     return histogram
-  }
-}
-
-/**
- * A connection whose statements are timed, failed ones too: the one place between `@effect/sql`
- * and a driver's connection where every statement passes.
- */
-export const timedConnection = (system: DatabaseSystem, connection: Connection): Connection => {
-  const durationOf = statementDurations(system)
-  const timed = <A, E>(sql: string, run: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-    Effect.suspend(() => {
-      const start = performance.now()
-      return Effect.onExit(run, () => Effect.sync(() => durationOf(sql).unsafeUpdate((performance.now() - start) / 1000, [])))
-    })
-  return {
-    execute: (sql, params, transformRows) => timed(sql, connection.execute(sql, params, transformRows)),
-    executeRaw: (sql, params) => timed(sql, connection.executeRaw(sql, params)),
-    executeValues: (sql, params) => timed(sql, connection.executeValues(sql, params)),
-    executeUnprepared: (sql, params, transformRows) => timed(sql, connection.executeUnprepared(sql, params, transformRows)),
-    executeStream: (sql, params, transformRows) => connection.executeStream(sql, params, transformRows)
   }
 }
