@@ -59,6 +59,8 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     readonly workers: number
     /** How long a stop lets the requests in flight finish (`DRAIN_TIMEOUT_SECONDS`). */
     readonly drainTimeout: Duration.Duration
+    /** How long a request may take before it is answered 503 (`REQUEST_TIMEOUT_SECONDS`). */
+    readonly requestTimeout: Duration.Duration
   }
 >() {
   static readonly config = Config.all({
@@ -131,6 +133,12 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       Config.validate({ message: "must be a number of seconds from 0 to 3600", validation: (n) => n >= 0 && n <= 3600 }),
       Config.withDefault(10),
       Config.map(Duration.seconds)
+    ),
+    // Bun closes a connection idle for 10 s: an answer must come before that.
+    requestTimeout: Config.number("REQUEST_TIMEOUT_SECONDS").pipe(
+      Config.validate({ message: "must be a number of seconds above 0 and below 10", validation: (n) => n > 0 && n < 10 }),
+      Config.withDefault(5),
+      Config.map(Duration.seconds)
     )
   }).pipe(
     Config.map(({ productionUrl, publicBaseUrl, stagingUrl, ...config }) => {
@@ -166,6 +174,7 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       logLevel: LogLevel.Info,
       workers: 1,
       drainTimeout: Duration.seconds(10),
+      requestTimeout: Duration.seconds(5),
       ...config
     })
   }
