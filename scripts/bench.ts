@@ -19,6 +19,10 @@ import { args, numberOption } from "./options.js"
 import { measurePostgres } from "./bench/postgres.js"
 import { median, runWrk as wrk } from "./bench/wrk.js"
 
+if (Bun.spawnSync(["sh", "-c", "command -v wrk"]).exitCode !== 0) {
+  console.error("wrk is missing. Install it with: sudo apt-get install wrk")
+  process.exit(1)
+}
 if (args.includes("--ab")) {
   await import("./bench/ab.js")
   process.exit(0)
@@ -28,11 +32,6 @@ const root = new URL("..", import.meta.url).pathname
 const rounds = numberOption("--rounds", 3)
 const duration = numberOption("--duration", 8)
 const output = args.find((arg, i) => !arg.startsWith("--") && !args[i - 1]?.startsWith("--"))
-
-if (Bun.spawnSync(["sh", "-c", "command -v wrk"]).exitCode !== 0) {
-  console.error("wrk is missing. Install it with: sudo apt-get install wrk")
-  process.exit(1)
-}
 const cores = navigator.hardwareConcurrency
 const serverCore = "0"
 const loadCore = cores > 1 ? "1" : "0"

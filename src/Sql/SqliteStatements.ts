@@ -153,12 +153,13 @@ export const makeSqliteClient = (connection: Connection, timed: boolean) =>
     // Rows are used as SQLite gives them: no transform is configured.
     const direct = Object.assign(
       function sql(strings: unknown, ...args: Array<unknown>): unknown {
-        const made = (client as any)(strings, ...args)
-        return Effect.isEffect(made) ? new DirectStatement(made as Statement.Statement<any>, run) : made
+        const made: unknown = Reflect.apply(client, undefined, [strings, ...args])
+        return Effect.isEffect(made) ? new DirectStatement(made as Statement.Statement<unknown>, run) : made
       },
       client,
       { unsafe: (sql: string, params?: ReadonlyArray<unknown>) => new DirectStatement(client.unsafe(sql, params), run) }
     )
-    ;(direct as any).safe = direct
-    return direct as unknown as SqlClient.SqlClient
+    // The library's helpers (`literal`, `in`, `withTransaction`, …) as they are; only the
+    // template's statements differ, which its call signatures cannot say of a plain function.
+    return Object.assign(direct, { safe: direct }) as unknown as SqlClient.SqlClient
   })
