@@ -132,6 +132,44 @@ describe("PostgreSQL faults under requests", () => {
   })
 })
 
+describe("the pets table locked by another session (LOCK TABLE pets IN ACCESS EXCLUSIVE MODE)", () => {
+  it("/readyz answers 503 within 1 s and API requests 503 within the statement timeout; both recover within 1 s of the release", async () => {
+    using postgres = faultyPostgres()
+    const env = { DATABASE_URL: postgres.url, ...timeouts }
+    const key = (await runCommand(["src/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
+    const server = await startServer(env)
+    const headers = { authorization: `Bearer ${key}` }
+    const locker = Bun.spawn(["psql", postgres.url, "-v", "ON_ERROR_STOP=1"], { stdin: "pipe", stdout: "pipe", stderr: "pipe" })
+    try {
+      locker.stdin.write("BEGIN; LOCK TABLE pets IN ACCESS EXCLUSIVE MODE; SELECT 'locked';\n")
+      locker.stdin.flush()
+      const reader = locker.stdout.getReader()
+      for (let seen = ""; !seen.includes("locked");) seen += new TextDecoder().decode((await reader.read()).value)
+      const [ready, list] = await Promise.all([
+        timed(fetch(`${server.url}/readyz`)),
+        timed(fetch(`${server.url}/v1/pets`, { headers }))
+      ])
+      expect(ready.status).toBe(503)
+      expect(ready.millis).toBeLessThan(1000)
+      expect(list.status).toBe(503)
+      expect(list.headers.get("retry-after")).toBe("1")
+      expect(list.millis).toBeLessThan(requestTimeoutSeconds * 1000 + 1000)
+
+      locker.stdin.write("ROLLBACK;\n")
+      locker.stdin.flush()
+      const releasedAt = performance.now()
+      while ((await fetch(`${server.url}/readyz`)).status !== 200) {
+        expect(performance.now() - releasedAt).toBeLessThan(1000)
+        await Bun.sleep(50)
+      }
+      expect((await fetch(`${server.url}/v1/pets`, { headers })).status).toBe(200)
+    } finally {
+      locker.kill()
+      await server.stop()
+    }
+  })
+})
+
 describe("a start against PostgreSQL keeps its bounds", () => {
   it("a database that refuses connections is retried, each retry logged, then exit 1 naming host and port", async () => {
     const port = freePort()
