@@ -1,4 +1,5 @@
 import { Config, Context, Layer, Option } from "effect"
+import type { BatchSettings } from "./SpanQueue.js"
 
 export type SamplerName =
   | "always_on"
@@ -24,6 +25,8 @@ export interface Tracing {
   readonly sampler: SamplerName
   /** The sampled share of traces, for the ratio samplers. */
   readonly ratio: number
+  /** The export queue's bounds, from `OTEL_BSP_*`. */
+  readonly batch: BatchSettings
 }
 
 /**
@@ -67,7 +70,11 @@ export class ObservabilityConfig extends Context.Tag("petstore/ObservabilityConf
     ratio: Config.number("OTEL_TRACES_SAMPLER_ARG").pipe(
       Config.validate({ message: "must be a number from 0 to 1", validation: (n) => n >= 0 && n <= 1 }),
       Config.withDefault(1)
-    )
+    ),
+    maxQueueSize: positiveInteger("OTEL_BSP_MAX_QUEUE_SIZE", 2048),
+    maxExportBatchSize: positiveInteger("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512),
+    scheduleDelayMillis: positiveInteger("OTEL_BSP_SCHEDULE_DELAY", 5000),
+    exportTimeoutMillis: positiveInteger("OTEL_BSP_EXPORT_TIMEOUT", 30000)
   }).pipe(
     Config.map((c) => ({
       metrics: c.metricsPort === 0 ? Option.none() : Option.some({ host: c.metricsHost, port: c.metricsPort }),
@@ -77,7 +84,14 @@ export class ObservabilityConfig extends Context.Tag("petstore/ObservabilityConf
           serviceName: Option.getOrElse(c.serviceName, () => c.resourceAttributes["service.name"] ?? "petstore"),
           resourceAttributes: c.resourceAttributes,
           sampler: c.sampler as SamplerName,
-          ratio: c.ratio
+          ratio: c.ratio,
+          batch: {
+            maxQueueSize: c.maxQueueSize,
+            // As OpenTelemetry's SDK does, a batch is never larger than the queue.
+            maxExportBatchSize: Math.min(c.maxExportBatchSize, c.maxQueueSize),
+            scheduleDelayMillis: c.scheduleDelayMillis,
+            exportTimeoutMillis: c.exportTimeoutMillis
+          }
         })
     }))
   )
@@ -87,6 +101,13 @@ export class ObservabilityConfig extends Context.Tag("petstore/ObservabilityConf
   /** Neither metrics nor traces, unless given: for tests and for composing the service in code. */
   static readonly make = (config: Partial<ObservabilityConfig["Type"]> = {}) =>
     Layer.succeed(ObservabilityConfig, { metrics: Option.none(), tracing: Option.none(), ...config })
+}
+
+function positiveInteger(name: string, fallback: number) {
+  return Config.integer(name).pipe(
+    Config.validate({ message: "must be a whole number above 0", validation: (n) => n > 0 }),
+    Config.withDefault(fallback)
+  )
 }
 
 function otlpUrl(name: string) {
