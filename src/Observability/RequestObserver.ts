@@ -18,7 +18,7 @@ export const serverSpanOf = (request: HttpServerRequest.HttpServerRequest): Trac
  * route template and status, the gauge of requests in flight, and, with tracing, the request's
  * server span (continuing the caller's `traceparent`), where the tracer samples the trace. A
  * sampled request's span gets the HTTP semantic-convention attributes and is the parent of every
- * span below; any other request runs with the tracer off, so no span below it is made or kept.
+ * span below; any other request runs with no span at all, so none below it is recorded.
  * Never a header: the Authorization header stays out of every span.
  */
 export const makeRequestObserver = (options: {
@@ -53,12 +53,14 @@ export const makeRequestObserver = (options: {
       return Effect.flatMap(
         Effect.makeSpan(labels.spanName, {
           kind: "server",
-          parent: caller === undefined ? undefined : externalSpanOf(caller),
+          // The trace is sampled here, once: with the caller's span as parent, or as a new trace.
+          ...(caller === undefined ? { root: true } : { parent: externalSpanOf(caller) }),
           captureStackTrace: false
         }),
         (span) => {
+          // Not sampled: no parent is set, and the tracer records no span without one.
           if (!span.sampled) {
-            return Effect.onExit(Effect.withTracerEnabled(app, false), (exit) => {
+            return Effect.onExit(app, (exit) => {
               record(labels, start, statusOf(exit))
               return Effect.void
             })

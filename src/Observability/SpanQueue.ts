@@ -23,6 +23,7 @@ export const makeSpanQueue = <S>(settings: BatchSettings, send: (batch: Array<S>
   let queue: Array<S> = []
   let exporting = false
   let timer: ReturnType<typeof setTimeout> | undefined
+  let exportDue = false
   let dropped = 0
   let handed = 0
   let exported = 0
@@ -82,7 +83,14 @@ export const makeSpanQueue = <S>(settings: BatchSettings, send: (batch: Array<S>
       }
       queue.push(span)
       if (queue.length >= settings.maxExportBatchSize) {
-        if (!exporting) void exportNext()
+        // Encoded and sent after the request's own work, never inside it.
+        if (!exporting && !exportDue) {
+          exportDue = true
+          setImmediate(() => {
+            exportDue = false
+            void exportNext()
+          })
+        }
       } else {
         schedule()
       }

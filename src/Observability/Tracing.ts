@@ -1,8 +1,7 @@
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
-import { resourceFromAttributes } from "@opentelemetry/resources"
 import { Cause, Context, Effect, Exit, Layer, Option, Tracer } from "effect"
 import { addCollector } from "./Exposition.js"
-import { ObservabilityConfig, type Tracing } from "./ObservabilityConfig.js"
+import { ObservabilityConfig, type OtlpExporter, type Tracing } from "./ObservabilityConfig.js"
+import { type ExportedSpan, exportRequest, keyValues } from "./OtlpJson.js"
 import { makeSampler, type Sampler } from "./Sampler.js"
 import { type ExportOutcome, makeSpanQueue } from "./SpanQueue.js"
 import { CallerTraceState } from "./TraceContext.js"
@@ -61,23 +60,33 @@ class RecordedSpan implements Tracer.Span {
   }
 }
 
-/** A span of a trace not sampled: its ids for whoever asks, nothing recorded. */
+const invalidTraceId = "0".repeat(32)
+const invalidSpanId = "0".repeat(16)
+
+/**
+ * A span of a trace not sampled: nothing is recorded, and its ids are its parent's, so a call
+ * made under it would pass the caller's `traceparent` on unchanged (all zeros, the W3C invalid
+ * ids, when the trace began here).
+ */
 class UnsampledSpan implements Tracer.Span {
   readonly _tag = "Span"
   readonly sampled = false
-  readonly spanId = randomHex(2)
+  readonly traceId: string
+  readonly spanId: string
   readonly attributes = new Map<string, unknown>()
   readonly links = []
   status: Tracer.SpanStatus
 
   constructor(
     readonly name: string,
-    readonly traceId: string,
+    from: Tracer.AnySpan | undefined,
     readonly parent: Option.Option<Tracer.AnySpan>,
     readonly context: Context.Context<never>,
     startTime: bigint,
     readonly kind: Tracer.SpanKind
   ) {
+    this.traceId = from?.traceId ?? invalidTraceId
+    this.spanId = from?.spanId ?? invalidSpanId
     this.status = { _tag: "Started", startTime }
   }
 
@@ -90,19 +99,25 @@ class UnsampledSpan implements Tracer.Span {
 }
 
 /**
- * Effect's tracer for this service: a trace entering the process (a span without a parent, or
- * with a caller's) is sampled there, once; every span below follows its parent. A span of a
- * sampled trace is recorded and queued for export when it ends; of any other, nothing is kept.
- * Unlike `@effect/opentelemetry`'s tracer it wraps no fiber step in an OpenTelemetry context:
- * nothing in the service reads one, and that wrap cost every request that ran under a span.
+ * Effect's tracer for this service. A trace is sampled once, where it enters: a span with a
+ * caller's parent (an external span), or one opened as a root (`root: true`), as the request
+ * observer opens each request's server span. Every span below follows its parent. A span without
+ * a parent otherwise is one of a request that was not sampled (the observer then sets no parent),
+ * or background work: neither is recorded, and no fiber reference has to change to say so.
+ * A span of a sampled trace is recorded and queued for export when it ends. Unlike
+ * `@effect/opentelemetry`'s tracer it wraps no fiber step in an OpenTelemetry context: nothing in
+ * the service reads one, and that wrap cost every request that ran under a span.
  */
 export const makeTracer = (sample: Sampler, ended: (span: RecordedSpan) => void): Tracer.Tracer =>
   Tracer.make({
-    span(name, parent, context, links, startTime, kind) {
+    span(name, parent, context, links, startTime, kind, options) {
       const from = Option.getOrUndefined(parent)
-      const sampled = from === undefined || from._tag === "ExternalSpan" ? sample(from) : from.sampled
-      const traceId = from?.traceId ?? randomHex(4)
-      if (!sampled) return new UnsampledSpan(name, traceId, parent, context, startTime, kind)
+      const sampled = from === undefined
+        ? options?.root === true && sample(undefined)
+        : from._tag === "ExternalSpan"
+        ? sample(from)
+        : from.sampled
+      if (!sampled) return new UnsampledSpan(name, from, parent, context, startTime, kind)
       const traceState = from === undefined
         ? undefined
         : from._tag === "ExternalSpan"
@@ -110,146 +125,119 @@ export const makeTracer = (sample: Sampler, ended: (span: RecordedSpan) => void)
         : from instanceof RecordedSpan
         ? from.traceState
         : undefined
-      return new RecordedSpan(name, traceId, parent, traceState, context, links.slice(), startTime, kind, ended)
+      return new RecordedSpan(name, from?.traceId ?? randomHex(4), parent, traceState, context, links.slice(), startTime, kind, ended)
     },
     context: (execution) => execution()
   })
 
-const spanKinds: Record<Tracer.SpanKind, number> = { internal: 0, server: 1, client: 2, producer: 3, consumer: 4 }
-
-const hrTime = (nanos: bigint): [number, number] => [Number(nanos / 1_000_000_000n), Number(nanos % 1_000_000_000n)]
-
-const attributeValue = (value: unknown): string | number | boolean | Array<string | number | boolean> => {
-  if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") return value
-  if (typeof value === "bigint") return value.toString()
-  if (Array.isArray(value) && value.every((item) => ["string", "number", "boolean"].includes(typeof item))) return value
-  try {
-    return JSON.stringify(value) ?? String(value)
-  } catch {
-    return String(value)
-  }
+/**
+ * `effect` in a child span of the running one when that span's trace is sampled, and as it is
+ * otherwise: a request not sampled then pays one check, not a span and a context to make.
+ */
+export const withSampledSpan = (name: string, options: Tracer.SpanOptions) => {
+  const spanOptions = { ...options, captureStackTrace: false }
+  return <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.withFiberRuntime<A, E, R>((fiber) =>
+      fiber.currentSpan?.sampled === true ? Effect.withSpan(effect, name, spanOptions) : effect
+    )
 }
 
-const attributesOf = (entries: Iterable<readonly [string, unknown]>) => {
-  const attributes: Record<string, ReturnType<typeof attributeValue>> = {}
-  for (const [key, value] of entries) attributes[key] = attributeValue(value)
-  return attributes
-}
+// OTLP's numbering, 0 being unspecified.
+const spanKinds: Record<Tracer.SpanKind, number> = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 }
 
 /** OpenTelemetry's span status and exception event for how the span's effect ended. */
-const outcomeOf = (exit: Exit.Exit<unknown, unknown>, endTime: [number, number]) => {
-  if (Exit.isSuccess(exit)) return { status: { code: 1 }, events: [], attributes: {} }
-  if (Cause.isInterruptedOnly(exit.cause)) return { status: { code: 1 }, events: [], attributes: { "status.interrupted": true } }
+const outcomeOf = (exit: Exit.Exit<unknown, unknown>, endTime: bigint) => {
+  if (Exit.isSuccess(exit)) return okOutcome
+  if (Cause.isInterruptedOnly(exit.cause)) return interruptedOutcome
   const error = Cause.squash(exit.cause)
   const message = error instanceof Error ? error.message : String(error)
   const type = error instanceof Error ? ((error as { _tag?: string })._tag ?? error.name) : typeof error
-  return {
-    status: { code: 2, message },
-    events: [{
-      name: "exception",
-      time: endTime,
-      attributes: {
-        "exception.type": type,
-        "exception.message": message,
-        // A defect's trace says where; a failure the API expects (401, 404) has nothing to add.
-        ...(Cause.isDie(exit.cause) ? { "exception.stacktrace": Cause.pretty(exit.cause) } : {})
-      }
-    }],
-    attributes: {}
-  }
+  const attributes: Array<readonly [string, unknown]> = [["exception.type", type], ["exception.message", message]]
+  // A defect's trace says where; a failure the API expects (401, 404) has nothing to add.
+  if (Cause.isDie(exit.cause)) attributes.push(["exception.stacktrace", Cause.pretty(exit.cause)])
+  return { status: { code: 2, message }, events: [{ name: "exception", time: endTime, attributes }], attributes: [] }
 }
+const okOutcome = { status: { code: 1 }, events: [], attributes: [] }
+const interruptedOutcome = { status: { code: 1 }, events: [], attributes: [["status.interrupted", true] as const] }
 
-/** A recorded span as the OTLP exporter reads one. */
-const toReadableSpan = (span: RecordedSpan, resource: unknown, scope: { readonly name: string }) => {
+/** A recorded span as it is encoded for export. */
+const exportedSpan = (span: RecordedSpan): ExportedSpan => {
   if (span.status._tag !== "Ended") throw new Error("only an ended span is exported")
   const { endTime, exit, startTime } = span.status
-  const end = hrTime(endTime)
   const parent = Option.getOrUndefined(span.parent)
-  const traceState = span.traceState === undefined ? undefined : verbatimTraceState(span.traceState)
-  const outcome = outcomeOf(exit, end)
+  const outcome = outcomeOf(exit, endTime)
   return {
+    traceId: span.traceId,
+    spanId: span.spanId,
+    parentSpanId: parent?.spanId,
+    parentIsRemote: parent?._tag === "ExternalSpan",
+    traceState: span.traceState,
     name: span.name,
     kind: spanKinds[span.kind],
-    spanContext: () => ({ traceId: span.traceId, spanId: span.spanId, traceFlags: 1, traceState }),
-    parentSpanContext: parent === undefined ? undefined : {
-      traceId: parent.traceId,
-      spanId: parent.spanId,
-      traceFlags: parent.sampled ? 1 : 0,
-      isRemote: parent._tag === "ExternalSpan"
-    },
-    startTime: hrTime(startTime),
-    endTime: end,
-    duration: hrTime(endTime - startTime),
-    status: outcome.status,
-    attributes: { ...attributesOf(span.attributes), ...outcome.attributes },
-    links: span.links.map((link) => ({
-      context: { traceId: link.span.traceId, spanId: link.span.spanId, traceFlags: link.span.sampled ? 1 : 0 },
-      attributes: attributesOf(Object.entries(link.attributes))
-    })),
+    startTime,
+    endTime,
+    attributes: outcome.attributes.length === 0 ? span.attributes : [...span.attributes, ...outcome.attributes],
     events: [
-      ...span.events.map(([name, time, attributes]) => ({
-        name,
-        time: hrTime(time),
-        attributes: attributes === undefined ? undefined : attributesOf(Object.entries(attributes))
-      })),
+      ...span.events.map(([name, time, attributes]) => ({ name, time, attributes: Object.entries(attributes ?? {}) })),
       ...outcome.events
     ],
-    ended: true,
-    resource,
-    instrumentationScope: scope,
-    droppedAttributesCount: 0,
     droppedEventsCount: span.droppedEvents,
-    droppedLinksCount: 0
+    links: span.links.map((link) => ({
+      traceId: link.span.traceId,
+      spanId: link.span.spanId,
+      attributes: Object.entries(link.attributes)
+    })),
+    status: outcome.status
   }
 }
 
-/** The caller's `tracestate`, exported exactly as it came rather than parsed and written again. */
-const verbatimTraceState = (value: string) => ({
-  serialize: () => value,
-  get: () => undefined,
-  set() {
-    return this
-  },
-  unset() {
-    return this
-  }
-})
-
-/** A short, bounded label for a failed export: the HTTP status, the network error's code, or `_OTHER`. */
+/** A short, bounded label for a failed export: the HTTP status, the network error's code, `timeout`, or `_OTHER`. */
 const errorTypeOf = (error: unknown): string => {
+  if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) return "timeout"
   const code = (error as { code?: unknown } | undefined)?.code
-  if (typeof code === "number") return String(code)
-  if (typeof code === "string" && /^[A-Z_]{1,32}$/.test(code)) return code
-  if (error instanceof Error && /timed? ?out/i.test(error.message)) return "timeout"
+  if (typeof code === "string" && /^[A-Za-z_]{1,40}$/.test(code)) return code
   return "_OTHER"
 }
 
+/** Posts one batch; answers undefined when the receiving end took it, else why not. */
+const makeSender = (exporter: OtlpExporter, resource: string) => (batch: Array<RecordedSpan>): Promise<ExportOutcome> => {
+  const json = exportRequest(resource, "petstore", batch.map(exportedSpan))
+  return fetch(exporter.url, {
+    method: "POST",
+    headers: {
+      ...exporter.headers,
+      "content-type": "application/json",
+      ...(exporter.gzip ? { "content-encoding": "gzip" } : {})
+    },
+    body: exporter.gzip ? Bun.gzipSync(json) : json,
+    signal: AbortSignal.timeout(exporter.timeoutMillis)
+  }).then(
+    async (response) => {
+      // Read to its end, so the connection is kept for the next export.
+      await response.arrayBuffer().catch(() => undefined)
+      return response.ok ? undefined : String(response.status)
+    },
+    errorTypeOf
+  )
+}
+
 /**
- * The tracer exporting sampled traces in batches over OTLP/HTTP (JSON): the exporter reads its
- * endpoint, headers and timeout from the standard `OTEL_EXPORTER_OTLP_*` variables; the queue's
- * bounds come from `OTEL_BSP_*`. Spans still queued are sent when the layer is released.
+ * The tracer exporting sampled traces in batches over OTLP/HTTP (JSON) to the endpoint of the
+ * standard `OTEL_EXPORTER_OTLP_*` variables, with their headers, timeout and compression; the
+ * queue's bounds come from `OTEL_BSP_*`. Spans still queued are sent when the layer is released.
  */
 const exportingTracer = (tracing: Tracing) =>
   Layer.unwrapScoped(Effect.gen(function*() {
-    const resource = resourceFromAttributes({
+    const resource = keyValues(Object.entries({
       ...tracing.resourceAttributes,
       "service.name": tracing.serviceName,
       "telemetry.sdk.name": "petstore",
       "telemetry.sdk.language": "nodejs"
-    })
-    const scope = { name: "petstore" }
-    const exporter = new OTLPTraceExporter()
-    const send = (batch: Array<RecordedSpan>) =>
-      new Promise<ExportOutcome>((resolve) =>
-        exporter.export(
-          batch.map((span) => toReadableSpan(span, resource, scope)) as never,
-          (result) => resolve(result.code === 0 ? undefined : errorTypeOf(result.error))
-        )
-      )
-    const queue = makeSpanQueue(tracing.batch, send)
+    }))
+    const queue = makeSpanQueue(tracing.batch, makeSender(tracing.exporter, resource))
     yield* Effect.acquireRelease(Effect.sync(() => addCollector(queue.series)), (remove) => Effect.sync(remove))
     yield* Effect.addFinalizer(() =>
-      Effect.promise(() => queue.flush().then(() => exporter.shutdown())).pipe(
+      Effect.promise(queue.flush).pipe(
         Effect.timeoutOption("3 seconds"),
         // A finalizer runs uninterruptibly: without this the timeout could not cut a hung export short.
         Effect.interruptible
