@@ -81,8 +81,8 @@ export class ObservabilityConfig extends Context.Tag("petstore/ObservabilityConf
     exportTimeoutMillis: positiveInteger("OTEL_BSP_EXPORT_TIMEOUT", 30000),
     headers: keyValueList("OTEL_EXPORTER_OTLP_HEADERS"),
     tracesHeaders: keyValueList("OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
-    timeout: Config.option(positiveInteger("OTEL_EXPORTER_OTLP_TIMEOUT", 10000)),
-    tracesTimeout: Config.option(positiveInteger("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", 10000)),
+    timeout: positiveInteger("OTEL_EXPORTER_OTLP_TIMEOUT", 10000),
+    tracesTimeout: Config.option(positiveInteger("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")),
     compression: Config.literal("gzip", "none")("OTEL_EXPORTER_OTLP_COMPRESSION").pipe(Config.withDefault("none")),
     tracesCompression: Config.option(Config.literal("gzip", "none")("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"))
   }).pipe(
@@ -105,7 +105,7 @@ export class ObservabilityConfig extends Context.Tag("petstore/ObservabilityConf
           exporter: {
             url: Option.getOrElse(c.tracesEndpoint, () => Option.getOrThrow(c.endpoint).replace(/\/?$/, "/v1/traces")),
             headers: { ...c.headers, ...c.tracesHeaders },
-            timeoutMillis: Option.getOrElse(Option.orElse(c.tracesTimeout, () => c.timeout), () => 10000),
+            timeoutMillis: Option.getOrElse(c.tracesTimeout, () => c.timeout),
             gzip: Option.getOrElse(c.tracesCompression, () => c.compression) === "gzip"
           }
         })
@@ -131,11 +131,13 @@ function keyValueList(name: string) {
   )
 }
 
-function positiveInteger(name: string, fallback: number) {
-  return Config.integer(name).pipe(
-    Config.validate({ message: "must be a whole number above 0", validation: (n) => n > 0 }),
-    Config.withDefault(fallback)
+function positiveInteger(name: string): Config.Config<number>
+function positiveInteger(name: string, fallback: number): Config.Config<number>
+function positiveInteger(name: string, fallback?: number) {
+  const value = Config.integer(name).pipe(
+    Config.validate({ message: "must be a whole number above 0", validation: (n) => n > 0 })
   )
+  return fallback === undefined ? value : Config.withDefault(value, fallback)
 }
 
 function otlpUrl(name: string) {

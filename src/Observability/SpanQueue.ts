@@ -10,6 +10,9 @@ export interface BatchSettings {
   readonly exportTimeoutMillis: number
 }
 
+const minBackoffMillis = 1000
+const maxBackoffMillis = 30_000
+
 /** An export's outcome: undefined when the receiving end took the spans, else a short error type. */
 export type ExportOutcome = string | undefined
 
@@ -17,13 +20,17 @@ export type ExportOutcome = string | undefined
  * Ended spans queued and exported in batches, one export at a time, as OpenTelemetry's batching
  * span processor does, but bounded everywhere: a span is added in constant time whatever the
  * collector does; while it is slow or away the queue fills, and every span beyond it is dropped
- * and counted, so memory stays at the queue's size and no request waits.
+ * and counted, so memory stays at the queue's size and no request waits. After a failed export
+ * the next waits 1 s, then twice as long each time up to 30 s, until one succeeds.
  */
 export const makeSpanQueue = <S>(settings: BatchSettings, send: (batch: Array<S>) => Promise<ExportOutcome>) => {
   let queue: Array<S> = []
   let exporting = false
   let timer: ReturnType<typeof setTimeout> | undefined
   let exportDue = false
+  // After a failed export the next waits, doubling up to a bound: a collector away costs no CPU.
+  let backoffMillis = 0
+  let pausedUntil = 0
   let dropped = 0
   let handed = 0
   let exported = 0
@@ -54,37 +61,45 @@ export const makeSpanQueue = <S>(settings: BatchSettings, send: (batch: Array<S>
       clearTimeout(timer)
       timer = undefined
     }
+    if (Date.now() < pausedUntil) return schedule(pausedUntil - Date.now())
     exporting = true
     const batch = takeBatch()
     handed += batch.length
     const outcome = await withTimeout(batch)
-    if (outcome === undefined) exported += batch.length
-    else failed.set(outcome, (failed.get(outcome) ?? 0) + batch.length)
+    if (outcome === undefined) {
+      exported += batch.length
+      backoffMillis = 0
+    } else {
+      failed.set(outcome, (failed.get(outcome) ?? 0) + batch.length)
+      backoffMillis = Math.min(maxBackoffMillis, Math.max(minBackoffMillis, backoffMillis * 2))
+      pausedUntil = Date.now() + backoffMillis
+    }
     exporting = false
     if (queue.length >= settings.maxExportBatchSize) return exportNext()
     if (queue.length > 0) schedule()
   }
 
-  const schedule = () => {
+  const schedule = (delay = Math.max(settings.scheduleDelayMillis, pausedUntil - Date.now())) => {
     if (timer !== undefined || exporting) return
     timer = setTimeout(() => {
       timer = undefined
       void exportNext()
-    }, settings.scheduleDelayMillis)
+    }, delay)
     // A batch not yet due keeps no process alive: the layer's release flushes it.
     timer.unref?.()
   }
 
   return {
-    add: (span: S): void => {
+    /** Queues the span `make` answers, or, when the queue is full, counts it dropped without making it. */
+    offer: (make: () => S): void => {
       if (queue.length >= settings.maxQueueSize) {
         dropped++
         return
       }
-      queue.push(span)
+      queue.push(make())
       if (queue.length >= settings.maxExportBatchSize) {
         // Encoded and sent after the request's own work, never inside it.
-        if (!exporting && !exportDue) {
+        if (!exporting && !exportDue && Date.now() >= pausedUntil) {
           exportDue = true
           setImmediate(() => {
             exportDue = false

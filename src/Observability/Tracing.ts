@@ -1,7 +1,7 @@
 import { Cause, Context, Effect, Exit, Layer, Option, Tracer } from "effect"
 import { addCollector } from "./Exposition.js"
 import { ObservabilityConfig, type OtlpExporter, type Tracing } from "./ObservabilityConfig.js"
-import { type ExportedSpan, exportRequest, keyValues } from "./OtlpJson.js"
+import { type ExportedSpan, exportRequest, keyValues, spanJson } from "./OtlpJson.js"
 import { makeSampler, type Sampler } from "./Sampler.js"
 import { type ExportOutcome, makeSpanQueue } from "./SpanQueue.js"
 import { CallerTraceState } from "./TraceContext.js"
@@ -200,8 +200,8 @@ const errorTypeOf = (error: unknown): string => {
 }
 
 /** Posts one batch; answers undefined when the receiving end took it, else why not. */
-const makeSender = (exporter: OtlpExporter, resource: string) => (batch: Array<RecordedSpan>): Promise<ExportOutcome> => {
-  const json = exportRequest(resource, "petstore", batch.map(exportedSpan))
+const makeSender = (exporter: OtlpExporter, resource: string) => (batch: Array<string>): Promise<ExportOutcome> => {
+  const json = exportRequest(resource, "petstore", batch)
   return fetch(exporter.url, {
     method: "POST",
     headers: {
@@ -234,7 +234,7 @@ const exportingTracer = (tracing: Tracing) =>
       "telemetry.sdk.name": "petstore",
       "telemetry.sdk.language": "nodejs"
     }))
-    const queue = makeSpanQueue(tracing.batch, makeSender(tracing.exporter, resource))
+    const queue = makeSpanQueue<string>(tracing.batch, makeSender(tracing.exporter, resource))
     yield* Effect.acquireRelease(Effect.sync(() => addCollector(queue.series)), (remove) => Effect.sync(remove))
     yield* Effect.addFinalizer(() =>
       Effect.promise(queue.flush).pipe(
@@ -243,7 +243,9 @@ const exportingTracer = (tracing: Tracing) =>
         Effect.interruptible
       )
     )
-    return Layer.setTracer(makeTracer(makeSampler(tracing.sampler, tracing.ratio), queue.add))
+    return Layer.setTracer(
+      makeTracer(makeSampler(tracing.sampler, tracing.ratio), (span) => queue.offer(() => spanJson(exportedSpan(span))))
+    )
   }))
 
 /**
