@@ -6,7 +6,7 @@ import { ObservabilityConfig } from "./ObservabilityConfig.js"
 import { withSampledSpan } from "./Tracing.js"
 
 const inSpan = (spanName: string, functionName: string) =>
-  withSampledSpan(spanName, { attributes: { "code.function.name": functionName } })
+  withSampledSpan(spanName, { "code.function.name": functionName })
 
 /**
  * Authentication in a child span of the request's, when the request is sampled; the same service

@@ -130,16 +130,27 @@ export const makeTracer = (sample: Sampler, ended: (span: RecordedSpan) => void)
     context: (execution) => execution()
   })
 
+const nowNanos = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6))
+
 /**
  * `effect` in a child span of the running one when that span's trace is sampled, and as it is
- * otherwise: a request not sampled then pays one check, not a span and a context to make.
+ * otherwise: a request not sampled then pays one check, not a span and a context to make. The
+ * span is made by the tracer directly, without `Effect.withSpan`'s reads of span annotations,
+ * links and clock, which cost more than the span.
  */
-export const withSampledSpan = (name: string, options: Tracer.SpanOptions) => {
-  const spanOptions = { ...options, captureStackTrace: false }
+export const withSampledSpan = (name: string, attributes: Readonly<Record<string, unknown>>) => {
+  const options = { captureStackTrace: false } as const
   return <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-    Effect.withFiberRuntime<A, E, R>((fiber) =>
-      fiber.currentSpan?.sampled === true ? Effect.withSpan(effect, name, spanOptions) : effect
-    )
+    Effect.withFiberRuntime<A, E, R>((fiber) => {
+      const parent = fiber.currentSpan
+      if (parent?.sampled !== true) return effect
+      const span = fiber.currentTracer.span(name, Option.some(parent), Context.empty(), [], nowNanos(), "internal", options)
+      for (const key in attributes) span.attribute(key, attributes[key])
+      return Effect.onExit(Effect.withParentSpan(effect, span), (exit) => {
+        span.end(nowNanos(), exit)
+        return Effect.void
+      })
+    })
 }
 
 // OTLP's numbering, 0 being unspecified.
