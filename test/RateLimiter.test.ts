@@ -147,6 +147,20 @@ describe("RecentMap, the bounded map behind the buckets", () => {
     fullAt.set("d", 900, 150)
     expect([fullAt.get("a"), fullAt.get("b"), fullAt.size]).toEqual([undefined, undefined, 2])
   })
+
+  it("at its capacity forgets the least recently used, a read or a write making an entry the newest", () => {
+    const never = new RecentMap<number>(3, () => false)
+    for (const key of ["a", "b", "c"]) never.set(key, 1, 0)
+    never.get("a")
+    never.set("d", 1, 0)
+    expect(["a", "b", "c", "d"].map((key) => never.get(key))).toEqual([1, undefined, 1, 1])
+    never.set("c", 2, 0)
+    never.delete("a")
+    never.set("e", 1, 0)
+    never.set("f", 1, 0)
+    expect(["c", "d", "e", "f"].map((key) => never.get(key))).toEqual([2, undefined, 1, 1])
+    expect(never.size).toBe(3)
+  })
 })
 
 describe("RateLimiter shares, for workers on SQLite", () => {
