@@ -104,5 +104,8 @@ describe("the span export queue", () => {
     // The first batch failed: the second waits a second rather than following at once.
     expect(sent.length).toBe(1)
     expect(queue.series().find((s) => s.labels.some(([, v]) => v === "ECONNREFUSED"))).toMatchObject({ value: 4 })
+    // A stop tries once more, and gives up at the first failure rather than waiting it out.
+    await queue.flush()
+    expect(sent.length).toBe(2)
   })
 })

@@ -111,10 +111,11 @@ export const makeSpanQueue = <S>(settings: BatchSettings, send: (batch: Array<S>
       }
     },
 
-    /** Exports every span queued now, batch after batch. */
+    /** Exports every span queued now, batch after batch, until one export fails: at a stop, whatever the backoff. */
     flush: async (): Promise<void> => {
       while (exporting) await new Promise((resolve) => setTimeout(resolve, 5))
-      while (queue.length > 0) await exportNext()
+      pausedUntil = 0
+      while (queue.length > 0 && Date.now() >= pausedUntil) await exportNext()
     },
 
     /** The queue's size and capacity, and the spans handed on, dropped, exported and lost, as OpenTelemetry's SDK metrics name them. */
