@@ -278,6 +278,10 @@ describe("traces over OTLP/HTTP", () => {
         if (collector === "hung") expect(lost.join("\n")).toContain(`error_type="timeout"`)
         expect(metricValue(exposition, `otel_sdk_exporter_span_exported_total{otel_component_type="otlp_http_json_span_exporter"}`))
           .toBe(0)
+        // A stop sends what is queued for 3 s at most, then goes.
+        const stopping = performance.now()
+        expect(await server.stop()).toBe(0)
+        expect(performance.now() - stopping).toBeLessThan(6000)
       } finally {
         hung?.stop(true)
       }
