@@ -9,6 +9,7 @@
  * Usage: bun run bench [results.json] [--rounds N] [--duration SECONDS] [--only observability]
  * (`bun run bench` builds dist/main.js first; `bun scripts/bench.ts` uses the build as it is;
  * `--only observability` measures what metrics and traces cost, and nothing else.)
+ * A/B of two commits instead (`scripts/bench/ab.ts`): bun scripts/bench.ts --ab A B [--rounds N]
  */
 import { Database } from "bun:sqlite"
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -19,6 +20,15 @@ import { args, numberOption } from "./options.js"
 import { measurePostgres } from "./bench/postgres.js"
 import { median, runWrk as wrk } from "./bench/wrk.js"
 
+if (Bun.spawnSync(["sh", "-c", "command -v wrk"]).exitCode !== 0) {
+  console.error("wrk is missing. Install it with: sudo apt-get install wrk")
+  process.exit(1)
+}
+if (args.includes("--ab")) {
+  await import("./bench/ab.js")
+  process.exit(0)
+}
+
 const root = new URL("..", import.meta.url).pathname
 const rounds = numberOption("--rounds", 3)
 const duration = numberOption("--duration", 8)
@@ -26,11 +36,6 @@ const output = args.find((arg, i) => !arg.startsWith("--") && !args[i - 1]?.star
 const only = args.includes("--only") ? args[args.indexOf("--only") + 1] : undefined
 if (only !== undefined && only !== "observability") {
   console.error(`--only takes observability, not ${only}`)
-  process.exit(1)
-}
-
-if (Bun.spawnSync(["sh", "-c", "command -v wrk"]).exitCode !== 0) {
-  console.error("wrk is missing. Install it with: sudo apt-get install wrk")
   process.exit(1)
 }
 const cores = navigator.hardwareConcurrency

@@ -1,4 +1,4 @@
-import { PgClient } from "@effect/sql-pg"
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
@@ -78,7 +78,7 @@ describe("RateLimiter on PostgreSQL", () => {
     Effect.gen(function*() {
       const wide = { name: "wide", perSecond: 1000, burst: 200 }
       const { database, limiters: [one] } = yield* sharedBy(1)
-      const sql = database.unsafeMap.get(PgClient.PgClient.key) as PgClient.PgClient
+      const sql = database.unsafeMap.get(SqlClient.SqlClient.key) as SqlClient.SqlClient
       const [before] = yield* sql<{ n: string }>`SELECT n_tup_ins + n_tup_upd AS n FROM pg_stat_user_tables
         WHERE relname = 'rate_limit_buckets'`
       yield* Effect.forEach(Array.from({ length: 200 }), () => one!.take(wide, "frank"))
@@ -91,7 +91,7 @@ describe("RateLimiter on PostgreSQL", () => {
   it.scoped("keeps at most the cap of buckets in the table, and deletes full ones", () =>
     Effect.gen(function*() {
       const { database, limiters: [one] } = yield* sharedBy(1, { maxSharedBuckets: 50, purgeEvery: "100 millis" })
-      const sql = database.unsafeMap.get(PgClient.PgClient.key) as PgClient.PgClient
+      const sql = database.unsafeMap.get(SqlClient.SqlClient.key) as SqlClient.SqlClient
       yield* Effect.forEach(Array.from({ length: 400 }, (_, i) => `10.0.${i >> 8}.${i & 255}`), (address) =>
         one!.take(policy, address), { concurrency: 16 })
       const count = sql<{ n: string }>`SELECT count(*) AS n FROM rate_limit_buckets`.pipe(Effect.map(([row]) => Number(row!.n)))

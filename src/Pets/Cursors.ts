@@ -1,9 +1,8 @@
-import { PgClient } from "@effect/sql-pg"
+import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { BadRequest } from "../Domain/ApiError.js"
 import type { PetId, PetStatus } from "../Domain/Pet.js"
-import { Sqlite } from "../Sql/Database.js"
 
 /**
  * Opaque page positions for listPets: the last id served and the status filter, signed with a
@@ -53,20 +52,10 @@ export class Cursors extends Context.Tag("petstore/Cursors")<
   static readonly InMemory = Layer.sync(Cursors, () => Cursors.make(randomBytes(32)))
 
   /** The secret kept in the database, so cursors survive restarts and work on every instance. */
-  static readonly Sqlite = Layer.effect(
-    Cursors,
-    Effect.flatMap(Sqlite, (db) => {
-      const row = db.query<{ value: string }, []>("SELECT value FROM settings WHERE name = 'cursor_secret'").get()
-      return row === null
-        ? Effect.dieMessage("The settings table has no cursor_secret: the migrations did not run")
-        : Effect.succeed(Cursors.make(Buffer.from(row.value, "hex")))
-    })
-  )
-
-  static readonly Postgres = Layer.effect(
+  static readonly Sql = Layer.effect(
     Cursors,
     Effect.gen(function*() {
-      const sql = yield* PgClient.PgClient
+      const sql = yield* SqlClient.SqlClient
       const [row] = yield* Effect.orDie(sql<{ value: string }>`SELECT value FROM settings WHERE name = 'cursor_secret'`)
       return row === undefined
         ? yield* Effect.dieMessage("The settings table has no cursor_secret: the migrations did not run")
