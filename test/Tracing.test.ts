@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { PetStoreClient } from "../src/Client/PetStoreClient.js"
 import { startOtlpReceiver } from "./support/OtlpReceiver.js"
+import { createTestDatabase } from "./support/PostgresStores.js"
 import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 const callerTraceId = "0af7651916cd43dd8448eb211c80319c"
@@ -11,7 +12,7 @@ const callerSpanId = "b7ad6b7169203331"
 
 /** A real server exporting every span at once to a receiving end the test started. */
 const startTracedServer = async (folder: string, env: Record<string, string> = {}, receiver = startOtlpReceiver()) => {
-  const database = { DATABASE_URL: join(folder, "petstore.db") }
+  const database = { DATABASE_URL: env.DATABASE_URL ?? join(folder, "petstore.db") }
   const key = (await runCommand(["src/keys.ts", "create", "--name", "tracing"], database)).stdout.trim().split("\n").at(-1)!
   const server = await startServer({
     ...database,
@@ -290,4 +291,26 @@ describe("traces over OTLP/HTTP", () => {
   it("a collector stopped costs requests nothing: they answer promptly, spans beyond the bounded queue are dropped and counted, memory stays", collectorAway("stopped"), 120_000)
 
   it("a collector that takes exports and never answers: each export times out, requests answer promptly, drops counted", collectorAway("hung"), 120_000)
+
+  it("on PostgreSQL: a sampled request's statements are children of its store call; an unsampled request's make no span", async () => {
+    using folder = temporaryFolder()
+    await using database = await createTestDatabase()
+    await using traced = await startTracedServer(folder.path, { DATABASE_URL: database.url })
+    const { key, receiver, server } = traced
+    const unsampledTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    expect((await fetch(`${server.url}/v1/pets?limit=1`, {
+      headers: { authorization: `Bearer ${key}`, traceparent: `00-${unsampledTrace}-00f067aa0ba902b7-00` }
+    })).status).toBe(200)
+    expect((await fetch(`${server.url}/v1/pets?limit=1`, {
+      headers: { authorization: `Bearer ${key}`, traceparent: `00-${callerTraceId}-${callerSpanId}-01` }
+    })).status).toBe(200)
+    const repository = await receiver.waitFor((span) => span.name === "PetRepository.list" && span.traceId === callerTraceId)
+    const statement = await receiver.waitFor((span) => span.parentSpanId === repository.spanId && span.kind === 3)
+    expect(statement.attributes["db.query.text"]).toContain("pets")
+    expect(receiver.spans.filter((span) => span.traceId === unsampledTrace)).toEqual([])
+    // Nor did the unsampled request's statements start traces of their own: every trace has its server span.
+    const traces = new Set(receiver.spans.filter((span) => span.kind === 2).map((span) => span.traceId))
+    expect(receiver.spans.filter((span) => !traces.has(span.traceId))).toEqual([])
+    expect(receiver.spans.filter((span) => span.kind === 2 && span.attributes["url.path"] === "/v1/pets")).toHaveLength(1)
+  }, 120_000)
 })
