@@ -6,8 +6,9 @@
  * instance and two (`scripts/bench/postgres.ts`); then what metrics and traces cost
  * (`scripts/bench/observability.ts`).
  *
- * Usage: bun run bench [results.json] [--rounds N] [--duration SECONDS]
- * (`bun run bench` builds dist/main.js first; `bun scripts/bench.ts` uses the build as it is.)
+ * Usage: bun run bench [results.json] [--rounds N] [--duration SECONDS] [--only observability]
+ * (`bun run bench` builds dist/main.js first; `bun scripts/bench.ts` uses the build as it is;
+ * `--only observability` measures what metrics and traces cost, and nothing else.)
  * A/B of two commits instead (`scripts/bench/ab.ts`): bun scripts/bench.ts --ab A B [--rounds N]
  */
 import { Database } from "bun:sqlite"
@@ -32,6 +33,11 @@ const root = new URL("..", import.meta.url).pathname
 const rounds = numberOption("--rounds", 3)
 const duration = numberOption("--duration", 8)
 const output = args.find((arg, i) => !arg.startsWith("--") && !args[i - 1]?.startsWith("--"))
+const only = args.includes("--only") ? args[args.indexOf("--only") + 1] : undefined
+if (only !== undefined && only !== "observability") {
+  console.error(`--only takes observability, not ${only}`)
+  process.exit(1)
+}
 const cores = navigator.hardwareConcurrency
 const serverCore = "0"
 const loadCore = cores > 1 ? "1" : "0"
@@ -57,6 +63,9 @@ const key = keyRun.stdout.toString().trim().split("\n").at(-1)!
   db.run("PRAGMA wal_checkpoint(TRUNCATE)")
   db.close()
 }
+
+const commitOf = () => Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root }).stdout.toString().trim()
+const settingsOf = () => ({ threads: 1, connections: 32, durationSeconds: duration, rounds, serverCore, loadCore })
 
 const rssKiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1])
 
@@ -128,19 +137,6 @@ const serviceEnv = {
   // Metrics on, as by default, on a port of the benchmark's own.
   METRICS_PORT: String(servicePort + 40)
 }
-const service = await start("service", ["bun", "dist/main.js"], {
-  ...serviceEnv,
-  DATABASE_URL: join(folder, "service.db")
-}, servicePort)
-const baseline = await start(
-  "baseline",
-  ["bun", "scripts/bench/baseline.ts", join(folder, "baseline.db"), String(baselinePort)],
-  {},
-  baselinePort
-)
-// What the framework costs on its own: an HttpApi handler returning a fixed pet (get by id only).
-const floor = await start("floor", ["bun", "scripts/bench/floor.ts", String(floorPort)], {}, floorPort, serverCore, "/v1/pets/1")
-
 const lua = (name: string, body: string) => {
   const path = join(folder, `${name}.lua`)
   writeFileSync(path, body)
@@ -174,6 +170,44 @@ const workloads = makeWorkloads(key, "sqlite")
 /** One wrk run of the configured duration; with the server's pid, also its CPU time per request. */
 const runWrk = (url: string, script: string, onCores = loadCore, pid?: number) =>
   wrk(url, script, onCores, duration, pid === undefined ? [] : [pid])
+
+const observabilityOf = () =>
+  measureObservability({
+    root,
+    folder,
+    rounds,
+    loadCore,
+    serviceEnv,
+    copyDatabase: databaseCopier(folder, copyFileSync, seed),
+    start: (name, command, env, port) => start(name, command, env, port),
+    workloads,
+    runWrk,
+    median
+  })
+
+if (only === "observability") {
+  const observability = await observabilityOf()
+  console.log(`\nwrk 1 thread, 32 connections, ${duration}s per run, median of ${rounds} rounds (A B turns); servers on core ${serverCore}, wrk on core ${loadCore}`)
+  printObservability(observability)
+  if (output !== undefined) {
+    writeFileSync(output, JSON.stringify({ date: new Date().toISOString(), commit: commitOf(), settings: settingsOf(), observability }, null, 2) + "\n")
+    console.log(`\nwrote ${output}`)
+  }
+  process.exit(0)
+}
+
+const service = await start("service", ["bun", "dist/main.js"], {
+  ...serviceEnv,
+  DATABASE_URL: join(folder, "service.db")
+}, servicePort)
+const baseline = await start(
+  "baseline",
+  ["bun", "scripts/bench/baseline.ts", join(folder, "baseline.db"), String(baselinePort)],
+  {},
+  baselinePort
+)
+// What the framework costs on its own: an HttpApi handler returning a fixed pet (get by id only).
+const floor = await start("floor", ["bun", "scripts/bench/floor.ts", String(floorPort)], {}, floorPort, serverCore, "/v1/pets/1")
 
 /** The servers measured on a workload, in turns; the floor only answers get by id. */
 const serversFor = (workload: (typeof workloads)[number]) =>
@@ -279,18 +313,7 @@ const postgresRows = postgres.map(({ oneInstance, twoInstances, workload }) => {
   }
 })
 
-const observability = await measureObservability({
-  root,
-  folder,
-  rounds,
-  loadCore,
-  serviceEnv,
-  copyDatabase: databaseCopier(folder, copyFileSync, seed),
-  start: (name, command, env, port) => start(name, command, env, port),
-  workloads,
-  runWrk,
-  median
-})
+const observability = await observabilityOf()
 
 const cell = (value: string, width: number) => value.padStart(width)
 console.log(
@@ -390,8 +413,8 @@ if (output !== undefined) {
     JSON.stringify(
       {
         date: new Date().toISOString(),
-        commit: Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root }).stdout.toString().trim(),
-        settings: { threads: 1, connections: 32, durationSeconds: duration, rounds, serverCore, loadCore },
+        commit: commitOf(),
+        settings: settingsOf(),
         workloads: rows,
         frameworkFloor: floorSummary,
         twoWorkers: workerRows,

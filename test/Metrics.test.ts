@@ -81,6 +81,36 @@ describe("Prometheus metrics", () => {
     }
   })
 
+  it("with tracing on, the span export queue's metrics (OpenTelemetry's SDK names) pass promtool, a stopped collector's losses included", async () => {
+    using folder = temporaryFolder()
+    const { env, key } = await withKey(folder.path)
+    const metricsPort = freePort()
+    // Nothing listens there: every export fails.
+    const collector = `http://127.0.0.1:${freePort()}`
+    const server = await startServer({
+      ...env,
+      METRICS_PORT: String(metricsPort),
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector,
+      OTEL_TRACES_SAMPLER: "always_on",
+      OTEL_BSP_MAX_QUEUE_SIZE: "8",
+      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "4"
+    })
+    try {
+      for (let i = 0; i < 5; i++) expect((await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200)
+      const read = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
+      const exposition = await waitFor(read, (text) => text.includes("error_type=\"ECONNREFUSED\""))
+      const check = promtoolCheckMetrics(exposition)
+      expect(check.output).toBe("")
+      expect(check.exitCode).toBe(0)
+      const processor = `otel_component_type="batching_span_processor"`
+      expect(valueOf(exposition, `otel_sdk_processor_span_queue_capacity{${processor}}`)).toBe(8)
+      expect(valueOf(exposition, `otel_sdk_processor_span_processed_total{${processor},error_type="queue_full"}`)).toBeGreaterThan(0)
+      expect(exposition).toContain("# TYPE otel_sdk_exporter_span_exported_total counter")
+    } finally {
+      await server.stop()
+    }
+  })
+
   it("METRICS_PORT=off serves no metrics listener", async () => {
     using folder = temporaryFolder()
     const { env } = await withKey(folder.path)

@@ -1,17 +1,18 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { PetStoreClient } from "../src/Client/PetStoreClient.js"
 import { startOtlpReceiver } from "./support/OtlpReceiver.js"
+import { createTestDatabase } from "./support/PostgresStores.js"
 import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 const callerTraceId = "0af7651916cd43dd8448eb211c80319c"
 const callerSpanId = "b7ad6b7169203331"
 
 /** A real server exporting every span at once to a receiving end the test started. */
-const startTracedServer = async (folder: string, env: Record<string, string> = {}) => {
-  const receiver = startOtlpReceiver()
-  const database = { DATABASE_URL: join(folder, "petstore.db") }
+const startTracedServer = async (folder: string, env: Record<string, string> = {}, receiver = startOtlpReceiver()) => {
+  const database = { DATABASE_URL: env.DATABASE_URL ?? join(folder, "petstore.db") }
   const key = (await runCommand(["src/keys.ts", "create", "--name", "tracing"], database)).stdout.trim().split("\n").at(-1)!
   const server = await startServer({
     ...database,
@@ -147,4 +148,169 @@ describe("traces over OTLP/HTTP", () => {
     expect(refused.exitCode).toBe(1)
     expect(refused.stdout + refused.stderr).toContain("OTEL_TRACES_SAMPLER_ARG")
   })
+
+  it("parentbased: a caller's flags 00 is not recorded even at ratio 1, 01 is; traceparent and tracestate are continued as received", async () => {
+    using folder = temporaryFolder()
+    await using traced = await startTracedServer(folder.path, {
+      OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+      OTEL_TRACES_SAMPLER_ARG: "1"
+    })
+    const { key, receiver, server } = traced
+    const unsampledTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    const tracestate = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+    expect((await fetch(`${server.url}/v1/pets`, {
+      headers: { authorization: `Bearer ${key}`, traceparent: `00-${unsampledTrace}-00f067aa0ba902b7-00`, tracestate }
+    })).status).toBe(200)
+    expect((await fetch(`${server.url}/v1/pets`, {
+      headers: { authorization: `Bearer ${key}`, traceparent: `00-${callerTraceId}-${callerSpanId}-01`, tracestate }
+    })).status).toBe(200)
+    // A request of no trace is a new one, sampled at ratio 1.
+    expect((await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200)
+
+    const serverSpan = await receiver.waitFor((span) => span.traceId === callerTraceId && span.kind === 2)
+    expect(serverSpan.parentSpanId).toBe(callerSpanId)
+    expect(serverSpan.traceState).toBe(tracestate)
+    // Sampled, with a remote parent (OTLP's flags: 0x100 says whether it is known, 0x200 that it is).
+    expect(serverSpan.flags).toBe(0x301)
+    const authentication = await receiver.waitFor((span) => span.name === "authenticate" && span.traceId === callerTraceId)
+    expect(authentication.traceState).toBe(tracestate)
+    expect(authentication.flags).toBe(0x101)
+    const statement = await receiver.waitFor((span) => span.parentSpanId === authentication.spanId)
+    expect(statement.traceState).toBe(tracestate)
+    const newTrace = await receiver.waitFor((span) =>
+      span.kind === 2 && span.attributes["url.path"] === "/v1/pets" && span.traceId !== callerTraceId
+    )
+    expect(newTrace.parentSpanId).toBeUndefined()
+    expect(newTrace.traceState).toBeUndefined()
+
+    // Spans are exported in the order they end: the unsampled request's would have come first.
+    expect(receiver.spans.filter((span) => span.traceId === unsampledTrace)).toEqual([])
+    // The three requests' log lines: only the sampled ones name a trace.
+    const lines = server.logs().split("\n").filter((l) => l.includes(`"path":"/v1/pets"`)).map((l) => JSON.parse(l).annotations)
+    expect(lines.map((line) => line.trace_id)).toEqual([undefined, callerTraceId, newTrace.traceId])
+  })
+
+  it("parentbased: an invalid traceparent (all-zero trace id, version ff) starts a new trace", async () => {
+    using folder = temporaryFolder()
+    await using traced = await startTracedServer(folder.path)
+    const { receiver, server } = traced
+    for (const traceparent of [`00-${"0".repeat(32)}-${callerSpanId}-01`, `ff-${callerTraceId}-${callerSpanId}-01`]) {
+      expect((await fetch(`${server.url}/livez`, { headers: { traceparent } })).status).toBe(200)
+    }
+    // The start's readiness check is the first request, then the two of the test.
+    await receiver.waitFor((span) => span.kind === 2 && receiver.spans.filter((s) => s.kind === 2).length === 3)
+    for (const span of receiver.spans.filter((s) => s.kind === 2)) {
+      expect(span.parentSpanId).toBeUndefined()
+      expect(span.traceId).not.toBe(callerTraceId)
+      expect(span.traceId).not.toBe("0".repeat(32))
+    }
+  })
+
+  const metricValue = (exposition: string, series: string) => {
+    const line = exposition.split("\n").find((l) => l.startsWith(series + " "))
+    return line === undefined ? undefined : Number(line.slice(series.length + 1))
+  }
+  const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024
+
+  /** `count` reads by `concurrency` callers at once; answers each one's duration in ms, and the statuses seen. */
+  const load = async (url: string, key: string, count: number, concurrency = 16) => {
+    const durations: Array<number> = []
+    const statuses = new Set<number>()
+    let next = 0
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        next++
+        const start = performance.now()
+        const response = await fetch(`${url}/v1/pets?limit=5`, { headers: { authorization: `Bearer ${key}` } })
+        await response.arrayBuffer()
+        durations.push(performance.now() - start)
+        statuses.add(response.status)
+      }
+    }))
+    durations.sort((a, b) => a - b)
+    return { statuses, median: durations[Math.floor(count / 2)]!, p99: durations[Math.floor(count * 0.99)]! }
+  }
+
+  const collectorAway = (collector: "stopped" | "hung") =>
+    async () => {
+      using folder = temporaryFolder()
+      const metricsPort = freePort()
+      const receiver = startOtlpReceiver()
+      // Stopped: its port refuses every connection. Hung: it takes each export and never answers.
+      const hung = collector === "hung"
+        ? Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Promise<Response>(() => {}) })
+        : undefined
+      receiver.stop()
+      await using traced = await startTracedServer(folder.path, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: hung === undefined ? receiver.endpoint : `http://127.0.0.1:${hung.port}`,
+        OTEL_EXPORTER_OTLP_TIMEOUT: "500",
+        OTEL_TRACES_SAMPLER: "always_on",
+        OTEL_BSP_MAX_QUEUE_SIZE: "200",
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "50",
+        METRICS_PORT: String(metricsPort),
+        RATE_LIMIT_PER_SECOND: "1000000",
+        RATE_LIMIT_BURST: "1000000"
+      }, receiver)
+      try {
+        const { key, server } = traced
+        const first = await load(server.url, key, 1500)
+        const rssAfterFirst = rssMiB(server.proc.pid)
+        const second = await load(server.url, key, 3000)
+        const rssAfterSecond = rssMiB(server.proc.pid)
+        for (const run of [first, second]) {
+          expect([...run.statuses]).toEqual([200])
+          // Generous bounds for a shared machine: a request never waits for an export.
+          expect(run.median).toBeLessThan(50)
+          expect(run.p99).toBeLessThan(500)
+        }
+        // Twice the requests add no memory beyond the noise: spans beyond the queue are dropped.
+        expect(rssAfterSecond - rssAfterFirst).toBeLessThan(40)
+
+        const exposition = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
+        expect(exposition).toContain("otel_sdk_")
+        const processor = `otel_component_type="batching_span_processor"`
+        expect(metricValue(exposition, `otel_sdk_processor_span_queue_capacity{${processor}}`)).toBe(200)
+        expect(metricValue(exposition, `otel_sdk_processor_span_queue_size{${processor}}`)).toBeLessThanOrEqual(200)
+        // Each request makes five spans or more; all but a few batches of them were dropped.
+        expect(metricValue(exposition, `otel_sdk_processor_span_processed_total{${processor},error_type="queue_full"}`))
+          .toBeGreaterThan(4500 * 4)
+        const lost = exposition.split("\n").filter((l) => l.startsWith("otel_sdk_exporter_span_exported_total{") && l.includes("error_type="))
+        expect(lost.length).toBeGreaterThan(0)
+        if (collector === "hung") expect(lost.join("\n")).toContain(`error_type="timeout"`)
+        expect(metricValue(exposition, `otel_sdk_exporter_span_exported_total{otel_component_type="otlp_http_json_span_exporter"}`))
+          .toBe(0)
+        // A stop sends what is queued for 3 s at most, then goes.
+        const stopping = performance.now()
+        expect(await server.stop()).toBe(0)
+        expect(performance.now() - stopping).toBeLessThan(6000)
+      } finally {
+        hung?.stop(true)
+      }
+    }
+
+  it("a collector stopped costs requests nothing: they answer promptly, spans beyond the bounded queue are dropped and counted, memory stays", collectorAway("stopped"), 120_000)
+
+  it("a collector that takes exports and never answers: each export times out, requests answer promptly, drops counted", collectorAway("hung"), 120_000)
+
+  it("on PostgreSQL: a sampled request's statements are children of its store call; an unsampled request's make no span", async () => {
+    using folder = temporaryFolder()
+    await using database = await createTestDatabase()
+    await using traced = await startTracedServer(folder.path, { DATABASE_URL: database.url })
+    const { key, receiver, server } = traced
+    const unsampledTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    expect((await fetch(`${server.url}/v1/pets?limit=1`, {
+      headers: { authorization: `Bearer ${key}`, traceparent: `00-${unsampledTrace}-00f067aa0ba902b7-00` }
+    })).status).toBe(200)
+    expect((await fetch(`${server.url}/v1/pets?limit=1`, {
+      headers: { authorization: `Bearer ${key}`, traceparent: `00-${callerTraceId}-${callerSpanId}-01` }
+    })).status).toBe(200)
+    const repository = await receiver.waitFor((span) => span.name === "PetRepository.list" && span.traceId === callerTraceId)
+    const statement = await receiver.waitFor((span) => span.parentSpanId === repository.spanId && span.kind === 3)
+    expect(statement.attributes["db.query.text"]).toContain("pets")
+    expect(receiver.spans.filter((span) => span.traceId === unsampledTrace)).toEqual([])
+    // Nor did the unsampled request's statements start traces of their own: every trace has its server span.
+    const traces = new Set(receiver.spans.filter((span) => span.kind === 2).map((span) => span.traceId))
+    expect(receiver.spans.filter((span) => !traces.has(span.traceId))).toEqual([])
+    expect(receiver.spans.filter((span) => span.kind === 2 && span.attributes["url.path"] === "/v1/pets")).toHaveLength(1)
+  }, 120_000)
 })

@@ -59,7 +59,7 @@ export class RequestLines extends Context.Tag("petstore/RequestLines")<
 /**
  * Names every request (the caller's `X-Request-Id` when it sent a sane one, else a new one; the API
  * puts it on the response) and, when `log` is given, writes one structured JSON line per request:
- * method, path, status, duration, request id, the client's address (and, when traced, the trace
+ * method, path, status, duration, request id, the client's address (and, when sampled, the trace
  * and span ids), in the shape of the service's other log lines. Headers and the query string are
  * never logged, so neither is a key.
  */

@@ -1,4 +1,5 @@
 import { Config, Context, Layer, Option } from "effect"
+import type { BatchSettings } from "./SpanQueue.js"
 
 export type SamplerName =
   | "always_on"
@@ -24,6 +25,19 @@ export interface Tracing {
   readonly sampler: SamplerName
   /** The sampled share of traces, for the ratio samplers. */
   readonly ratio: number
+  /** The export queue's bounds, from `OTEL_BSP_*`. */
+  readonly batch: BatchSettings
+  readonly exporter: OtlpExporter
+}
+
+/** Where and how spans are sent: OTLP/HTTP with JSON bodies. */
+export interface OtlpExporter {
+  /** `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as it is, or `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/traces`. */
+  readonly url: string
+  /** `OTEL_EXPORTER_OTLP_HEADERS`, then `OTEL_EXPORTER_OTLP_TRACES_HEADERS`: often a credential, never logged. */
+  readonly headers: Readonly<Record<string, string>>
+  readonly timeoutMillis: number
+  readonly gzip: boolean
 }
 
 /**
@@ -55,19 +69,22 @@ export class ObservabilityConfig extends Context.Tag("petstore/ObservabilityConf
     disabled: Config.boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false)),
     exporter: Config.literal("otlp", "none")("OTEL_TRACES_EXPORTER").pipe(Config.withDefault("otlp")),
     serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.option),
-    resourceAttributes: Config.string("OTEL_RESOURCE_ATTRIBUTES").pipe(
-      Config.validate({
-        message: "must be comma-separated key=value pairs",
-        validation: (list) => list.trim() === "" || list.split(",").every((pair) => /^[^=]+=.*$/.test(pair.trim()))
-      }),
-      Config.map(parseAttributes),
-      Config.withDefault({} as Record<string, string>)
-    ),
+    resourceAttributes: keyValueList("OTEL_RESOURCE_ATTRIBUTES"),
     sampler: Config.literal(...samplerNames)("OTEL_TRACES_SAMPLER").pipe(Config.withDefault("parentbased_always_on")),
     ratio: Config.number("OTEL_TRACES_SAMPLER_ARG").pipe(
       Config.validate({ message: "must be a number from 0 to 1", validation: (n) => n >= 0 && n <= 1 }),
       Config.withDefault(1)
-    )
+    ),
+    maxQueueSize: positiveInteger("OTEL_BSP_MAX_QUEUE_SIZE", 2048),
+    maxExportBatchSize: positiveInteger("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512),
+    scheduleDelayMillis: positiveInteger("OTEL_BSP_SCHEDULE_DELAY", 5000),
+    exportTimeoutMillis: positiveInteger("OTEL_BSP_EXPORT_TIMEOUT", 30000),
+    headers: keyValueList("OTEL_EXPORTER_OTLP_HEADERS"),
+    tracesHeaders: keyValueList("OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
+    timeout: positiveInteger("OTEL_EXPORTER_OTLP_TIMEOUT", 10000),
+    tracesTimeout: Config.option(positiveInteger("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")),
+    compression: Config.literal("gzip", "none")("OTEL_EXPORTER_OTLP_COMPRESSION").pipe(Config.withDefault("none")),
+    tracesCompression: Config.option(Config.literal("gzip", "none")("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"))
   }).pipe(
     Config.map((c) => ({
       metrics: c.metricsPort === 0 ? Option.none() : Option.some({ host: c.metricsHost, port: c.metricsPort }),
@@ -77,7 +94,20 @@ export class ObservabilityConfig extends Context.Tag("petstore/ObservabilityConf
           serviceName: Option.getOrElse(c.serviceName, () => c.resourceAttributes["service.name"] ?? "petstore"),
           resourceAttributes: c.resourceAttributes,
           sampler: c.sampler as SamplerName,
-          ratio: c.ratio
+          ratio: c.ratio,
+          batch: {
+            maxQueueSize: c.maxQueueSize,
+            // As OpenTelemetry's SDK does, a batch is never larger than the queue.
+            maxExportBatchSize: Math.min(c.maxExportBatchSize, c.maxQueueSize),
+            scheduleDelayMillis: c.scheduleDelayMillis,
+            exportTimeoutMillis: c.exportTimeoutMillis
+          },
+          exporter: {
+            url: Option.getOrElse(c.tracesEndpoint, () => Option.getOrThrow(c.endpoint).replace(/\/?$/, "/v1/traces")),
+            headers: { ...c.headers, ...c.tracesHeaders },
+            timeoutMillis: Option.getOrElse(c.tracesTimeout, () => c.timeout),
+            gzip: Option.getOrElse(c.tracesCompression, () => c.compression) === "gzip"
+          }
         })
     }))
   )
@@ -87,6 +117,27 @@ export class ObservabilityConfig extends Context.Tag("petstore/ObservabilityConf
   /** Neither metrics nor traces, unless given: for tests and for composing the service in code. */
   static readonly make = (config: Partial<ObservabilityConfig["Type"]> = {}) =>
     Layer.succeed(ObservabilityConfig, { metrics: Option.none(), tracing: Option.none(), ...config })
+}
+
+/** A W3C Baggage-like list, `key=value,key=value`, as the OpenTelemetry variables take it. */
+function keyValueList(name: string) {
+  return Config.string(name).pipe(
+    Config.validate({
+      message: "must be comma-separated key=value pairs",
+      validation: (list) => list.trim() === "" || list.split(",").every((pair) => /^[^=]+=.*$/.test(pair.trim()))
+    }),
+    Config.map(parseAttributes),
+    Config.withDefault({} as Record<string, string>)
+  )
+}
+
+function positiveInteger(name: string): Config.Config<number>
+function positiveInteger(name: string, fallback: number): Config.Config<number>
+function positiveInteger(name: string, fallback?: number) {
+  const value = Config.integer(name).pipe(
+    Config.validate({ message: "must be a whole number above 0", validation: (n) => n > 0 })
+  )
+  return fallback === undefined ? value : Config.withDefault(value, fallback)
 }
 
 function otlpUrl(name: string) {

@@ -3,11 +3,14 @@ import { Authentication } from "../Auth/Authentication.js"
 import { PetRepository } from "../Pets/PetRepository.js"
 import { countPetCreated } from "./Metrics.js"
 import { ObservabilityConfig } from "./ObservabilityConfig.js"
+import { withSampledSpan } from "./Tracing.js"
 
-const span = (name: string) => ({ captureStackTrace: false, attributes: { "code.function.name": name } }) as const
+const inSpan = (spanName: string, functionName: string) =>
+  withSampledSpan(spanName, { "code.function.name": functionName })
 
 /**
- * Authentication in a child span of the request's, when tracing is on; the same service otherwise.
+ * Authentication in a child span of the request's, when the request is sampled; the same service
+ * when tracing is off.
  * The span carries no attribute of the request: never the key.
  */
 export const ObservedAuthentication = Layer.effect(
@@ -16,14 +19,15 @@ export const ObservedAuthentication = Layer.effect(
     const { tracing } = yield* ObservabilityConfig
     const authentication = yield* Authentication
     if (tracing._tag === "None") return authentication
+    const traced = inSpan("authenticate", "Authentication.bearer")
     return Authentication.of({
-      bearer: (token) => Effect.withSpan(authentication.bearer(token), "authenticate", span("Authentication.bearer"))
+      bearer: (token) => traced(authentication.bearer(token))
     })
   })
 )
 
 /**
- * The repository's calls in child spans when tracing is on, and its creates counted
+ * The repository's calls in child spans when the request is sampled, and its creates counted
  * (`petstore_pets_created_total`) when metrics are on.
  */
 export const ObservedPetRepository = Layer.effect(
@@ -38,8 +42,10 @@ export const ObservedPetRepository = Layer.effect(
         Effect.map(pets.createOnce(scope, fingerprint, pet), (created) => (countPetCreated(), created))
     }
     if (tracing._tag === "None") return counted
-    const traced = <A extends Array<any>, B, E, R>(name: string, call: (...args: A) => Effect.Effect<B, E, R>) =>
-    (...args: A) => Effect.withSpan(call(...args), `PetRepository.${name}`, span(`PetRepository.${name}`))
+    const traced = <A extends Array<any>, B, E, R>(name: string, call: (...args: A) => Effect.Effect<B, E, R>) => {
+      const inRepositorySpan = inSpan(`PetRepository.${name}`, `PetRepository.${name}`)
+      return (...args: A) => inRepositorySpan(call(...args))
+    }
     return PetRepository.of({
       create: traced("create", counted.create),
       createOnce: traced("createOnce", counted.createOnce),
@@ -47,7 +53,7 @@ export const ObservedPetRepository = Layer.effect(
       list: traced("list", counted.list),
       reserve: traced("reserve", counted.reserve),
       release: traced("release", counted.release),
-      isReady: Effect.withSpan(counted.isReady, "PetRepository.isReady", span("PetRepository.isReady"))
+      isReady: inSpan("PetRepository.isReady", "PetRepository.isReady")(counted.isReady)
     })
   })
 )

@@ -1,12 +1,13 @@
-import { type HttpApp, HttpServerRequest, HttpTraceContext } from "@effect/platform"
-import { Clock, Effect, Exit, Option, type Tracer } from "effect"
+import { type HttpApp, HttpServerRequest } from "@effect/platform"
+import { Clock, Effect, Exit, type Tracer } from "effect"
 import type { ClientAddress } from "../Http/ClientAddress.js"
 import { statusOf } from "../Http/RequestStatus.js"
 import { pathOf } from "../Http/Routes.js"
 import { activeRequests } from "./Metrics.js"
 import { makeRouteLabels, type RouteLabels, unmatchedRoute } from "./RouteTemplates.js"
+import { callerSpanOf, externalSpanOf } from "./TraceContext.js"
 
-/** The server span of each request being traced, for its log line. */
+/** The server span of each request whose trace is sampled, for its log line. */
 const serverSpans = new WeakMap<HttpServerRequest.HttpServerRequest, Tracer.Span>()
 
 export const serverSpanOf = (request: HttpServerRequest.HttpServerRequest): Tracer.Span | undefined =>
@@ -15,8 +16,10 @@ export const serverSpanOf = (request: HttpServerRequest.HttpServerRequest): Trac
 /**
  * Around every request, when metrics or traces are on: the request-duration histogram by method,
  * route template and status, the gauge of requests in flight, and, with tracing, the request's
- * server span (continuing the caller's `traceparent`) with the HTTP semantic-convention
- * attributes. Never a header: the Authorization header stays out of every span.
+ * server span (continuing the caller's `traceparent`), where the tracer samples the trace. A
+ * sampled request's span gets the HTTP semantic-convention attributes and is the parent of every
+ * span below; any other request runs with no span at all, so none below it is recorded.
+ * Never a header: the Authorization header stays out of every span.
  */
 export const makeRequestObserver = (options: {
   readonly metrics: boolean
@@ -46,21 +49,29 @@ export const makeRequestObserver = (options: {
       const start = performance.now()
       const labels = routeOf(request.method, request.url)
       if (options.metrics) activeRequests.unsafeModify(1, [])
+      const caller = callerSpanOf(request.headers)
       return Effect.flatMap(
         Effect.makeSpan(labels.spanName, {
           kind: "server",
-          parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(request.headers)),
-          captureStackTrace: false,
-          attributes: {
-            "http.request.method": labels.method,
-            "url.scheme": "http",
-            "url.path": pathOf(request.url),
-            ...(request.method === labels.method ? {} : { "http.request.method_original": request.method }),
-            ...(request.headers["user-agent"] === undefined ? {} : { "user_agent.original": request.headers["user-agent"] }),
-            "client.address": options.clientAddress(request).text
-          }
+          // The trace is sampled here, once: with the caller's span as parent, or as a new trace.
+          ...(caller === undefined ? { root: true } : { parent: externalSpanOf(caller) }),
+          captureStackTrace: false
         }),
         (span) => {
+          // Not sampled: no parent is set, and the tracer records no span without one.
+          if (!span.sampled) {
+            return Effect.onExit(app, (exit) => {
+              record(labels, start, statusOf(exit))
+              return Effect.void
+            })
+          }
+          span.attribute("http.request.method", labels.method)
+          span.attribute("url.scheme", "http")
+          span.attribute("url.path", pathOf(request.url))
+          if (request.method !== labels.method) span.attribute("http.request.method_original", request.method)
+          const userAgent = request.headers["user-agent"]
+          if (userAgent !== undefined) span.attribute("user_agent.original", userAgent)
+          span.attribute("client.address", options.clientAddress(request).text)
           serverSpans.set(request, span)
           return Effect.onExit(Effect.withParentSpan(app, span), (exit) => {
             const status = statusOf(exit)

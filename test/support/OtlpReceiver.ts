@@ -4,6 +4,9 @@ export interface ReceivedSpan {
   readonly traceId: string
   readonly spanId: string
   readonly parentSpanId: string | undefined
+  readonly traceState: string | undefined
+  /** OTLP span flags: the W3C trace flags in the low byte, whether the parent is remote above. */
+  readonly flags: number | undefined
   readonly kind: number
   readonly status: { readonly code?: number; readonly message?: string }
   readonly attributes: Record<string, unknown>
@@ -39,6 +42,8 @@ export const startOtlpReceiver = () => {
               traceId: span.traceId,
               spanId: span.spanId,
               parentSpanId: span.parentSpanId || undefined,
+              traceState: span.traceState || undefined,
+              flags: span.flags,
               kind: span.kind,
               status: span.status ?? {},
               attributes: flatten(span.attributes),

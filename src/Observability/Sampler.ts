@@ -1,0 +1,36 @@
+import type { SamplerName } from "./ObservabilityConfig.js"
+
+/** Whether a trace is recorded, asked once where it enters the service: its parent, if any, came from elsewhere. */
+export type Sampler = (parent: { readonly traceId: string; readonly sampled: boolean } | undefined) => boolean
+
+/**
+ * The share `ratio` of trace ids, decided on the id's last 56 bits (its random part in W3C Trace
+ * Context level 2), so that services sampling at one ratio keep the same traces.
+ */
+const byTraceId = (ratio: number) => {
+  if (ratio <= 0) return () => false
+  if (ratio >= 1) return () => true
+  const threshold = (1 - ratio) * 2 ** 56
+  return (traceId: string) => parseInt(traceId.slice(18), 16) >= threshold
+}
+
+/** The OpenTelemetry samplers named by `OTEL_TRACES_SAMPLER`, with `OTEL_TRACES_SAMPLER_ARG` as the ratio. */
+export const makeSampler = (name: SamplerName, ratio: number): Sampler => {
+  const ratioSampled = byTraceId(ratio)
+  // A new trace's id is yet to be drawn: drawing the decision instead is the same chance.
+  const root = ratio <= 0 ? () => false : ratio >= 1 ? () => true : () => Math.random() < ratio
+  switch (name) {
+    case "always_on":
+      return () => true
+    case "always_off":
+      return () => false
+    case "traceidratio":
+      return (parent) => parent === undefined ? root() : ratioSampled(parent.traceId)
+    case "parentbased_always_on":
+      return (parent) => parent === undefined ? true : parent.sampled
+    case "parentbased_always_off":
+      return (parent) => parent === undefined ? false : parent.sampled
+    case "parentbased_traceidratio":
+      return (parent) => parent === undefined ? root() : parent.sampled
+  }
+}
