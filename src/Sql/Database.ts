@@ -14,7 +14,7 @@ import createApiKeys from "./sqlite-migrations/0002_create_api_keys.js"
 import createSettings from "./sqlite-migrations/0003_create_settings.js"
 import createIdempotencyKeys from "./sqlite-migrations/0004_create_idempotency_keys.js"
 
-const migrations = Migrator.fromRecord({
+export const migrations = Migrator.fromRecord({
   "0001_create_pets": createPets,
   "0002_create_api_keys": createApiKeys,
   "0003_create_settings": createSettings,

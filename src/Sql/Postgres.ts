@@ -11,7 +11,7 @@ import createIdempotencyKeys from "./postgres-migrations/0004_create_idempotency
 import createRateLimitBuckets from "./postgres-migrations/0005_create_rate_limit_buckets.js"
 import leaseRateLimitBuckets from "./postgres-migrations/0006_lease_rate_limit_buckets.js"
 
-const migrations = Migrator.fromRecord({
+export const migrations = Migrator.fromRecord({
   "0001_create_pets": createPets,
   "0002_create_api_keys": createApiKeys,
   "0003_create_settings": createSettings,
