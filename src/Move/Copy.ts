@@ -5,6 +5,7 @@ import { resolve } from "node:path"
 import { migrations as sqliteMigrations } from "../Sql/Database.js"
 import { migrations as postgresMigrations } from "../Sql/Postgres.js"
 import { Checksum } from "./Checksum.js"
+import { withoutSecondaryIndexes } from "./Indexes.js"
 import { makeProgress } from "./Progress.js"
 import { readOnlySince, settleMillis } from "./ReadOnlyMode.js"
 import { knownVersion, requireKnownVersion, tablesOf, versionOf } from "./SchemaVersion.js"
@@ -12,7 +13,7 @@ import { highestId, nextId, sequencedTables, setNextId } from "./Sequences.js"
 import { connect, describeStoreFailure, engineName, MoveError, type Store } from "./Store.js"
 import { countRows, tables } from "./Tables.js"
 import { checksums, compare, forEachPage, inSnapshot } from "./Verify.js"
-import { writeRows } from "./WriteRows.js"
+import { tableWriter } from "./WriteRows.js"
 
 /** `@effect/sql`'s migrator as the service runs it, without the schema dump it never asks for. */
 const runMigrations = Migrator.make({})
@@ -128,15 +129,17 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
           for (const table of tables) {
             const checksum = new Checksum()
             sourceSums.set(table.name, checksum)
-            yield* onSource(Effect.provideService(
-              forEachPage(source, table, (rows) => {
-                checksum.add(rows)
-                return onTarget(Effect.provideService(writeRows(target, table, rows), SqlClient.TransactionConnection, targetConnection))
-                  .pipe(Effect.tap(() => copying.advance(rows.length)))
-              }),
-              SqlClient.TransactionConnection,
-              sourceConnection
-            ))
+            // The writer starts inside: a COPY in progress holds the connection until it ends.
+            const fill = Effect.flatMap(tableWriter(target, table, targetConnection), (writer) =>
+              Effect.provideService(
+                forEachPage(source, table, (rows) => {
+                  checksum.add(rows)
+                  return onTarget(writer.write(rows)).pipe(Effect.tap(() => copying.advance(rows.length)))
+                }),
+                SqlClient.TransactionConnection,
+                sourceConnection
+              ).pipe(Effect.zipRight(onTarget(writer.end)), Effect.onError(() => writer.abort)))
+            yield* onTarget(withoutSecondaryIndexes(target, table.name, onSource(fill)))
           }
           const copied = copying.finish()
           const nextIds: Array<string> = []

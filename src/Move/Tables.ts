@@ -137,7 +137,8 @@ export const readPage = (
   params.push(batchSize)
   const text = `SELECT ${table.columns.map((column) => selectColumn(dialect, column)).join(", ")} FROM ${table.name}` +
     (conditions.length === 0 ? "" : ` WHERE ${conditions.join(" AND ")}`) +
-    ` ORDER BY ${key.map((column) => column.name).join(", ")} LIMIT ${placeholder(params.length)}`
+    // Qualified: PostgreSQL would otherwise order by the select list's `id::text`, which is also named id.
+    ` ORDER BY ${key.map((column) => `${table.name}.${column.name}`).join(", ")} LIMIT ${placeholder(params.length)}`
   return Effect.map(
     sql.unsafe(text, params).values,
     (rows) => rows.map((row) => table.columns.map((column, i) => canonicalValue(column.kind, row[i])))

@@ -23,18 +23,25 @@ export const inSnapshot = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Eff
     )
   )
 
-/** Every page of a table in key order, handed to `onPage`. */
+/**
+ * Every page of a table in key order, handed to `onPage`; the next page is read while `onPage`
+ * works on the current one, so one engine's work overlaps the other's.
+ */
 export const forEachPage = <E, R>(
   sql: SqlClient.SqlClient,
   table: Table,
   onPage: (rows: Array<CanonicalRow>) => Effect.Effect<void, E, R>
-): Effect.Effect<void, unknown, R> =>
-  Effect.iterate({ after: undefined as CanonicalRow | undefined, more: true }, {
-    while: ({ more }) => more,
-    body: ({ after }) =>
-      Effect.flatMap(readPage(sql, table, after, batchSize), (rows) =>
-        Effect.as(onPage(rows), { after: rows[rows.length - 1], more: rows.length === batchSize }))
-  }).pipe(Effect.asVoid)
+): Effect.Effect<void, unknown, R> => {
+  const read = (after: CanonicalRow | undefined) => readPage(sql, table, after, batchSize)
+  const loop = (rows: Array<CanonicalRow>): Effect.Effect<void, unknown, R> =>
+    rows.length < batchSize
+      ? onPage(rows)
+      : Effect.flatMap(
+        Effect.zipRight(onPage(rows), read(rows[rows.length - 1]), { concurrent: true }),
+        loop
+      )
+  return Effect.flatMap(read(undefined), loop)
+}
 
 /** Each copied table's row count and checksum, read from the store as it is (callers choose the snapshot). */
 export const checksums = (sql: SqlClient.SqlClient, onRows: (rows: number) => void = () => {}) =>

@@ -1,5 +1,8 @@
-import type { SqlClient } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
+import type { Connection } from "@effect/sql/SqlConnection"
 import { Effect } from "effect"
+import type Pg from "pg"
+import { type CopyIn, copyIn } from "./CopyIn.js"
 import { type CanonicalRow, type Column, sqliteTime, type Table } from "./Tables.js"
 
 /**
@@ -9,15 +12,18 @@ import { type CanonicalRow, type Column, sqliteTime, type Table } from "./Tables
  *
  * PostgreSQL: one `INSERT … SELECT FROM unnest(…)` per page, a single array parameter per
  * column, so the statement's text stays the same whatever the page's size. SQLite: multi-row
- * `VALUES` under its limit of 32,766 parameters per statement, inside the copy's transaction.
+ * `VALUES` inside the copy's transaction, 500 rows a statement (measured: twice as fast as one row
+ * a statement, and larger statements get slower again).
  */
 export const writeRows = (sql: SqlClient.SqlClient, table: Table, rows: ReadonlyArray<CanonicalRow>) =>
   rows.length === 0 ? Effect.void : sql.onDialectOrElse({
     pg: () => Effect.asVoid(sql.unsafe(postgresInsert(table), table.columns.map((_, i) => rows.map((row) => row[i])))),
-    orElse: () => Effect.forEach(chunks(rows, Math.floor(32_000 / table.columns.length)), (chunk) =>
+    orElse: () => Effect.forEach(chunks(rows, sqliteRowsPerStatement), (chunk) =>
       sql.unsafe(sqliteInsert(table, chunk.length), chunk.flatMap((row) => row.map((value, i) => sqliteValue(table.columns[i]!, value)))),
       { discard: true })
   })
+
+const sqliteRowsPerStatement = 500
 
 const postgresTypes = { integer: "bigint", text: "text", time: "timestamptz" } as const
 
@@ -52,4 +58,23 @@ const sqliteValue = (column: Column, value: string | null) =>
 
 function* chunks<A>(items: ReadonlyArray<A>, size: number) {
   for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size)
+}
+
+/**
+ * How the copy fills a table in the target's transaction (`connection`): PostgreSQL's COPY on
+ * that connection's client when the table takes plain inserts, else `writeRows`.
+ */
+export const tableWriter = (
+  sql: SqlClient.SqlClient,
+  table: Table,
+  connection: readonly [conn: Connection, depth: number]
+): Effect.Effect<CopyIn> => {
+  // @effect/sql-pg's connection keeps its pg client in `pg`; COPY needs that client itself.
+  const client = sql.onDialectOrElse({ pg: () => (connection[0] as { readonly pg?: Pg.PoolClient }).pg, orElse: () => undefined })
+  if (client !== undefined && table.upsert !== true) return copyIn(client, table)
+  return Effect.succeed({
+    write: (rows) => Effect.provideService(writeRows(sql, table, rows), SqlClient.TransactionConnection, connection),
+    end: Effect.void,
+    abort: Effect.void
+  })
 }
