@@ -6,7 +6,7 @@ import { connect, describeStoreFailure, type Store } from "./Store.js"
 import { type CanonicalRow, readPage, type Table, tables } from "./Tables.js"
 
 /** Rows per page read; a page of pets is a few MiB in memory. */
-export const batchSize = 20_000
+export const batchSize = 2_000
 
 /**
  * Runs `effect` in one consistent snapshot of the store: PostgreSQL's REPEATABLE READ, read-only;
