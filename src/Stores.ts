@@ -3,6 +3,7 @@ import { AppConfig } from "./AppConfig.js"
 import { ApiKeys } from "./Auth/ApiKeys.js"
 import { RateLimiter } from "./Auth/RateLimiter.js"
 import { RateLimiterPostgres } from "./Auth/RateLimiterPostgres.js"
+import { ReadOnlyMode } from "./Move/ReadOnlyMode.js"
 import { Cursors } from "./Pets/Cursors.js"
 import { PetRepository } from "./Pets/PetRepository.js"
 import { Sqlite } from "./Sql/Database.js"
@@ -16,13 +17,14 @@ import { isPostgresUrl, PostgresLive } from "./Sql/Postgres.js"
 export const StoresLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ databaseUrl, workers }) =>
     isPostgresUrl(databaseUrl)
-      ? Layer.mergeAll(PetRepository.Postgres, ApiKeys.Postgres, Cursors.Postgres, RateLimiterPostgres()).pipe(
+      ? Layer.mergeAll(PetRepository.Postgres, ApiKeys.Postgres, Cursors.Postgres, RateLimiterPostgres(), ReadOnlyMode.Postgres).pipe(
         Layer.provide(PostgresLive)
       )
       : Layer.mergeAll(
         PetRepository.Sqlite,
         ApiKeys.Sqlite,
         Cursors.Sqlite,
+        ReadOnlyMode.Sqlite,
         workers > 1 ? RateLimiter.InMemoryShare(workers) : RateLimiter.InMemory
       ).pipe(
         Layer.provide(Sqlite.layer)
