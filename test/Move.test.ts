@@ -209,3 +209,128 @@ describe("db copy", () => {
 })
 
 const admin = () => inject("postgresUrl")
+
+/** Traffic from one key, as fast as the loops go, is not what these tests are about. */
+const unlimited = { RATE_LIMIT_PER_SECOND: "100000", RATE_LIMIT_BURST: "100000" }
+
+/** Creates and reads in two loops against whichever instance `target.url` names, recording every answer. */
+const traffic = (target: { url: string }, key: string) => {
+  const acknowledged: Array<number> = []
+  const refused: Array<{ at: number; retryAfter: string | null; body: unknown }> = []
+  const reads: Array<number> = []
+  const created: Array<number> = []
+  let running = true
+  const auth = { authorization: `Bearer ${key}` }
+  const writer = (async () => {
+    for (let i = 0; running; i++) {
+      const response = await createPet(target.url, key, { name: `live ${i}`, categoryId: i }).catch(() => undefined)
+      if (response?.status === 201) {
+        acknowledged.push(((await response.json()) as { id: number }).id)
+        created.push(performance.now())
+      } else if (response?.status === 503) {
+        refused.push({ at: performance.now(), retryAfter: response.headers.get("retry-after"), body: await response.json() })
+        await Bun.sleep(20)
+      } else {
+        throw new Error(`create answered ${response?.status}`)
+      }
+    }
+  })()
+  const reader = (async () => {
+    while (running) {
+      const response = await fetch(`${target.url}/v1/pets?limit=5`, { headers: auth }).catch(() => undefined)
+      reads.push(response?.status ?? 0)
+      await response?.arrayBuffer()
+    }
+  })()
+  return {
+    acknowledged,
+    refused,
+    reads,
+    created,
+    stop: async () => {
+      running = false
+      await Promise.all([writer, reader])
+    }
+  }
+}
+
+describe("the move runbook", () => {
+  it("switches a serving SQLite store to PostgreSQL with writes stopped, no acknowledged create lost, reads never down", async () => {
+    using folder = temporaryFolder()
+    await using target = await createTestDatabase()
+    const file = join(folder.path, "petstore.db")
+    const key = await createKey(file)
+    const old = await startServer({ DATABASE_URL: file, ...unlimited })
+    const current = { url: old.url }
+    const load = traffic(current, key)
+    try {
+      await Bun.sleep(500)
+      const on = await db(["read-only", "on"], { DATABASE_URL: file })
+      expect(on.stderr).toBe("")
+      expect(on.exitCode).toBe(0)
+      const stoppedAt = performance.now()
+      expect(load.refused.length).toBeGreaterThan(0)
+      expect(load.refused[0]).toMatchObject({
+        retryAfter: "10",
+        body: { code: "read_only", status: 503, message: expect.stringContaining("read-only") }
+      })
+      const copied = await db(["copy", "--from", file, "--to-env", "TARGET_URL"], { TARGET_URL: target.url })
+      expect(copied.stderr).toBe("")
+      expect(copied.exitCode).toBe(0)
+      const fresh = await startServer({ DATABASE_URL: target.url, ...unlimited })
+      current.url = fresh.url
+      try {
+        await old.stop()
+        while (load.created.at(-1)! < stoppedAt) await Bun.sleep(50)
+        await Bun.sleep(300)
+        await load.stop()
+        const onPostgres = new Set(
+          (await pgQuery<{ id: number }>(target.url, "SELECT id::int AS id FROM pets")).map(({ id }) => id)
+        )
+        expect(load.acknowledged.filter((id) => !onPostgres.has(id))).toEqual([])
+        expect(load.reads.filter((status) => status !== 200)).toEqual([])
+        const firstRefused = load.refused[0]!.at
+        const resumed = load.created.find((at) => at > firstRefused)!
+        console.log(`runbook: ${load.acknowledged.length} creates acknowledged, writes stopped for ${((resumed - firstRefused) / 1000).toFixed(1)} s`)
+      } finally {
+        await fresh.stop()
+      }
+    } finally {
+      await load.stop()
+      await old.stop()
+    }
+  }, 60_000)
+})
+
+describe("db backup", () => {
+  it("writes a consistent copy while the service writes: it opens, passes integrity_check, and holds every acknowledged pet", async () => {
+    using folder = temporaryFolder()
+    const file = join(folder.path, "petstore.db")
+    const key = await createKey(file)
+    const server = await startServer({ DATABASE_URL: file, ...unlimited })
+    const load = traffic({ url: server.url }, key)
+    try {
+      await Bun.sleep(500)
+      const before = [...load.acknowledged]
+      const backupFile = join(folder.path, "backup.db")
+      const result = await db(["backup", backupFile], { DATABASE_URL: file })
+      expect(result.stderr).toBe("")
+      expect(result.exitCode).toBe(0)
+      expect(result.stdout).toMatch(/integrity check ok/)
+      const acknowledgedDuring = load.acknowledged.length - before.length
+      await load.stop()
+      expect(sqliteQuery(backupFile, "PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }])
+      const saved = new Set(sqliteQuery<{ id: number }>(backupFile, "SELECT id FROM pets").map(({ id }) => id))
+      expect(before.length).toBeGreaterThan(0)
+      expect(before.filter((id) => !saved.has(id))).toEqual([])
+      expect(acknowledgedDuring).toBeGreaterThan(0)
+
+      const again = await db(["backup", backupFile], { DATABASE_URL: file })
+      expect(again.exitCode).toBe(1)
+      expect(again.stderr.trim()).toBe(`backup: ${backupFile} already exists; name a new file`)
+    } finally {
+      await load.stop()
+      await server.stop()
+    }
+  })
+})
