@@ -8,6 +8,7 @@
  *
  * Usage: bun run bench [results.json] [--rounds N] [--duration SECONDS]
  * (`bun run bench` builds dist/main.js first; `bun scripts/bench.ts` uses the build as it is.)
+ * A/B of two commits instead (`scripts/bench/ab.ts`): bun scripts/bench.ts --ab A B [--rounds N]
  */
 import { Database } from "bun:sqlite"
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -18,15 +19,19 @@ import { args, numberOption } from "./options.js"
 import { measurePostgres } from "./bench/postgres.js"
 import { median, runWrk as wrk } from "./bench/wrk.js"
 
-const root = new URL("..", import.meta.url).pathname
-const rounds = numberOption("--rounds", 3)
-const duration = numberOption("--duration", 8)
-const output = args.find((arg, i) => !arg.startsWith("--") && !args[i - 1]?.startsWith("--"))
-
 if (Bun.spawnSync(["sh", "-c", "command -v wrk"]).exitCode !== 0) {
   console.error("wrk is missing. Install it with: sudo apt-get install wrk")
   process.exit(1)
 }
+if (args.includes("--ab")) {
+  await import("./bench/ab.js")
+  process.exit(0)
+}
+
+const root = new URL("..", import.meta.url).pathname
+const rounds = numberOption("--rounds", 3)
+const duration = numberOption("--duration", 8)
+const output = args.find((arg, i) => !arg.startsWith("--") && !args[i - 1]?.startsWith("--"))
 const cores = navigator.hardwareConcurrency
 const serverCore = "0"
 const loadCore = cores > 1 ? "1" : "0"

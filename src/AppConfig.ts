@@ -1,4 +1,4 @@
-import { Config, Context, Layer, LogLevel, Option } from "effect"
+import { Config, Context, Duration, Layer, LogLevel, Option } from "effect"
 import { availableParallelism } from "node:os"
 import { parseTrustedProxies } from "./Http/ClientAddress.js"
 import type { IpRange } from "./Http/IpAddress.js"
@@ -57,6 +57,10 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     readonly logLevel: LogLevel.LogLevel
     /** Server processes sharing the port (`WORKERS`; `auto` is one per core). */
     readonly workers: number
+    /** How long a stop lets the requests in flight finish (`DRAIN_TIMEOUT_SECONDS`). */
+    readonly drainTimeout: Duration.Duration
+    /** How long a request may take before it is answered 503 (`REQUEST_TIMEOUT_SECONDS`). */
+    readonly requestTimeout: Duration.Duration
   }
 >() {
   static readonly config = Config.all({
@@ -124,6 +128,17 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       }),
       Config.nested("WORKERS"),
       Config.withDefault(1)
+    ),
+    drainTimeout: Config.number("DRAIN_TIMEOUT_SECONDS").pipe(
+      Config.validate({ message: "must be a number of seconds from 0 to 3600", validation: (n) => n >= 0 && n <= 3600 }),
+      Config.withDefault(10),
+      Config.map(Duration.seconds)
+    ),
+    // Bun closes a connection idle for 10 s: an answer must come before that.
+    requestTimeout: Config.number("REQUEST_TIMEOUT_SECONDS").pipe(
+      Config.validate({ message: "must be a number of seconds above 0 and below 10", validation: (n) => n > 0 && n < 10 }),
+      Config.withDefault(5),
+      Config.map(Duration.seconds)
     )
   }).pipe(
     Config.map(({ productionUrl, publicBaseUrl, stagingUrl, ...config }) => {
@@ -158,6 +173,8 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       corsOrigins: [],
       logLevel: LogLevel.Info,
       workers: 1,
+      drainTimeout: Duration.seconds(10),
+      requestTimeout: Duration.seconds(5),
       ...config
     })
   }

@@ -8,6 +8,7 @@ import { makeClientAddress } from "./Http/ClientAddress.js"
 import { InFlightRequests } from "./Http/InFlightRequests.js"
 import { ApiResponses } from "./Http/ApiResponses.js"
 import { DocsLive } from "./Http/Docs.js"
+import { withDeadline } from "./Http/RequestDeadline.js"
 import { makeRequestLog, RequestLines } from "./Http/RequestLog.js"
 import { ExactRoutes } from "./Http/Routes.js"
 import { ObservabilityConfig } from "./Observability/ObservabilityConfig.js"
@@ -48,12 +49,12 @@ export const AppLive = Layer.mergeAll(
 ).pipe(Layer.provideMerge(ApiLive))
 
 /**
- * Around every request: its metrics and server span, the request log, then the count of requests
- * in flight (for a graceful stop).
+ * Around every request: its metrics and server span, the request log, the count of requests in
+ * flight (for a graceful stop), then its deadline.
  */
 export const serverMiddleware = Effect.gen(function*() {
   const { middleware } = yield* InFlightRequests
-  const { logLevel, trustedProxies } = yield* AppConfig
+  const { logLevel, requestTimeout, trustedProxies } = yield* AppConfig
   const { metrics, tracing } = yield* ObservabilityConfig
   const clientAddress = makeClientAddress(trustedProxies)
   const observe = makeRequestObserver({ metrics: metrics._tag === "Some", tracing: tracing._tag === "Some", clientAddress })
@@ -61,7 +62,8 @@ export const serverMiddleware = Effect.gen(function*() {
     LogLevel.greaterThan(logLevel, LogLevel.Info) ? undefined : (yield* RequestLines).add,
     clientAddress
   )
-  return (app: HttpApp.Default) => observe(requestLog(middleware(app)))
+  const deadline = withDeadline(requestTimeout)
+  return (app: HttpApp.Default) => observe(requestLog(middleware(deadline(app))))
 })
 
 /**

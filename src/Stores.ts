@@ -6,8 +6,8 @@ import { RateLimiterPostgres } from "./Auth/RateLimiterPostgres.js"
 import { ReadOnlyMode } from "./Move/ReadOnlyMode.js"
 import { Cursors } from "./Pets/Cursors.js"
 import { PetRepository } from "./Pets/PetRepository.js"
-import { Sqlite } from "./Sql/Database.js"
-import { isPostgresUrl, PostgresLive } from "./Sql/Postgres.js"
+import { DatabaseLive } from "./Sql/Database.js"
+import { isPostgresUrl } from "./Sql/PostgresConnection.js"
 
 /**
  * The stores on the database `DATABASE_URL` names. Rate-limit buckets are in PostgreSQL, shared by
@@ -16,34 +16,22 @@ import { isPostgresUrl, PostgresLive } from "./Sql/Postgres.js"
  */
 export const StoresLive = Layer.unwrapEffect(
   Effect.map(AppConfig, ({ databaseUrl, workers }) =>
-    isPostgresUrl(databaseUrl)
-      ? Layer.mergeAll(PetRepository.Postgres, ApiKeys.Postgres, Cursors.Postgres, RateLimiterPostgres(), ReadOnlyMode.Postgres).pipe(
-        Layer.provide(PostgresLive)
-      )
-      : Layer.mergeAll(
-        PetRepository.Sqlite,
-        ApiKeys.Sqlite,
-        Cursors.Sqlite,
-        ReadOnlyMode.Sqlite,
-        workers > 1 ? RateLimiter.InMemoryShare(workers) : RateLimiter.InMemory
-      ).pipe(
-        Layer.provide(Sqlite.layer)
-      )
+    Layer.mergeAll(
+      PetRepository.Sql,
+      ApiKeys.Sql,
+      Cursors.Sql,
+      ReadOnlyMode.layer,
+      isPostgresUrl(databaseUrl)
+        ? RateLimiterPostgres()
+        : workers > 1
+        ? RateLimiter.InMemoryShare(workers)
+        : RateLimiter.InMemory
+    ).pipe(Layer.provide(DatabaseLive))
   )
 )
 
 /** The API keys alone, for the keys command. */
-export const ApiKeysLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, ({ databaseUrl }) =>
-    isPostgresUrl(databaseUrl)
-      ? ApiKeys.Postgres.pipe(Layer.provide(PostgresLive))
-      : ApiKeys.Sqlite.pipe(Layer.provide(Sqlite.layer))
-  )
-)
+export const ApiKeysLive = ApiKeys.Sql.pipe(Layer.provide(DatabaseLive))
 
 /** Applies the migrations of the database `DATABASE_URL` names, then closes it. */
-export const migrate = Effect.flatMap(AppConfig, ({ databaseUrl }) =>
-  isPostgresUrl(databaseUrl)
-    ? Effect.scoped(Effect.asVoid(Layer.build(PostgresLive)))
-    : Effect.scoped(Effect.asVoid(Layer.build(Sqlite.layer)))
-)
+export const migrate = Effect.scoped(Effect.asVoid(Layer.build(DatabaseLive)))

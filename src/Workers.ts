@@ -1,19 +1,16 @@
-import { Effect, Exit, Option, Schedule } from "effect"
+import { type Duration, Effect, Exit, Option, Schedule } from "effect"
 
 /** Set in the environment of the processes a supervisor starts: the worker's number. */
 export const workerVariable = "PETSTORE_WORKER"
 /** And the supervisor's process id, which the worker's parent must stay. */
 const supervisorVariable = "PETSTORE_SUPERVISOR_PID"
 
-/** How long a stopped worker may take to finish its requests before it is killed. */
-const stopTimeout = "15 seconds"
-
 /**
  * Runs one worker process: this same program with `PETSTORE_WORKER` set, sharing stdout and
  * stderr. Interrupting it (the supervisor stopping) sends SIGTERM and waits for the worker to
  * finish its requests in flight.
  */
-const runWorker = (worker: number, env: Record<string, string>) =>
+const runWorker = (worker: number, env: Record<string, string>, stopTimeout: Duration.DurationInput) =>
   Effect.acquireUseRelease(
     Effect.sync(() =>
       Bun.spawn([process.execPath, ...process.argv.slice(1)], {
@@ -28,10 +25,11 @@ const runWorker = (worker: number, env: Record<string, string>) =>
       ),
     (proc, exit) =>
       Exit.isInterrupted(exit)
-        ? Effect.promise(() => {
+        // Interruptible: a release runs uninterruptibly, where the timeout could not end the wait.
+        ? Effect.interruptible(Effect.promise(() => {
           proc.kill("SIGTERM")
           return proc.exited
-        }).pipe(
+        })).pipe(
           Effect.timeoutOption(stopTimeout),
           Effect.tap((exited) => Option.isNone(exited) ? Effect.sync(() => proc.kill("SIGKILL")) : Effect.void)
         )
@@ -40,14 +38,14 @@ const runWorker = (worker: number, env: Record<string, string>) =>
 
 /**
  * Keeps `count` workers running: one that exits while the supervisor runs is started again a
- * second later. Interrupted (SIGTERM or SIGINT to the supervisor), it stops them all and waits.
- * `env` is added to the workers' environment.
+ * second later. Interrupted (SIGTERM or SIGINT to the supervisor), it stops them all, killing any
+ * still running after `stopTimeout`. `env` is added to the workers' environment.
  */
-export const supervise = (count: number, env: Record<string, string> = {}) =>
+export const supervise = (count: number, env: Record<string, string>, stopTimeout: Duration.DurationInput) =>
   Effect.forEach(
     Array.from({ length: count }, (_, index) => index + 1),
     (worker) =>
-      runWorker(worker, env).pipe(
+      runWorker(worker, env, stopTimeout).pipe(
         Effect.tap((code) =>
           Effect.logWarning("worker exited; starting it again in 1 second").pipe(Effect.annotateLogs({ worker, code }))
         ),

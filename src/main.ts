@@ -1,5 +1,5 @@
 import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
-import { Cause, ConfigError, Effect, Layer, Logger, Option } from "effect"
+import { Cause, ConfigError, Duration, Effect, Layer, Logger, Option } from "effect"
 import { AppConfig } from "./AppConfig.js"
 import { summarizeCause } from "./CauseSummary.js"
 import { HttpLive } from "./Http.js"
@@ -8,6 +8,7 @@ import { RequestLines } from "./Http/RequestLog.js"
 import { metricsFolderVariable, serveGroupMetrics, serveMetrics, serveWorkerMetrics } from "./Observability/MetricsServer.js"
 import { ObservabilityConfig } from "./Observability/ObservabilityConfig.js"
 import { migrate, StoresLive } from "./Stores.js"
+import { stopDeadline, stopMargin } from "./StopDeadline.js"
 import { stopWhenOrphaned, supervise, workerVariable } from "./Workers.js"
 
 /** The server; workers share its port through SO_REUSEPORT, and the kernel spreads connections. */
@@ -16,9 +17,6 @@ const ServerLive = Layer.unwrapEffect(
     HttpLive.pipe(Layer.provide(BunHttpServer.layer({ port, hostname: host, development: false, reusePort: workers > 1 })))
   )
 ).pipe(Layer.provide(StoresLive), Layer.provide(RequestLines.Stdout))
-
-/** How long a stop waits for the requests in flight. */
-const drainTimeout = "10 seconds"
 
 const worker = process.env[workerVariable]
 
@@ -34,7 +32,7 @@ const serve = Effect.gen(function*() {
   // Added after the server, so it runs first on stop: running requests finish before the server,
   // then the database, close.
   yield* Effect.addFinalizer(() =>
-    Effect.logInfo("stopping: finishing the requests in flight").pipe(Effect.zipRight(inFlight.drain(drainTimeout)))
+    Effect.logInfo("stopping: finishing the requests in flight").pipe(Effect.zipRight(inFlight.drain(config.drainTimeout)))
   )
   if (worker !== undefined) yield* Effect.forkScoped(stopWhenOrphaned)
   yield* Effect.logInfo("listening").pipe(
@@ -49,7 +47,8 @@ const serve = Effect.gen(function*() {
  * server processes; otherwise it is the server.
  */
 const main = Effect.gen(function*() {
-  const { port, workers } = yield* AppConfig
+  const { drainTimeout, port, workers } = yield* AppConfig
+  yield* Effect.sync(() => stopDeadline.set(Duration.sum(drainTimeout, stopMargin)))
   if (workers === 1 || worker !== undefined) return yield* serve
   yield* migrate
   const { metrics } = yield* ObservabilityConfig
@@ -58,7 +57,7 @@ const main = Effect.gen(function*() {
     [metricsFolderVariable]: yield* serveGroupMetrics(metrics.value.host, metrics.value.port, workers)
   }
   yield* Effect.logInfo("supervising workers").pipe(Effect.annotateLogs({ port, workers }))
-  return yield* supervise(workers, env)
+  return yield* supervise(workers, env, Duration.sum(drainTimeout, Duration.millis(Duration.toMillis(stopMargin) / 2)))
 }).pipe(
   Effect.scoped,
   Effect.provide([AppConfig.layer, ObservabilityConfig.layer]),
@@ -75,7 +74,7 @@ const main = Effect.gen(function*() {
 )
 
 // A terminal's Ctrl-C reaches both this process and npm, which forwards it: the repeated signal must
-// not cut the drain short (drainTimeout bounds it).
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => {})
+// not cut the drain short. The first signal arms the stop's deadline.
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, stopDeadline.arm)
 // runMain interrupts on SIGINT and SIGTERM; the process then exits 0, or 1 if it could not start.
 BunRuntime.runMain(main, { disableErrorReporting: true, disablePrettyLogger: true })

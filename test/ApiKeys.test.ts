@@ -2,14 +2,14 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../src/AppConfig.js"
 import { ApiKeyAlreadyRevoked, ApiKeyNotFound, ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
-import { Sqlite } from "../src/Sql/Database.js"
+import { SqlClient } from "@effect/sql"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
 const stores = (environment: "production" | "staging"): ReadonlyArray<readonly [string, Layer.Layer<ApiKeys, unknown>]> => [
   ["in memory", ApiKeys.InMemory.pipe(Layer.provide(AppConfig.make({ environment })))],
-  ["SQLite", ApiKeys.Sqlite.pipe(Layer.provide(TemporarySqlite), Layer.provide(AppConfig.make({ environment })))],
-  ["PostgreSQL", ApiKeys.Postgres.pipe(Layer.provide(TemporaryPostgres), Layer.provide(AppConfig.make({ environment })))]
+  ["SQLite", ApiKeys.Sql.pipe(Layer.provide(TemporarySqlite), Layer.provide(AppConfig.make({ environment })))],
+  ["PostgreSQL", ApiKeys.Sql.pipe(Layer.provide(TemporaryPostgres), Layer.provide(AppConfig.make({ environment })))]
 ]
 
 for (const [name, store] of stores("staging")) {
@@ -69,8 +69,8 @@ describe("the SQLite key store", () => {
   it.effect("keeps only the SHA-256 hash, never the key", () =>
     Effect.gen(function*() {
       const { key } = yield* (yield* ApiKeys).create("alice")
-      const rows = (yield* Sqlite).query("SELECT * FROM api_keys").all()
+      const rows = yield* (yield* SqlClient.SqlClient)`SELECT * FROM api_keys`
       expect(JSON.stringify(rows)).not.toContain(Redacted.value(key))
       expect(rows[0]).toMatchObject({ key_hash: hashKey(Redacted.value(key)) })
-    }).pipe(Effect.provide(ApiKeys.Sqlite.pipe(Layer.provideMerge(TemporarySqlite), Layer.provide(AppConfig.make())))))
+    }).pipe(Effect.provide(ApiKeys.Sql.pipe(Layer.provideMerge(TemporarySqlite), Layer.provide(AppConfig.make())))))
 })

@@ -94,21 +94,26 @@ describe("PetStoreClient, against the in-memory service", () => {
 })
 
 /** A server that answers 503 to the first `failures` requests, then like the service. */
-const flakyServer = (failures: number) => {
+const flakyServer = (failures: number, retryAfter?: string) => {
   const seen: Array<{ method: string; idempotencyKey: string | null }> = []
+  const times: Array<number> = []
   const server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
     fetch(request) {
       seen.push({ method: request.method, idempotencyKey: request.headers.get("idempotency-key") })
+      times.push(performance.now())
       if (seen.length <= failures) {
-        return Response.json({ code: "shutting_down", message: "retry", status: 503 }, { status: 503 })
+        return Response.json({ code: "shutting_down", message: "retry", status: 503 }, {
+          status: 503,
+          headers: retryAfter === undefined ? {} : { "retry-after": retryAfter }
+        })
       }
       const pet = { id: 1, name: "Rex", categoryId: 1 }
       return request.method === "GET" ? Response.json([pet]) : Response.json(pet, { status: 201 })
     }
   })
-  return { url: `http://127.0.0.1:${server.port}`, seen, [Symbol.dispose]: () => server.stop(true) }
+  return { url: `http://127.0.0.1:${server.port}`, seen, times, [Symbol.dispose]: () => server.stop(true) }
 }
 
 const clientOf = (url: string) =>
@@ -141,6 +146,20 @@ describe("PetStoreClient retries", () => {
       ).pipe(Effect.provide(clientOf(keyed.url)))
       expect(pet.id).toBe(1)
       expect(keyed.seen).toEqual(Array(3).fill({ method: "POST", idempotencyKey: "create-rex-1" }))
+    }))
+
+  it.live("after the wait a 503's Retry-After asks for, and not at all past maxRetryAfter", () =>
+    Effect.gen(function*() {
+      using patient = flakyServer(1, "1")
+      yield* Effect.flatMap(PetStoreClient, (client) => client.listPets()).pipe(Effect.provide(clientOf(patient.url)))
+      expect(patient.seen.length).toBe(2)
+      expect(patient.times[1]! - patient.times[0]!).toBeGreaterThanOrEqual(990)
+
+      using distant = flakyServer(1, new Date(Date.now() + 120_000).toUTCString())
+      yield* Effect.flip(
+        Effect.flatMap(PetStoreClient, (client) => client.listPets()).pipe(Effect.provide(clientOf(distant.url)))
+      )
+      expect(distant.seen.length).toBe(1)
     }))
 
   it.live("a connection error, and gives up after the configured retries", () =>

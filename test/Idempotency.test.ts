@@ -1,7 +1,7 @@
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, TestClock } from "effect"
 import { PetRepository } from "../src/Pets/PetRepository.js"
-import { Sqlite } from "../src/Sql/Database.js"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 import { createKey, send, TestServer } from "./support/TestServer.js"
@@ -122,8 +122,8 @@ describe("idempotent creates, POST /v1/pets with Idempotency-Key", () => {
 
 const stores: ReadonlyArray<readonly [string, Layer.Layer<PetRepository, unknown>]> = [
   ["in memory", PetRepository.InMemory],
-  ["SQLite", PetRepository.Sqlite.pipe(Layer.provide(TemporarySqlite))],
-  ["PostgreSQL", PetRepository.Postgres.pipe(Layer.provide(TemporaryPostgres))]
+  ["SQLite", PetRepository.Sql.pipe(Layer.provide(TemporarySqlite))],
+  ["PostgreSQL", PetRepository.Sql.pipe(Layer.provide(TemporaryPostgres))]
 ]
 
 for (const [name, store] of stores) {
@@ -162,17 +162,19 @@ for (const [name, store] of stores) {
   })
 }
 
-describe("the SQLite idempotency record", () => {
-  it.effect("is written in one transaction with the pet: a failed insert completes nothing", () =>
-    Effect.gen(function*() {
-      const pets = yield* PetRepository
-      const db = yield* Sqlite
-      const scope = { apiKeyId: 1, key: "k" }
-      yield* pets.reserve(scope)
-      // Past the Schema, only the table's CHECK constraint refuses this status.
-      const exit = yield* Effect.exit(pets.createOnce(scope, "fp", { name: "Rex", categoryId: 1, status: "lost" as never }))
-      expect(exit._tag).toBe("Failure")
-      expect(db.query("SELECT count(*) AS n FROM pets").get()).toEqual({ n: 0 })
-      expect(db.query("SELECT pet_id, fingerprint FROM idempotency_keys").all()).toEqual([{ pet_id: null, fingerprint: null }])
-    }).pipe(Effect.provide(PetRepository.Sqlite.pipe(Layer.provideMerge(TemporarySqlite)))))
-})
+for (const [name, database] of [["SQLite", TemporarySqlite], ["PostgreSQL", TemporaryPostgres]] as const) {
+  describe(`the idempotency record, ${name}`, () => {
+    it.effect("is written in one transaction with the pet: a failed insert completes nothing", () =>
+      Effect.gen(function*() {
+        const pets = yield* PetRepository
+        const sql = yield* SqlClient.SqlClient
+        const scope = { apiKeyId: 1, key: "k" }
+        yield* pets.reserve(scope)
+        // Past the Schema, only the table's CHECK constraint refuses this status.
+        const exit = yield* Effect.exit(pets.createOnce(scope, "fp", { name: "Rex", categoryId: 1, status: "lost" as never }))
+        expect(exit._tag).toBe("Failure")
+        expect(yield* sql`SELECT count(*) AS n FROM pets`).toEqual([{ n: name === "SQLite" ? 0 : "0" }])
+        expect(yield* sql`SELECT pet_id, fingerprint FROM idempotency_keys`).toEqual([{ pet_id: null, fingerprint: null }])
+      }).pipe(Effect.provide(PetRepository.Sql.pipe(Layer.provideMerge(database)))))
+  })
+}

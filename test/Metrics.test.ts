@@ -100,6 +100,28 @@ describe("Prometheus metrics", () => {
     }
   })
 
+  it("a second instance on a metrics port that is taken does not start, and names the variables", async () => {
+    using folder = temporaryFolder()
+    const { env } = await withKey(folder.path)
+    const metricsPort = freePort()
+    const first = await startServer({ ...env, METRICS_PORT: String(metricsPort) })
+    try {
+      const second = Bun.spawn(["bun", "src/main.ts"], {
+        env: { ...process.env, ...env, HOST: "127.0.0.1", PORT: String(freePort()), METRICS_PORT: String(metricsPort) },
+        stdout: "pipe",
+        stderr: "pipe"
+      })
+      // A second instance that shared the port would run on: stopped after 10 s, so the test fails without leaving it.
+      const timer = setTimeout(() => second.kill("SIGKILL"), 10_000)
+      const [stdout, stderr, exitCode] = await Promise.all([new Response(second.stdout).text(), new Response(second.stderr).text(), second.exited])
+      clearTimeout(timer)
+      expect(exitCode).toBe(1)
+      expect(stdout + stderr).toContain(`Cannot serve metrics on 127.0.0.1:${metricsPort} (METRICS_HOST, METRICS_PORT)`)
+    } finally {
+      await first.stop()
+    }
+  })
+
   it("a Prometheus server scraping the service returns, through its HTTP API, the requests the test made by route and status", async () => {
     using folder = temporaryFolder()
     const { env, key } = await withKey(folder.path)

@@ -3,14 +3,14 @@ import { Effect, Layer, Option } from "effect"
 import { statSync } from "node:fs"
 import type { NewPet } from "../src/Domain/Pet.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
-import { Sqlite } from "../src/Sql/Database.js"
+import { SqlClient } from "@effect/sql"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
 const stores: ReadonlyArray<readonly [string, Layer.Layer<PetRepository, unknown>]> = [
   ["in memory", PetRepository.InMemory],
-  ["SQLite", PetRepository.Sqlite.pipe(Layer.provide(TemporarySqlite))],
-  ["PostgreSQL", PetRepository.Postgres.pipe(Layer.provide(TemporaryPostgres))]
+  ["SQLite", PetRepository.Sql.pipe(Layer.provide(TemporarySqlite))],
+  ["PostgreSQL", PetRepository.Sql.pipe(Layer.provide(TemporaryPostgres))]
 ]
 
 const rex: NewPet = { name: "Rex", categoryId: 3, status: "available" }
@@ -66,12 +66,13 @@ for (const [name, store] of stores) {
 describe("SQLite database", () => {
   it.effect("runs WAL with synchronous=NORMAL, a busy timeout, and an index serving the status filter in id order", () =>
     Effect.gen(function*() {
-      const db = yield* Sqlite
-      expect(db.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" })
-      expect(db.query("PRAGMA synchronous").get()).toEqual({ synchronous: 1 })
-      expect(db.query("PRAGMA busy_timeout").get()).toEqual({ timeout: 5000 })
-      const plan = db.query<{ detail: string }, []>(`EXPLAIN QUERY PLAN
-        SELECT id, name, category_id, status FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21`).all()
+      const sql = yield* SqlClient.SqlClient
+      expect(yield* sql`PRAGMA journal_mode`).toEqual([{ journal_mode: "wal" }])
+      expect(yield* sql`PRAGMA synchronous`).toEqual([{ synchronous: 1 }])
+      expect(yield* sql`PRAGMA busy_timeout`).toEqual([{ timeout: 5000 }])
+      expect(yield* sql`PRAGMA foreign_keys`).toEqual([{ foreign_keys: 1 }])
+      const plan = yield* sql<{ detail: string }>`EXPLAIN QUERY PLAN
+        SELECT id, name, category_id, status FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21`
       const details = plan.map((row) => row.detail).join("\n")
       expect(details).toMatch(/USING INDEX pets_status_id/)
       expect(details).not.toContain("TEMP B-TREE")
@@ -80,19 +81,20 @@ describe("SQLite database", () => {
   it.effect("the WAL is checkpointed as pets are created: it stays near SQLite's 1,000-page mark", () =>
     Effect.gen(function*() {
       const pets = yield* PetRepository
-      const db = yield* Sqlite
+      const sql = yield* SqlClient.SqlClient
+      const [{ file }] = yield* sql<{ file: string }>`SELECT file FROM pragma_database_list WHERE name = 'main'`
       // Each create commits at least one 4 KiB page: without checkpoints, 4,000 creates exceed 16 MB.
       for (let i = 0; i < 4000; i++) yield* pets.create(rex)
-      expect(statSync(`${db.filename}-wal`).size).toBeLessThan(8 * 1024 * 1024)
-    }).pipe(Effect.provide(PetRepository.Sqlite.pipe(Layer.provideMerge(TemporarySqlite)))))
+      expect(statSync(`${file}-wal`).size).toBeLessThan(8 * 1024 * 1024)
+    }).pipe(Effect.provide(PetRepository.Sql.pipe(Layer.provideMerge(TemporarySqlite)))))
 
   it.effect("ids are never reused, even after the highest row is deleted", () =>
     Effect.gen(function*() {
       const pets = yield* PetRepository
-      const db = yield* Sqlite
+      const sql = yield* SqlClient.SqlClient
       yield* pets.create(rex)
       const second = yield* pets.create(rex)
-      db.run("DELETE FROM pets WHERE id = ?", [second.id])
+      yield* sql`DELETE FROM pets WHERE id = ${second.id}`
       expect((yield* pets.create(rex)).id).toBe(3)
-    }).pipe(Effect.provide(PetRepository.Sqlite.pipe(Layer.provideMerge(TemporarySqlite)))))
+    }).pipe(Effect.provide(PetRepository.Sql.pipe(Layer.provideMerge(TemporarySqlite)))))
 })

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { Cursors } from "../src/Pets/Cursors.js"
 import { authorizedClient, createKey, publicBaseUrl, send, TestServer } from "./support/TestServer.js"
 
 const newPet = { name: "Rex", categoryId: 3, status: "available" } as const
@@ -149,6 +150,30 @@ describe("listPets, GET /v1/pets", () => {
         expect(error, reason).toMatchObject({ _tag: "BadRequest", code: "invalid_cursor", status: 400 })
       }
     }).pipe(Effect.provide(TestServer)))
+
+  it.effect("accepts a cursor only in the form it was issued: other base64 spellings of it are refused", () =>
+    Effect.gen(function*() {
+      const cursors = Cursors.make(new Uint8Array(32).fill(7))
+      // The first position whose cursor holds a `-` or `_`, so that its `+`/`/` spelling differs.
+      const afterId = Array.from({ length: 1000 }, (_, i) => i + 1).find((id) => /[-_]/.test(cursors.encode({ afterId: id, status: "sold" })))!
+      const cursor = cursors.encode({ afterId, status: "sold" })
+      expect(yield* cursors.decode(cursor, "sold")).toBe(afterId)
+      const [payload, signature] = cursor.split(".") as [string, string]
+      const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+      // 16 signature bytes take 22 characters, the last of which carries 4 bits that decoding drops.
+      const lastBits = alphabet[alphabet.indexOf(signature.at(-1)!) ^ 1]!
+      for (
+        const [changed, reason] of [
+          [`${payload}.${signature}==`, "padding"],
+          [`${payload}.${signature.slice(0, -1)}${lastBits}`, "unused bits"],
+          [cursor.replaceAll("-", "+").replaceAll("_", "/"), "+ and / for - and _"]
+        ] as const
+      ) {
+        expect(Buffer.from(changed.split(".")[1]!, "base64url"), reason).toEqual(Buffer.from(signature, "base64url"))
+        const error = yield* Effect.flip(cursors.decode(changed, "sold"))
+        expect(error, reason).toMatchObject({ _tag: "BadRequest", code: "invalid_cursor", status: 400 })
+      }
+    }))
 
   it.effect("refuses a limit outside 1 to 100 and an unknown status with 400 invalid_parameter", () =>
     Effect.gen(function*() {

@@ -1,19 +1,18 @@
 import { describe, expect, it } from "@effect/vitest"
-import { PgClient } from "@effect/sql-pg"
+import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "../src/AppConfig.js"
 import { ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
-import { PetRepository } from "../src/Pets/PetRepository.js"
-import { PostgresLive } from "../src/Sql/Postgres.js"
+import { PostgresConnection } from "../src/Sql/PostgresConnection.js"
 import { TemporaryPostgres, temporaryDatabase } from "./support/PostgresStores.js"
 
 describe("the PostgreSQL database", () => {
   it.effect("instances starting together migrate it once", () =>
     Effect.gen(function*() {
       const databaseUrl = yield* temporaryDatabase
-      const instance = PostgresLive.pipe(Layer.provide(AppConfig.make({ databaseUrl })))
+      const instance = PostgresConnection.pipe(Layer.provide(AppConfig.make({ databaseUrl })))
       const [sql] = yield* Effect.all(Array.from({ length: 4 }, () => Layer.build(instance)), { concurrency: 4 })
-      const migrations = yield* PgClient.PgClient.pipe(
+      const migrations = yield* SqlClient.SqlClient.pipe(
         Effect.flatMap((sql) => sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY 1`),
         Effect.provide(sql!)
       )
@@ -23,27 +22,14 @@ describe("the PostgreSQL database", () => {
   it.effect("keeps only the SHA-256 hash of a key, never the key", () =>
     Effect.gen(function*() {
       const { key } = yield* (yield* ApiKeys).create("alice")
-      const rows = yield* (yield* PgClient.PgClient)`SELECT * FROM api_keys`
+      const rows = yield* (yield* SqlClient.SqlClient)`SELECT * FROM api_keys`
       expect(JSON.stringify(rows)).not.toContain(Redacted.value(key))
       expect(rows[0]).toMatchObject({ key_hash: hashKey(Redacted.value(key)) })
-    }).pipe(Effect.provide(ApiKeys.Postgres.pipe(Layer.provideMerge(TemporaryPostgres), Layer.provide(AppConfig.make())))))
-
-  it.effect("writes an idempotency record in one transaction with its pet: a failed insert completes nothing", () =>
-    Effect.gen(function*() {
-      const pets = yield* PetRepository
-      const sql = yield* PgClient.PgClient
-      const scope = { apiKeyId: 1, key: "k" }
-      yield* pets.reserve(scope)
-      // Past the Schema, only the table's CHECK constraint refuses this status.
-      const exit = yield* Effect.exit(pets.createOnce(scope, "fp", { name: "Rex", categoryId: 1, status: "lost" as never }))
-      expect(exit._tag).toBe("Failure")
-      expect(yield* sql`SELECT count(*)::int AS n FROM pets`).toEqual([{ n: 0 }])
-      expect(yield* sql`SELECT pet_id, fingerprint FROM idempotency_keys`).toEqual([{ pet_id: null, fingerprint: null }])
-    }).pipe(Effect.provide(PetRepository.Postgres.pipe(Layer.provideMerge(TemporaryPostgres)))))
+    }).pipe(Effect.provide(ApiKeys.Sql.pipe(Layer.provideMerge(TemporaryPostgres), Layer.provide(AppConfig.make())))))
 
   it.effect("serves the status filter in id order from its index", () =>
     Effect.gen(function*() {
-      const sql = yield* PgClient.PgClient
+      const sql = yield* SqlClient.SqlClient
       yield* sql`SET enable_seqscan = off`
       const plan = yield* sql<{ "QUERY PLAN": string }>`EXPLAIN
         SELECT id, name, category_id, status FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21`

@@ -1,4 +1,4 @@
-import { PgClient } from "@effect/sql-pg"
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
@@ -78,7 +78,7 @@ describe("RateLimiter on PostgreSQL", () => {
     Effect.gen(function*() {
       const wide = { name: "wide", perSecond: 1000, burst: 200 }
       const { database, limiters: [one] } = yield* sharedBy(1)
-      const sql = database.unsafeMap.get(PgClient.PgClient.key) as PgClient.PgClient
+      const sql = database.unsafeMap.get(SqlClient.SqlClient.key) as SqlClient.SqlClient
       const [before] = yield* sql<{ n: string }>`SELECT n_tup_ins + n_tup_upd AS n FROM pg_stat_user_tables
         WHERE relname = 'rate_limit_buckets'`
       yield* Effect.forEach(Array.from({ length: 200 }), () => one!.take(wide, "frank"))
@@ -91,7 +91,7 @@ describe("RateLimiter on PostgreSQL", () => {
   it.scoped("keeps at most the cap of buckets in the table, and deletes full ones", () =>
     Effect.gen(function*() {
       const { database, limiters: [one] } = yield* sharedBy(1, { maxSharedBuckets: 50, purgeEvery: "100 millis" })
-      const sql = database.unsafeMap.get(PgClient.PgClient.key) as PgClient.PgClient
+      const sql = database.unsafeMap.get(SqlClient.SqlClient.key) as SqlClient.SqlClient
       yield* Effect.forEach(Array.from({ length: 400 }, (_, i) => `10.0.${i >> 8}.${i & 255}`), (address) =>
         one!.take(policy, address), { concurrency: 16 })
       const count = sql<{ n: string }>`SELECT count(*) AS n FROM rate_limit_buckets`.pipe(Effect.map(([row]) => Number(row!.n)))
@@ -146,6 +146,20 @@ describe("RecentMap, the bounded map behind the buckets", () => {
     expect(fullAt.size).toBe(3)
     fullAt.set("d", 900, 150)
     expect([fullAt.get("a"), fullAt.get("b"), fullAt.size]).toEqual([undefined, undefined, 2])
+  })
+
+  it("at its capacity forgets the least recently used, a read or a write making an entry the newest", () => {
+    const never = new RecentMap<number>(3, () => false)
+    for (const key of ["a", "b", "c"]) never.set(key, 1, 0)
+    never.get("a")
+    never.set("d", 1, 0)
+    expect(["a", "b", "c", "d"].map((key) => never.get(key))).toEqual([1, undefined, 1, 1])
+    never.set("c", 2, 0)
+    never.delete("a")
+    never.set("e", 1, 0)
+    never.set("f", 1, 0)
+    expect(["c", "d", "e", "f"].map((key) => never.get(key))).toEqual([2, undefined, 1, 1])
+    expect(never.size).toBe(3)
   })
 })
 

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { appendFileSync, existsSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs"
+import { appendFileSync, chmodSync, existsSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import packageJson from "../package.json" with { type: "json" }
 import { freePort, isRunning, temporaryFolder } from "./support/ServerProcess.js"
 
 const root = new URL("..", import.meta.url).pathname
@@ -149,4 +150,27 @@ describe("npm start", () => {
     expect(readdirSync(join(project.path, ".build")).length).toBe(2)
     expect(existsSync(running)).toBe(false)
   }, 120_000)
+
+  it("on a Node.js older than package.json's engines, stops with one line saying so and starts nothing", async () => {
+    expect(packageJson.engines.node).toBe(">=20")
+    using bin = temporaryFolder()
+    // A node that reports an old release and runs npm itself with the real one.
+    writeFileSync(join(bin.path, "node"), `#!/bin/sh\n[ "$1" = --version ] && { echo v18.19.0; exit 0; }\nexec '${Bun.which("node")}' "$@"\n`)
+    chmodSync(join(bin.path, "node"), 0o755)
+    const port = freePort()
+    const proc = Bun.spawn(["npm", "start"], {
+      cwd: root,
+      env: { ...process.env, PATH: `${bin.path}:${process.env.PATH}`, PORT: String(port), METRICS_PORT: "off" },
+      stdout: "pipe",
+      stderr: "pipe"
+    })
+    started.add(proc.pid)
+    const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+    expect(exitCode).toBe(1)
+    // npm's own notices aside (its banner on stdout, config warnings), the only output is the line.
+    expect(stderr.split("\n").filter((line) => line !== "" && !/^npm (warn|notice)/.test(line)))
+      .toEqual([`petstore needs Node.js 20 or later; ${join(bin.path, "node")} is v18.19.0`])
+    expect(stdout).not.toMatch(/listening|Installing|error/i)
+    expect(await fetch(`http://127.0.0.1:${port}/livez`).then(() => true, () => false)).toBe(false)
+  })
 })

@@ -1,8 +1,7 @@
-import { PgClient } from "@effect/sql-pg"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Context, Data, Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { AppConfig, type Environment } from "../AppConfig.js"
-import { Sqlite } from "../Sql/Database.js"
 import { RecentMap } from "./RecentMap.js"
 
 export class ApiKeyRecord extends Schema.Class<ApiKeyRecord>("ApiKeyRecord")({
@@ -107,104 +106,79 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
     })
   )
 
-  /** Keys in the `api_keys` table of the SQLite database, through prepared statements. */
-  static readonly Sqlite = Layer.effect(
-    ApiKeys,
-    Effect.gen(function*() {
-      const { environment } = yield* AppConfig
-      const db = yield* Sqlite
-      const columns = "id, name, prefix, created_at AS createdAt, revoked_at AS revokedAt"
-      const insert = db.query(
-        `INSERT INTO api_keys (name, prefix, key_hash, created_at) VALUES (?, ?, ?, ?) RETURNING ${columns}`
-      )
-      const all = db.query(`SELECT ${columns} FROM api_keys ORDER BY id`)
-      // Only an unrevoked key is updated, so of two revocations exactly one succeeds.
-      const revoke = db.query(
-        `UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL RETURNING ${columns}`
-      )
-      const byId = db.query(`SELECT ${columns} FROM api_keys WHERE id = ?`)
-      const activeByHash = db.query<KeyHolder, [string]>(
-        "SELECT id AS keyId, name FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL"
-      )
-      // A failing statement is a defect: nothing a caller could handle.
-      return ApiKeys.of({
-        create: (name) =>
-          Effect.sync(() => {
-            const key = generateKey(environment)
-            // Writes run to their end (`all`), so SQLite's automatic checkpoint follows their commit.
-            const [row] = insert.all(name, key.slice(0, shownPrefixLength), hashKey(key), new Date().toISOString())
-            return { key: Redacted.make(key), record: decodeRecord(row) }
-          }),
-        list: Effect.sync(() => all.all().map((row) => decodeRecord(row))),
-        revoke: (id) =>
-          Effect.suspend(() => {
-            const [revoked] = revoke.all(new Date().toISOString(), id)
-            if (revoked !== undefined) return Effect.succeed(decodeRecord(revoked))
-            const [found] = byId.all(id)
-            return Effect.fail(
-              found === undefined ? new ApiKeyNotFound({ id }) : new ApiKeyAlreadyRevoked({ record: decodeRecord(found) })
-            )
-          }),
-        findActiveByHash: (hash) => Effect.sync(() => Option.fromNullable(activeByHash.get(hash)))
-      })
-    })
-  )
-
   /**
-   * Keys in the `api_keys` table of a PostgreSQL database shared by every instance. A valid key
-   * found is trusted for half a second, so a key revoked on any instance is refused by every
-   * instance within a second, and a new key works on all at once.
+   * Keys in the `api_keys` table, on SQLite or PostgreSQL alike. On PostgreSQL, shared by every
+   * instance, a valid key found is trusted for half a second, so a key's requests do not each wait
+   * for the network, and a key revoked on any instance is refused by every instance within a
+   * second; on SQLite each lookup is a local read, so a revoked key is refused from the next
+   * request on. Unknown keys are never kept, so a new key works at once.
    */
-  static readonly Postgres = Layer.effect(
+  static readonly Sql = Layer.effect(
     ApiKeys,
     Effect.gen(function*() {
       const { environment } = yield* AppConfig
-      const sql = yield* PgClient.PgClient
+      const sql = yield* SqlClient.SqlClient
       const columns = sql.literal("id, name, prefix, created_at, revoked_at")
-      const decodePgRecord = (row: any) =>
-        decodeRecord({
-          id: Number(row.id),
-          name: row.name,
-          prefix: row.prefix,
-          createdAt: row.created_at.toISOString(),
-          revokedAt: row.revoked_at?.toISOString() ?? null
-        })
-      // Valid keys found lately, so a key's requests do not each wait for the database; unknown keys
-      // are never kept, so a new key works at once.
+      // How long a valid key found is trusted without asking again.
+      const trustFoundKeysMillis = sql.onDialectOrElse({ pg: () => 500, orElse: () => 0 })
+      const insert = SqlSchema.single({
+        Request: Schema.Struct({ name: Schema.String, prefix: Schema.String, hash: Schema.String, at: Schema.String }),
+        Result: ApiKeyRow,
+        execute: ({ at, hash, name, prefix }) =>
+          sql`INSERT INTO api_keys (name, prefix, key_hash, created_at) VALUES (${name}, ${prefix}, ${hash}, ${at})
+            RETURNING ${columns}`
+      })
+      const all = SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: ApiKeyRow,
+        execute: () => sql`SELECT ${columns} FROM api_keys ORDER BY id`
+      })
+      // Only an unrevoked key is updated, so of two revocations exactly one succeeds.
+      const revoke = SqlSchema.findOne({
+        Request: Schema.Struct({ id: Schema.Number, at: Schema.String }),
+        Result: ApiKeyRow,
+        execute: ({ at, id }) =>
+          sql`UPDATE api_keys SET revoked_at = ${at} WHERE id = ${id} AND revoked_at IS NULL RETURNING ${columns}`
+      })
+      const byId = SqlSchema.findOne({
+        Request: Schema.Number,
+        Result: ApiKeyRow,
+        execute: (id) => sql`SELECT ${columns} FROM api_keys WHERE id = ${id}`
+      })
       const recentlyFound = new RecentMap<{ readonly holder: Option.Option<KeyHolder>; readonly until: number }>(
         10_000,
         (entry, now) => entry.until <= now
       )
+      const activeByHash = (hash: string) =>
+        sql<{ id: unknown; name: string }>`SELECT id, name FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`.pipe(
+          Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some({ keyId: Number(rows[0]!.id), name: rows[0]!.name }))
+        )
       // A failing statement is a defect: nothing a caller could handle.
       return ApiKeys.of({
         create: (name) => {
           const key = generateKey(environment)
-          return sql`INSERT INTO api_keys (name, prefix, key_hash, created_at)
-            VALUES (${name}, ${key.slice(0, shownPrefixLength)}, ${hashKey(key)}, now()) RETURNING ${columns}`.pipe(
-            Effect.map(([row]) => ({ key: Redacted.make(key), record: decodePgRecord(row) })),
+          return insert({ name, prefix: key.slice(0, shownPrefixLength), hash: hashKey(key), at: new Date().toISOString() }).pipe(
+            Effect.map((record) => ({ key: Redacted.make(key), record })),
             Effect.orDie
           )
         },
-        list: Effect.orDie(Effect.map(sql`SELECT ${columns} FROM api_keys ORDER BY id`, (rows) => rows.map(decodePgRecord))),
+        list: Effect.orDie(all(undefined)),
         revoke: (id) =>
           Effect.gen(function*() {
-            // Only an unrevoked key is updated, so of two revocations exactly one succeeds.
-            const [revoked] = yield* sql`UPDATE api_keys SET revoked_at = now()
-              WHERE id = ${id} AND revoked_at IS NULL RETURNING ${columns}`
-            if (revoked !== undefined) return decodePgRecord(revoked)
-            const [found] = yield* sql`SELECT ${columns} FROM api_keys WHERE id = ${id}`
-            return yield* found === undefined
+            const revoked = yield* revoke({ id, at: new Date().toISOString() })
+            if (Option.isSome(revoked)) return revoked.value
+            const found = yield* byId(id)
+            return yield* Option.isNone(found)
               ? new ApiKeyNotFound({ id })
-              : new ApiKeyAlreadyRevoked({ record: decodePgRecord(found) })
-          }).pipe(Effect.catchTag("SqlError", Effect.die)),
+              : new ApiKeyAlreadyRevoked({ record: found.value })
+          }).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })),
         findActiveByHash: (hash) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          trustFoundKeysMillis === 0 ? Effect.orDie(activeByHash(hash)) : Effect.flatMap(Clock.currentTimeMillis, (now) => {
             const known = recentlyFound.get(hash)
             if (known !== undefined && known.until > now) return Effect.succeed(known.holder)
-            return sql<{ id: string; name: string }>`SELECT id, name FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`.pipe(
-              Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(({ id, name }) => ({ keyId: Number(id), name })))),
+            return activeByHash(hash).pipe(
               Effect.tap((holder) => {
-                if (Option.isSome(holder)) recentlyFound.set(hash, { holder, until: now + foundKeyMillis }, now)
+                if (Option.isSome(holder)) recentlyFound.set(hash, { holder, until: now + trustFoundKeysMillis }, now)
                 else recentlyFound.delete(hash)
               }),
               Effect.orDie
@@ -215,7 +189,35 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
   )
 }
 
-const decodeRecord = Schema.decodeUnknownSync(ApiKeyRecord)
+/** A time as the table gives it back: a Date from PostgreSQL, ISO 8601 text from SQLite. */
+const TimeColumn = Schema.Union(Schema.DateFromSelf, Schema.Date)
 
-/** How long an instance on PostgreSQL trusts a valid key it looked up, without asking again. */
-const foundKeyMillis = 500
+/** A row of `api_keys` as the key's record; PostgreSQL gives BIGINT ids as decimal text. */
+const ApiKeyRow = Schema.transform(
+  Schema.Struct({
+    id: Schema.Union(Schema.Number, Schema.NumberFromString),
+    name: Schema.String,
+    prefix: Schema.String,
+    created_at: TimeColumn,
+    revoked_at: Schema.NullOr(TimeColumn)
+  }),
+  Schema.typeSchema(ApiKeyRecord),
+  {
+    strict: true,
+    decode: (row) =>
+      new ApiKeyRecord({
+        id: row.id,
+        name: row.name,
+        prefix: row.prefix,
+        createdAt: row.created_at,
+        revokedAt: Option.fromNullable(row.revoked_at)
+      }),
+    encode: (record) => ({
+      id: record.id,
+      name: record.name,
+      prefix: record.prefix,
+      created_at: record.createdAt,
+      revoked_at: Option.getOrNull(record.revokedAt)
+    })
+  }
+)

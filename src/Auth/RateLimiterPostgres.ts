@@ -1,4 +1,4 @@
-import { PgClient } from "@effect/sql-pg"
+import { SqlClient } from "@effect/sql"
 import { Clock, Deferred, type Duration, Effect, Layer, Schedule } from "effect"
 import { decision, defaultMaxBuckets, RateLimiter, type RateLimitDecision, type RateLimitPolicy } from "./RateLimiter.js"
 import { RecentMap } from "./RecentMap.js"
@@ -45,7 +45,7 @@ export const RateLimiterPostgres = (
   Layer.scoped(
     RateLimiter,
     Effect.gen(function*() {
-      const sql = yield* PgClient.PgClient
+      const sql = yield* SqlClient.SqlClient
       const maxShared = options.maxSharedBuckets ?? defaultMaxSharedBuckets
       const leases = new RecentMap<Lease>(
         options.maxBuckets ?? defaultMaxBuckets,

@@ -6,7 +6,7 @@ import {
   HttpClientRequest,
   type HttpClientResponse
 } from "@effect/platform"
-import { Chunk, Config, Context, type Duration, Effect, Layer, Option, Redacted, Schedule, Stream } from "effect"
+import { Chunk, Config, Context, Duration, Effect, Layer, Option, Redacted, Schedule, Stream } from "effect"
 import { PetStoreApi } from "../Api.js"
 import type { NewPet, Pet, PetStatus } from "../Domain/Pet.js"
 
@@ -22,6 +22,8 @@ export interface PetStoreClientOptions {
   readonly retries?: number | undefined
   /** First retry delay; doubles each attempt, with jitter (default 100 ms). */
   readonly retryBaseDelay?: Duration.DurationInput | undefined
+  /** The longest `Retry-After` waited for; an answer asking for more is returned as it came (default 30 s). */
+  readonly maxRetryAfter?: Duration.DurationInput | undefined
 }
 
 const transientStatuses = new Set([502, 503, 504])
@@ -31,15 +33,37 @@ class TransientStatus {
   constructor(readonly response: HttpClientResponse.HttpClientResponse) {}
 }
 
+/** A `Retry-After` header's wait: delay-seconds or an HTTP date. */
+const retryAfterOf = (response: HttpClientResponse.HttpClientResponse): Option.Option<Duration.Duration> => {
+  const value = response.headers["retry-after"]?.trim()
+  if (value === undefined || value === "") return Option.none()
+  if (/^\d+$/.test(value)) return Option.some(Duration.seconds(Number(value)))
+  const at = Date.parse(value)
+  return Number.isNaN(at) ? Option.none() : Option.some(Duration.millis(Math.max(0, at - Date.now())))
+}
+
 /**
  * Retries what is safe to retry: a GET, or a POST that carries an idempotency key, after a
- * connection error or a 502, 503 or 504, with exponential backoff and jitter. The last answer is
- * returned as it came when the retries run out.
+ * connection error or a 502, 503 or 504, with exponential backoff and jitter, or after the
+ * answer's `Retry-After` when it gives one. The last answer is returned as it came when the
+ * retries run out, or when it asks for a longer wait than `maxRetryAfter`.
  */
-const retryTransient = (retries: number, baseDelay: Duration.DurationInput) => (client: HttpClient.HttpClient) => {
-  const schedule = Schedule.exponential(baseDelay).pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(retries)))
+const retryTransient = (retries: number, baseDelay: Duration.DurationInput, maxRetryAfter: Duration.DurationInput) =>
+(client: HttpClient.HttpClient) => {
+  const schedule = Schedule.exponential(baseDelay).pipe(
+    Schedule.jittered,
+    Schedule.intersect(Schedule.recurs(retries)),
+    Schedule.intersect(Schedule.identity<HttpClientError.HttpClientError | TransientStatus>()),
+    Schedule.modifyDelay(([, error], delay) =>
+      error._tag === "TransientStatus" ? Option.getOrElse(retryAfterOf(error.response), () => delay) : delay
+    )
+  )
+  const waitsTooLong = (error: HttpClientError.HttpClientError | TransientStatus) =>
+    error._tag === "TransientStatus" &&
+    Option.exists(retryAfterOf(error.response), (wait) => Duration.greaterThan(wait, maxRetryAfter))
   const isTransient = (error: HttpClientError.HttpClientError | TransientStatus) =>
-    error._tag === "TransientStatus" || (error._tag === "RequestError" && error.reason === "Transport")
+    (error._tag === "TransientStatus" && !waitsTooLong(error)) ||
+    (error._tag === "RequestError" && error.reason === "Transport")
   return HttpClient.transform(client, (effect, request): Effect.Effect<HttpClientResponse.HttpClientResponse, HttpClientError.HttpClientError> => {
     const safe = request.method === "GET" || (request.method === "POST" && request.headers["idempotency-key"] !== undefined)
     if (!safe) return effect
@@ -70,7 +94,7 @@ const make = (options: PetStoreClientOptions) =>
       )
     const httpClient = (yield* HttpClient.HttpClient).pipe(
       HttpClient.mapRequest(HttpClientRequest.bearerToken(Redacted.value(options.apiKey))),
-      retryTransient(options.retries ?? 3, options.retryBaseDelay ?? "100 millis")
+      retryTransient(options.retries ?? 3, options.retryBaseDelay ?? "100 millis", options.maxRetryAfter ?? "30 seconds")
     )
     const api = yield* HttpApiClient.makeWith(PetStoreApi, { httpClient, baseUrl: baseUrl.replace(/\/+$/, "") })
     let warnedOfSunset = false

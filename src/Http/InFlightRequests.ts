@@ -45,10 +45,13 @@ export class InFlightRequests extends Context.Tag("petstore/InFlightRequests")<
         Effect.suspend(() => {
           draining = true
           lastRefusedAt = Date.now()
-          return Effect.repeat(Effect.sync(() => running === 0 && Date.now() - lastRefusedAt >= quietMillis), {
-            until: (done) => done,
-            schedule: Schedule.spaced("10 millis")
-          }).pipe(Effect.timeoutOption(timeout), Effect.asVoid)
+          // Interruptible: drain runs in a finalizer, where the timeout could not otherwise end it.
+          return Effect.interruptible(
+            Effect.repeat(Effect.sync(() => running === 0 && Date.now() - lastRefusedAt >= quietMillis), {
+              until: (done) => done,
+              schedule: Schedule.spaced("10 millis")
+            })
+          ).pipe(Effect.timeoutOption(timeout), Effect.asVoid)
         })
     })
   })

@@ -1,9 +1,8 @@
-import { Migrator, SqlClient } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Option } from "effect"
 import { existsSync, rmSync } from "node:fs"
 import { resolve } from "node:path"
-import { migrations as sqliteMigrations } from "../Sql/Database.js"
-import { migrations as postgresMigrations } from "../Sql/Postgres.js"
+import { runMigrations } from "../Sql/Migrations.js"
 import { Checksum } from "./Checksum.js"
 import { withoutSecondaryIndexes } from "./Indexes.js"
 import { makeProgress } from "./Progress.js"
@@ -14,9 +13,6 @@ import { connect, describeStoreFailure, engineName, MoveError, type Store } from
 import { countRows, tables } from "./Tables.js"
 import { checksums, compare, forEachPage, inSnapshot } from "./Verify.js"
 import { tableWriter } from "./WriteRows.js"
-
-/** `@effect/sql`'s migrator as the service runs it, without the schema dump it never asks for. */
-const runMigrations = Migrator.make({})
 
 /** Settings rows the target's own migrations write; a target holding only those is empty. */
 const migrationSettings = new Set(["cursor_secret", "read_only"])
@@ -39,10 +35,10 @@ const prepareTarget = (sql: SqlClient.SqlClient, store: Store) =>
       })
     }
     if (Option.isSome(version)) {
-      const known = yield* knownVersion(store.engine)
+      const known = yield* knownVersion
       if (version.value > known) {
         return yield* new MoveError({
-          message: `target ${store.label} has schema version ${version.value}, newer than the ${engineName(store)} ` +
+          message: `target ${store.label} has schema version ${version.value}, newer than the ` +
             `schema version ${known} this build knows; it was left untouched`
         })
       }
@@ -61,7 +57,7 @@ const prepareTarget = (sql: SqlClient.SqlClient, store: Store) =>
       }
     }
     yield* Effect.provideService(
-      runMigrations({ loader: store.engine === "sqlite" ? sqliteMigrations : postgresMigrations }),
+      runMigrations,
       SqlClient.SqlClient,
       sql
     )

@@ -1,6 +1,5 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schedule } from "effect"
-import { Sqlite } from "../Sql/Database.js"
 
 /**
  * The write stop of a move: a `read_only` row in the database's `settings` table (its value: when
@@ -11,16 +10,8 @@ export class ReadOnlyMode extends Context.Reference<ReadOnlyMode>()("petstore/Re
   // Without a database behind it (the in-memory stores), the service is always writable.
   defaultValue: () => ({ isOn: (): boolean => false })
 }) {
-  /** The flag kept in the SQLite database, read through a prepared statement of the service's connection. */
-  static readonly Sqlite = Layer.scoped(
-    ReadOnlyMode,
-    Effect.flatMap(Sqlite, (db) => {
-      const read = db.query<{ value: string }, []>("SELECT value FROM settings WHERE name = 'read_only'")
-      return polled(Effect.sync(() => read.get() !== null))
-    })
-  )
-
-  static readonly Postgres = Layer.scoped(
+  /** The flag kept in the database the stores run on. */
+  static readonly layer = Layer.scoped(
     ReadOnlyMode,
     Effect.flatMap(SqlClient.SqlClient, (sql) => polled(Effect.map(readOnlySince(sql), Option.isSome)))
   )

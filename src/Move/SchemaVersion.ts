@@ -1,16 +1,15 @@
 import { type SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { migrations as sqliteMigrations } from "../Sql/Database.js"
-import { migrations as postgresMigrations } from "../Sql/Postgres.js"
-import { engineName, MoveError, type Store } from "./Store.js"
+import { migrations } from "../Sql/Migrations.js"
+import { MoveError, type Store } from "./Store.js"
 
 /** The table `@effect/sql`'s migrator records the applied migrations in. */
 export const migrationsTable = "effect_sql_migrations"
 
-/** The schema version this build's migrations give an engine: the highest migration id. */
-export const knownVersion = (engine: Store["engine"]): Effect.Effect<number> =>
-  Effect.orDie(Effect.map(engine === "sqlite" ? sqliteMigrations : postgresMigrations, (all) =>
-    Math.max(0, ...all.map(([id]) => id))))
+/** The schema version this build's migrations give either engine: the highest migration id. */
+export const knownVersion: Effect.Effect<number> = Effect.orDie(
+  Effect.map(migrations, (all) => Math.max(0, ...all.map(([id]) => id)))
+)
 
 /** The tables in the store's schema (PostgreSQL: the connection's current schema). */
 export const tablesOf = (sql: SqlClient.SqlClient): Effect.Effect<ReadonlySet<string>, unknown> =>
@@ -35,7 +34,7 @@ export const versionOf = (sql: SqlClient.SqlClient): Effect.Effect<Option.Option
 /** Refuses a store whose schema is not the one this build's migrations make, naming both versions. */
 export const requireKnownVersion = (sql: SqlClient.SqlClient, store: Store, role: string) =>
   Effect.gen(function*() {
-    const known = yield* knownVersion(store.engine)
+    const known = yield* knownVersion
     const found = yield* versionOf(sql)
     if (Option.isNone(found)) {
       return yield* new MoveError({
@@ -44,7 +43,7 @@ export const requireKnownVersion = (sql: SqlClient.SqlClient, store: Store, role
     }
     if (found.value !== known) {
       return yield* new MoveError({
-        message: `${role} ${store.label} has schema version ${found.value}, but this build knows ${engineName(store)} ` +
+        message: `${role} ${store.label} has schema version ${found.value}, but this build knows ` +
           `schema version ${known}; ${found.value < known ? "start this build's service on it once to migrate it" : "use the build that wrote it"}`
       })
     }

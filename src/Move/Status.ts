@@ -7,7 +7,7 @@ import { connect, describeStoreFailure, engineName, type Store } from "./Store.j
 export const status = (store: Store) =>
   Effect.gen(function*() {
     const sql = yield* connect(store, { role: "the", mode: "read" })
-    const known = yield* knownVersion(store.engine)
+    const known = yield* knownVersion
     const version = yield* versionOf(sql)
     const names = [...(yield* tablesOf(sql))].filter((name) => name !== migrationsTable && !name.startsWith("sqlite_")).sort()
     const since = names.includes("settings") ? yield* readOnlySince(sql) : Option.none()

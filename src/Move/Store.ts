@@ -4,7 +4,7 @@ import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Context, Data, Effect, Layer, Predicate, Redacted, type Scope } from "effect"
 import { closeSync, existsSync, openSync, readSync } from "node:fs"
 import { sqliteFilename } from "../AppConfig.js"
-import { isPostgresUrl } from "../Sql/Postgres.js"
+import { isPostgresUrl } from "../Sql/PostgresConnection.js"
 
 /** A failure of the db command, as the one line it prints (never a password). */
 export class MoveError extends Data.TaggedError("MoveError")<{ readonly message: string }> {}

@@ -23,6 +23,8 @@ const listen = (host: string, port: number, exposition: () => Promise<string> | 
         Bun.serve({
           hostname: host,
           port,
+          // Bun shares a port between processes unless told not to: a second instance must fail, not split the scrapes.
+          reusePort: false,
           development: false,
           fetch: async (request) => {
             if (new URL(request.url).pathname !== "/metrics" || request.method !== "GET") return notFound()

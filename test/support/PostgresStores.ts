@@ -3,7 +3,7 @@ import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { inject } from "vitest"
 import { AppConfig } from "../../src/AppConfig.js"
-import { PostgresLive } from "../../src/Sql/Postgres.js"
+import { PostgresConnection } from "../../src/Sql/PostgresConnection.js"
 
 /** One statement as the cluster's superuser, on a connection of its own. */
 const asAdmin = (statement: string) =>
@@ -26,7 +26,7 @@ export const temporaryDatabase = Effect.acquireRelease(
 
 /** A migrated PostgreSQL database of its own, dropped when the layer is released. */
 export const TemporaryPostgres = Layer.unwrapScoped(
-  Effect.map(temporaryDatabase, (databaseUrl) => PostgresLive.pipe(Layer.provide(AppConfig.make({ databaseUrl }))))
+  Effect.map(temporaryDatabase, (databaseUrl) => PostgresConnection.pipe(Layer.provide(AppConfig.make({ databaseUrl }))))
 )
 
 /** A new database on the test cluster for tests outside Effect; dropped on `await using` exit. */

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { AppConfig } from "../../src/AppConfig.js"
-import { Sqlite } from "../../src/Sql/Database.js"
+import { SqliteConnection } from "../../src/Sql/SqliteConnection.js"
 
 /** A migrated SQLite database in a temporary folder, removed when the layer is released. */
 export const TemporarySqlite = Layer.unwrapScoped(
@@ -12,6 +12,6 @@ export const TemporarySqlite = Layer.unwrapScoped(
       Effect.sync(() => mkdtempSync(join(tmpdir(), "petstore-test-"))),
       (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
     )
-    return Sqlite.layer.pipe(Layer.provide(AppConfig.make({ databaseUrl: join(folder, "nested", "pets.db") })))
+    return SqliteConnection.pipe(Layer.provide(AppConfig.make({ databaseUrl: join(folder, "nested", "pets.db") })))
   })
 )

@@ -3,14 +3,16 @@ import { Effect } from "effect"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const integer = sql.onDialectOrElse({ pg: () => sql.literal("BIGINT"), orElse: () => sql.literal("INTEGER") })
   // One row per (API key, Idempotency-Key): reserved when a create starts (pet_id NULL), completed
   // with the request's fingerprint and the pet in the same transaction as the pet's insert.
+  // created_at is in epoch milliseconds of the service's clock.
   yield* sql`CREATE TABLE idempotency_keys (
-    api_key_id INTEGER NOT NULL,
+    api_key_id ${integer} NOT NULL,
     idempotency_key TEXT NOT NULL,
     fingerprint TEXT,
-    pet_id INTEGER REFERENCES pets (id),
-    created_at INTEGER NOT NULL,
+    pet_id ${integer} REFERENCES pets (id),
+    created_at ${integer} NOT NULL,
     PRIMARY KEY (api_key_id, idempotency_key)
   )`
   yield* sql`CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at)`

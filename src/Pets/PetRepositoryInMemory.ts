@@ -1,0 +1,49 @@
+import { Clock, Effect, Option, Ref } from "effect"
+import type { NewPet, Pet } from "../Domain/Pet.js"
+import { abandonedReservationMillis, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
+import type { PetRepository } from "./PetRepository.js"
+
+/** Pets in the process's memory: the repository tests swap in for the database. */
+export const makeInMemoryPetRepository = Effect.gen(function*() {
+  const state = yield* Ref.make({ lastId: 0, pets: [] as ReadonlyArray<Pet> })
+  const records = new Map<string, { fingerprint?: string; pet?: Pet; createdAt: number }>()
+  const recordKey = ({ apiKeyId, key }: IdempotencyScope) => `${apiKeyId}\u0000${key}`
+  const create = (newPet: NewPet) =>
+    Ref.modify(state, ({ lastId, pets }) => {
+      const pet: Pet = { id: lastId + 1, ...newPet }
+      return [pet, { lastId: pet.id, pets: [...pets, pet] }]
+    })
+  const repository: PetRepository["Type"] = {
+    create,
+    reserve: (scope) =>
+      Effect.map(Clock.currentTimeMillis, (now): Reservation => {
+        for (const [key, record] of records) {
+          if (record.createdAt < now - idempotencyRetentionMillis) records.delete(key)
+        }
+        const record = records.get(recordKey(scope))
+        if (record?.pet !== undefined) return { _tag: "Completed", fingerprint: record.fingerprint!, pet: record.pet }
+        if (record !== undefined && now - record.createdAt <= abandonedReservationMillis) return { _tag: "InProgress" }
+        records.set(recordKey(scope), { createdAt: now })
+        return { _tag: "Reserved" }
+      }),
+    release: (scope) =>
+      Effect.sync(() => {
+        if (records.get(recordKey(scope))?.pet === undefined) records.delete(recordKey(scope))
+      }),
+    createOnce: (scope, fingerprint, newPet) =>
+      Effect.tap(create(newPet), (pet) => {
+        const record = records.get(recordKey(scope))
+        if (record !== undefined) Object.assign(record, { fingerprint, pet })
+      }),
+    findById: (id) => Effect.map(Ref.get(state), ({ pets }) => Option.fromNullable(pets.find((pet) => pet.id === id))),
+    list: ({ afterId, limit, status }) =>
+      Effect.map(Ref.get(state), ({ pets }) => {
+        const matching = pets.filter((pet) =>
+          (afterId === undefined || pet.id > afterId) && (status === undefined || pet.status === status)
+        )
+        return { pets: matching.slice(0, limit), hasMore: matching.length > limit }
+      }),
+    isReady: Effect.succeed(true)
+  }
+  return repository
+})

@@ -1,0 +1,104 @@
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Clock, Effect, Option, Schedule } from "effect"
+import type { NewPet, Pet } from "../Domain/Pet.js"
+import { PetStatus } from "../Domain/Pet.js"
+import { abandonedReservationMillis, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
+import type { PetRepository } from "./PetRepository.js"
+
+/**
+ * Pets in the `pets` table, on SQLite or PostgreSQL alike. A reservation is one statement (insert,
+ * or take over an expired or abandoned record), so two instances racing for a key cannot both win.
+ */
+export const makeSqlPetRepository = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const columns = sql.literal("id, name, category_id, status")
+  // RETURNING read to its end: a write statement left unfinished would keep SQLite from
+  // checkpointing its WAL (`@effect/sql-sqlite-bun` reads every statement with `all`).
+  const insertPet = ({ categoryId, name, status }: NewPet) =>
+    Effect.map(
+      sql`INSERT INTO pets (name, category_id, status) VALUES (${name}, ${categoryId}, ${status ?? null}) RETURNING ${columns}`,
+      (rows) => toPet(rows[0])
+    )
+  const findRecord = ({ apiKeyId, key }: IdempotencyScope) =>
+    sql<{ fingerprint: string | null; id: unknown }>`
+      SELECT r.fingerprint, p.id, p.name, p.category_id, p.status
+      FROM idempotency_keys r LEFT JOIN pets p ON p.id = r.pet_id
+      WHERE r.api_key_id = ${apiKeyId} AND r.idempotency_key = ${key}`
+  const reserve = (scope: IdempotencyScope, now: number): Effect.Effect<Reservation, SqlError> =>
+    Effect.gen(function*() {
+      const claimed = yield* sql`
+        INSERT INTO idempotency_keys AS r (api_key_id, idempotency_key, created_at)
+        VALUES (${scope.apiKeyId}, ${scope.key}, ${now})
+        ON CONFLICT (api_key_id, idempotency_key) DO UPDATE
+          SET created_at = excluded.created_at, fingerprint = NULL, pet_id = NULL
+          WHERE r.created_at < ${now - idempotencyRetentionMillis}
+            OR (r.pet_id IS NULL AND r.created_at < ${now - abandonedReservationMillis})
+        RETURNING 1 AS claimed`
+      if (claimed.length > 0) return { _tag: "Reserved" }
+      const [record] = yield* findRecord(scope)
+      // Released between the two statements: claim it again.
+      if (record === undefined) return yield* reserve(scope, now)
+      return record.id === null
+        ? { _tag: "InProgress" }
+        : { _tag: "Completed", fingerprint: record.fingerprint!, pet: toPet(record) }
+    })
+  const purgeExpired = Effect.flatMap(
+    Clock.currentTimeMillis,
+    (now) => sql`DELETE FROM idempotency_keys WHERE created_at < ${now - idempotencyRetentionMillis}`
+  )
+  yield* purgeExpired.pipe(Effect.repeat(Schedule.spaced("1 minute")), Effect.ignoreLogged, Effect.forkScoped)
+  // A failing statement is a defect: nothing a caller could handle.
+  const repository: PetRepository["Type"] = {
+    create: (pet) => Effect.orDie(insertPet(pet)),
+    reserve: (scope) => Effect.orDie(Effect.flatMap(Clock.currentTimeMillis, (now) => reserve(scope, now))),
+    release: ({ apiKeyId, key }) =>
+      Effect.orDie(sql`DELETE FROM idempotency_keys
+        WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND pet_id IS NULL`),
+    createOnce: ({ apiKeyId, key }, fingerprint, newPet) =>
+      insertPet(newPet).pipe(
+        Effect.tap((pet) =>
+          sql`UPDATE idempotency_keys SET fingerprint = ${fingerprint}, pet_id = ${pet.id}
+              WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key}`
+        ),
+        sql.withTransaction,
+        Effect.orDie
+      ),
+    findById: (id) =>
+      Effect.orDie(Effect.map(sql`SELECT ${columns} FROM pets WHERE id = ${id}`, (rows) =>
+        rows.length === 0 ? Option.none() : Option.some(toPet(rows[0])))),
+    list: ({ afterId = 0, limit, status }) =>
+      Effect.orDie(Effect.map(
+        // One row more than the page tells whether another page follows.
+        status === undefined
+          ? sql`SELECT ${columns} FROM pets WHERE id > ${afterId} ORDER BY id LIMIT ${limit + 1}`
+          : sql`SELECT ${columns} FROM pets WHERE status = ${status} AND id > ${afterId} ORDER BY id LIMIT ${limit + 1}`,
+        (rows) => {
+          const pets = rows.slice(0, limit).map(toPet)
+          return { pets, hasMore: rows.length > limit }
+        }
+      )),
+    isReady: sql`SELECT 1`.pipe(Effect.as(true), Effect.catchAllCause(() => Effect.succeed(false)))
+  }
+  return repository
+})
+
+const statuses: ReadonlySet<unknown> = new Set(PetStatus.literals)
+
+/**
+ * A row of `pets` (snake_case columns, NULL for an absent status; PostgreSQL gives BIGINT columns
+ * as decimal text) checked against the table's shape and mapped by hand: decoding through a
+ * Schema costs more than the query on a page of 100.
+ */
+const toPet = (row: any): Pet => {
+  const id = Number(row.id)
+  const categoryId = Number(row.category_id)
+  const { name, status } = row
+  if (
+    !Number.isSafeInteger(id) || typeof name !== "string" || !Number.isSafeInteger(categoryId) ||
+    (status !== null && !statuses.has(status))
+  ) {
+    throw new Error(`pets row ${row.id} does not have the table's shape`)
+  }
+  return status === null ? { id, name, categoryId } : { id, name, categoryId, status }
+}

@@ -1,0 +1,24 @@
+import { Migrator } from "@effect/sql"
+import createPets from "./migrations/0001_create_pets.js"
+import createApiKeys from "./migrations/0002_create_api_keys.js"
+import createSettings from "./migrations/0003_create_settings.js"
+import createIdempotencyKeys from "./migrations/0004_create_idempotency_keys.js"
+import createRateLimitBuckets from "./migrations/0005_create_rate_limit_buckets.js"
+import leaseRateLimitBuckets from "./migrations/0006_lease_rate_limit_buckets.js"
+
+/**
+ * The schema's numbered steps, one set for SQLite and PostgreSQL (each step's engine differences
+ * inside it). Names and numbers are as databases have recorded them in `effect_sql_migrations`:
+ * never renumber one; a change is a new step with the next number.
+ */
+export const migrations = Migrator.fromRecord({
+  "0001_create_pets": createPets,
+  "0002_create_api_keys": createApiKeys,
+  "0003_create_settings": createSettings,
+  "0004_create_idempotency_keys": createIdempotencyKeys,
+  "0005_create_rate_limit_buckets": createRateLimitBuckets,
+  "0006_lease_rate_limit_buckets": leaseRateLimitBuckets
+})
+
+/** Applies the steps the database on the current `SqlClient` has not recorded yet. */
+export const runMigrations = Migrator.make({})({ loader: migrations })

@@ -1,0 +1,21 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+export default Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // Ids are never reused, even after the highest row is gone; on PostgreSQL they are BIGINT, as
+  // ids and category ids reach Number.MAX_SAFE_INTEGER.
+  const idColumn = sql.onDialectOrElse({
+    pg: () => sql.literal("id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"),
+    orElse: () => sql.literal("id INTEGER PRIMARY KEY AUTOINCREMENT")
+  })
+  const integer = sql.onDialectOrElse({ pg: () => sql.literal("BIGINT"), orElse: () => sql.literal("INTEGER") })
+  yield* sql`CREATE TABLE pets (
+    ${idColumn},
+    name TEXT NOT NULL,
+    category_id ${integer} NOT NULL,
+    status TEXT CHECK (status IN ('available', 'pending', 'sold'))
+  )`
+  // Serves the status filter in id order: WHERE status = ? AND id > ? ORDER BY id.
+  yield* sql`CREATE INDEX pets_status_id ON pets (status, id)`
+})

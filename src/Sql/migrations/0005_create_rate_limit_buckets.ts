@@ -1,0 +1,22 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+export default Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // Token buckets shared by every instance: `bucket` is the policy's name and the limited key.
+  // UNLOGGED: a crash may empty them (every bucket full again), which costs nothing that matters
+  // and spares a WAL write per request. On SQLite each process keeps its buckets in memory.
+  yield* sql.onDialectOrElse({
+    pg: () =>
+      Effect.zipRight(
+        sql`CREATE UNLOGGED TABLE rate_limit_buckets (
+          bucket TEXT PRIMARY KEY,
+          tokens DOUBLE PRECISION NOT NULL,
+          allowed BOOLEAN NOT NULL,
+          updated_at BIGINT NOT NULL
+        )`,
+        sql`CREATE INDEX rate_limit_buckets_updated_at ON rate_limit_buckets (updated_at)`
+      ),
+    orElse: () => Effect.void
+  })
+})

@@ -1,0 +1,158 @@
+import { describe, expect, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { connect } from "node:net"
+import { join } from "node:path"
+import { startPostgresCluster } from "./support/PostgresCluster.js"
+import { freePort, isRunning, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+
+// Short, so that the bound is seen without waiting out the production default of 10 s.
+const drainSeconds = 1
+const boundMillis = (drainSeconds + 2) * 1000
+
+const createKey = async (env: Record<string, string>) =>
+  (await runCommand(["src/keys.ts", "create", "--name", "stop"], env)).stdout.trim().split("\n").at(-1)!
+
+/** Requests one after another on keep-alive connections until `stop` is called; how many were answered. */
+const traffic = (url: string, key: string) => {
+  let running = true
+  let answered = 0
+  const client = async () => {
+    while (running) {
+      await fetch(`${url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } }).then(
+        async (response) => {
+          await response.arrayBuffer()
+          answered++
+        },
+        () => Bun.sleep(10)
+      )
+      await Bun.sleep(5)
+    }
+  }
+  const clients = Array.from({ length: 4 }, client)
+  return async () => {
+    running = false
+    await Promise.all(clients)
+    return answered
+  }
+}
+
+/** Milliseconds from SIGTERM to the process's exit, and its exit code. */
+const timeStop = async (server: { readonly proc: Bun.Subprocess }) => {
+  const sentAt = performance.now()
+  server.proc.kill("SIGTERM")
+  const code = await server.proc.exited
+  return { millis: performance.now() - sentAt, code }
+}
+
+const workerPids = (logs: string) =>
+  logs.split("\n").filter((line) => line.includes(`"worker started"`)).map((line) => JSON.parse(line).annotations.pid as number)
+
+const waitFor = async (condition: () => boolean) => {
+  for (let attempt = 0; attempt < 200 && !condition(); attempt++) await Bun.sleep(50)
+  return condition()
+}
+
+describe(`a stop ends within the drain time + 2 s (DRAIN_TIMEOUT_SECONDS=${drainSeconds})`, () => {
+  it("under continuous keep-alive traffic, and exits 0", async () => {
+    using folder = temporaryFolder()
+    const env = { DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const server = await startServer(env)
+    try {
+      const stopTraffic = traffic(server.url, await createKey(env))
+      await Bun.sleep(500)
+      const { code, millis } = await timeStop(server)
+      expect(await stopTraffic()).toBeGreaterThan(0)
+      expect(millis).toBeLessThan(boundMillis)
+      expect(code).toBe(0)
+    } finally {
+      server.proc.kill("SIGKILL")
+    }
+  })
+
+  it("while a request is still running at the drain's end (its body never finishes)", async () => {
+    using folder = temporaryFolder()
+    const env = { DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const server = await startServer(env)
+    const key = await createKey(env)
+    const socket = connect(Number(new URL(server.url).port), "127.0.0.1")
+    try {
+      await new Promise((resolve) => socket.once("connect", resolve))
+      socket.write(
+        `POST /v1/pets HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"name":`
+      )
+      await Bun.sleep(300)
+      const { millis } = await timeStop(server)
+      expect(millis).toBeGreaterThanOrEqual(drainSeconds * 1000 - 50)
+      expect(millis).toBeLessThan(boundMillis)
+    } finally {
+      socket.destroy()
+      server.proc.kill("SIGKILL")
+    }
+  })
+
+  it("with WORKERS=2 under traffic: the supervisor and every worker are gone", async () => {
+    using folder = temporaryFolder()
+    const env = { DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const key = await createKey(env)
+    const server = await startServer({ ...env, WORKERS: "2" })
+    try {
+      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
+      const workers = workerPids(server.logs())
+      const stopTraffic = traffic(server.url, key)
+      await Bun.sleep(500)
+      const { millis } = await timeStop(server)
+      await stopTraffic()
+      expect(millis).toBeLessThan(boundMillis)
+      expect(workers.filter(isRunning)).toEqual([])
+    } finally {
+      server.proc.kill("SIGKILL")
+      for (const pid of workerPids(server.logs())) if (isRunning(pid)) process.kill(pid, "SIGKILL")
+    }
+  })
+
+  it("with WORKERS=2 and a worker that does not stop (SIGSTOP): the supervisor kills it in time", async () => {
+    using folder = temporaryFolder()
+    const env = { DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const server = await startServer({ ...env, WORKERS: "2" })
+    try {
+      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
+      const workers = workerPids(server.logs())
+      process.kill(workers[0]!, "SIGSTOP")
+      const { millis } = await timeStop(server)
+      expect(millis).toBeLessThan(boundMillis)
+      expect(await waitFor(() => workers.every((pid) => !isRunning(pid)))).toBe(true)
+    } finally {
+      server.proc.kill("SIGKILL")
+      for (const pid of workerPids(server.logs())) if (isRunning(pid)) process.kill(pid, "SIGKILL")
+    }
+  })
+
+  it("with PostgreSQL stopped (SIGSTOP to the postmaster and its backends) while requests wait on it", async () => {
+    const cluster = startPostgresCluster(freePort())
+    const postmaster = Number(readFileSync(join(cluster.dataDirectory, "postmaster.pid"), "utf8").split("\n")[0])
+    const processes = () => [
+      postmaster,
+      ...spawnSync("pgrep", ["-P", String(postmaster)], { encoding: "utf8" }).stdout.split("\n").filter((l) => l !== "").map(Number)
+    ]
+    const env = { DATABASE_URL: cluster.url, DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const server = await startServer(env)
+    let stopped: Array<number> = []
+    try {
+      const stopTraffic = traffic(server.url, await createKey(env))
+      await Bun.sleep(300)
+      stopped = processes()
+      for (const pid of stopped) process.kill(pid, "SIGSTOP")
+      await Bun.sleep(300)
+      const { millis } = await timeStop(server)
+      expect(millis).toBeLessThan(boundMillis)
+      for (const pid of stopped) process.kill(pid, "SIGCONT")
+      stopped = []
+      await stopTraffic()
+    } finally {
+      for (const pid of stopped) process.kill(pid, "SIGCONT")
+      server.proc.kill("SIGKILL")
+      cluster.stop()
+    }
+  })
+})
