@@ -177,7 +177,7 @@ describe("db copy", () => {
     }
   })
 
-  it("an interrupted copy exits 1 in one line and leaves the target empty", async () => {
+  it("an interrupted copy, or one whose target goes away, exits 1 in one line and leaves the target empty", async () => {
     using folder = temporaryFolder()
     await using target = await createTestDatabase()
     const file = join(folder.path, "petstore.db")
@@ -204,6 +204,26 @@ describe("db copy", () => {
     const stderr = (await new Response(proc.stderr).text()).trim()
     expect(stderr.split("\n")).toHaveLength(1)
     expect(stderr).toMatch(/^interrupted/)
+    expect(await pgQuery(target.url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).toEqual([{ n: 0 }])
+
+    // The target's connection cut in the middle of the copy: one line naming the target, nothing left in it.
+    const cut = Bun.spawn(["bun", "src/bin/db.ts", "copy", "--from", file, "--to", target.url], {
+      cwd: new URL("..", import.meta.url).pathname,
+      stdout: "pipe",
+      stderr: "pipe"
+    })
+    for (let i = 0; i < 400; i++) {
+      const [terminated] = await pgQuery<{ done: boolean }>(
+        admin(),
+        "SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE query LIKE 'COPY pets%'"
+      )
+      if (terminated?.done === true) break
+      await Bun.sleep(25)
+    }
+    expect(await cut.exited).toBe(1)
+    const cutError = (await new Response(cut.stderr).text()).trim()
+    expect(cutError.split("\n")).toHaveLength(1)
+    expect(cutError).toMatch(/^target PostgreSQL database postgres:\/\/\S+ \(the connection was lost\)/)
     expect(await pgQuery(target.url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).toEqual([{ n: 0 }])
   })
 })
@@ -269,6 +289,7 @@ describe("the move runbook", () => {
       expect(on.stderr).toBe("")
       expect(on.exitCode).toBe(0)
       const stoppedAt = performance.now()
+      expect((await db(["status"], { DATABASE_URL: file })).stdout).toMatch(/read-only\s+on since \d{4}-/)
       expect(load.refused.length).toBeGreaterThan(0)
       expect(load.refused[0]).toMatchObject({
         retryAfter: "10",

@@ -108,7 +108,7 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
     }
 
     const startedAt = performance.now()
-    const snapshot = yield* onSource(inSnapshot(
+    const snapshot = yield* onSource(Effect.catchAllDefect(inSnapshot(
       source,
       Effect.gen(function*() {
         // `@effect/sql` keeps the one open transaction's connection in the fiber: the source's
@@ -118,7 +118,8 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
         const sequences = sequencedTables(tables)
         const sourceNext = yield* onSource(Effect.forEach(sequences, (table) => nextId(source, table)))
         const total = counts.reduce((a, b) => a + b, 0)
-        return yield* onTarget(apart(target.withTransaction(Effect.gen(function*() {
+        // A lost connection fails the transaction's rollback too, which @effect/sql makes a defect.
+        return yield* onTarget(Effect.catchAllDefect(apart(target.withTransaction(Effect.gen(function*() {
           const targetConnection = yield* currentConnection
           const copying = makeProgress("copying", total)
           const sourceSums = new Map<string, Checksum>()
@@ -163,9 +164,9 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
             })
           }
           return { comparison, copied, verified, nextIds, counts, sourceNext }
-        }))))
+        }))), Effect.fail))
       })
-    ))
+    ), Effect.fail))
     const seconds = (performance.now() - startedAt) / 1000
 
     // Writes after the snapshot are not on the target: fine for a rehearsal, a lost write at a switch.

@@ -67,7 +67,7 @@ const hints: ReadonlyArray<readonly [RegExp, string]> = [
   [/ENOTFOUND|EAI_AGAIN/i, "the host name is unknown"],
   [/timed? ?out/i, "it did not answer in time"],
   [/does not exist/i, "it does not exist"],
-  [/terminat|Connection terminated|ECONNRESET|closed/i, "the connection was lost"]
+  [/terminat|connection error|not queryable|ECONNRESET|closed/i, "the connection was lost"]
 ]
 
 /** One line for a driver's failure on a store: which store, what happened, the driver's words, never a password. */
