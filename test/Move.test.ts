@@ -170,6 +170,7 @@ describe("db copy", () => {
       writeFileSync(pgpass, `127.0.0.1:*:*:${role}:right-horse-battery\n`)
       chmodSync(pgpass, 0o600)
       const viaPgpass = await db(["copy", "--from", file, "--to", url.href], { PGPASSFILE: pgpass })
+      expect(viaPgpass.stderr).toBe("")
       expect(viaPgpass.exitCode).toBe(0)
     } finally {
       writeFileSync(hba_file, hba)

@@ -24,6 +24,10 @@ const sideOptions = (name: string, description: string) => ({
   )
 })
 
+// pg warns at each use of ~/.pgpass that its next major version drops it; for this command it is
+// libpq's own file, the documented way to keep a password off the command line.
+process.noDeprecation = true
+
 const databaseUrl = Config.string("DATABASE_URL").pipe(Config.withDefault("data/petstore.db"))
 
 const resolveSide = (
