@@ -179,7 +179,7 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
     if (wrote && Option.isSome(since)) {
       return yield* new MoveError({
         message: `the source took writes during the copy although it is read-only (${changed.join(", ") || "ids handed out"}): ` +
-          "an instance did not see the flag; the target misses them, empty it and copy again"
+          "an instance did not see the flag, and the target misses them; copy again into an empty target"
       })
     }
     return {
