@@ -33,6 +33,14 @@ const httpUrl = (name: string) =>
     Config.map((url) => url.replace(/\/+$/, ""))
   )
 
+/** A database timeout: under a request's deadline, which Bun's 10 s idle timeout bounds. */
+const seconds = (name: string, defaultSeconds: number) =>
+  Config.number(name).pipe(
+    Config.validate({ message: "must be a number of seconds above 0 and below 10", validation: (n) => n > 0 && n < 10 }),
+    Config.withDefault(defaultSeconds),
+    Config.map(Duration.seconds)
+  )
+
 /** The service's settings, read from the environment and checked once at start. */
 export class AppConfig extends Context.Tag("petstore/AppConfig")<
   AppConfig,
@@ -61,6 +69,12 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     readonly drainTimeout: Duration.Duration
     /** How long a request may take before it is answered 503 (`REQUEST_TIMEOUT_SECONDS`). */
     readonly requestTimeout: Duration.Duration
+    /** PostgreSQL: how long opening a connection may take (`DATABASE_CONNECT_TIMEOUT_SECONDS`). */
+    readonly databaseConnectTimeout: Duration.Duration
+    /** PostgreSQL: how long one statement may run (`DATABASE_STATEMENT_TIMEOUT_SECONDS`). */
+    readonly databaseStatementTimeout: Duration.Duration
+    /** How long a start keeps retrying a database that refuses connections (`DATABASE_START_TIMEOUT_SECONDS`). */
+    readonly databaseStartTimeout: Duration.Duration
   }
 >() {
   static readonly config = Config.all({
@@ -139,6 +153,13 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       Config.validate({ message: "must be a number of seconds above 0 and below 10", validation: (n) => n > 0 && n < 10 }),
       Config.withDefault(5),
       Config.map(Duration.seconds)
+    ),
+    databaseConnectTimeout: seconds("DATABASE_CONNECT_TIMEOUT_SECONDS", 3),
+    databaseStatementTimeout: seconds("DATABASE_STATEMENT_TIMEOUT_SECONDS", 3),
+    databaseStartTimeout: Config.number("DATABASE_START_TIMEOUT_SECONDS").pipe(
+      Config.validate({ message: "must be a number of seconds from 0 to 3600", validation: (n) => n >= 0 && n <= 3600 }),
+      Config.withDefault(30),
+      Config.map(Duration.seconds)
     )
   }).pipe(
     Config.map(({ productionUrl, publicBaseUrl, stagingUrl, ...config }) => {
@@ -175,6 +196,9 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       workers: 1,
       drainTimeout: Duration.seconds(10),
       requestTimeout: Duration.seconds(5),
+      databaseConnectTimeout: Duration.seconds(3),
+      databaseStatementTimeout: Duration.seconds(3),
+      databaseStartTimeout: Duration.seconds(30),
       ...config
     })
   }

@@ -94,7 +94,7 @@ describe("bad files at start: a clear message, exit code 1, nothing overwritten"
     }
   })
 
-  it.skipIf(!canMount)("a full disk: refused at start; at run time a 500 Error body, stored pets intact, back once space is freed", async () => {
+  it.skipIf(!canMount)("a full disk: refused at start; at run time 503 database_unavailable with Retry-After, stored pets intact, back once space is freed", async () => {
     using full = smallDisk("512k")!
     full.fill()
     const refused = await startFailing(join(full.path, "petstore.db"))
@@ -118,14 +118,15 @@ describe("bad files at start: a clear message, exit code 1, nothing overwritten"
         const response = await create(`while full ${i} ${"x".repeat(200)}`)
         if (response.status !== 201) failed = response
       }
-      expect(failed?.status).toBe(500)
-      expect(await failed!.json()).toEqual({ code: "internal_error", message: expect.any(String), status: 500 })
+      expect(failed?.status).toBe(503)
+      expect(failed!.headers.get("retry-after")).toBe("1")
+      expect(await failed!.json()).toEqual({ code: "database_unavailable", message: expect.any(String), status: 503 })
       const stored = await (await fetch(`${server.url}/v1/pets?limit=1`, { headers })).json()
       expect(stored).toEqual([{ id: 1, name: "before", categoryId: 1 }])
       disk.free()
       expect((await create("after")).status).toBe(201)
       noStackTrace(server.logs())
-      expect(server.logs()).toMatch(/"request failed".*database or disk is full/)
+      expect(server.logs()).toMatch(/"database unavailable".*database or disk is full/)
     } finally {
       await server.stop()
     }

@@ -7,7 +7,7 @@ import { PostgresConnection } from "../src/Sql/PostgresConnection.js"
 import { TemporaryPostgres, temporaryDatabase } from "./support/PostgresStores.js"
 
 describe("the PostgreSQL database", () => {
-  it.effect("instances starting together migrate it once", () =>
+  it.live("instances starting together migrate it once", () =>
     Effect.gen(function*() {
       const databaseUrl = yield* temporaryDatabase
       const instance = PostgresConnection.pipe(Layer.provide(AppConfig.make({ databaseUrl })))

@@ -27,7 +27,10 @@ describe("a start that cannot succeed says why in words a person can act on, and
   it("an unreachable PostgreSQL names its host, its port and DATABASE_URL, never the password", async () => {
     const port = freePort()
     const password = "Sup3r-s3cret-pa55"
-    const refused = await start({ DATABASE_URL: `postgres://petstore:${password}@127.0.0.1:${port}/petstore` })
+    const refused = await start({
+      DATABASE_URL: `postgres://petstore:${password}@127.0.0.1:${port}/petstore`,
+      DATABASE_START_TIMEOUT_SECONDS: "1"
+    })
     expect(refused.exitCode).toBe(1)
     expect(refused.output).toContain(
       `Cannot connect to the PostgreSQL database at 127.0.0.1:${port} that DATABASE_URL names: connect ECONNREFUSED`

@@ -4,7 +4,16 @@ import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { Cause, Effect, Option, Predicate, Schema } from "effect"
 import { summarizeCause } from "../CauseSummary.js"
 import { PetStoreApi } from "../Api.js"
-import { type ApiError, BadRequest, errorBodies, InternalError, MethodNotAllowed, NotFound } from "../Domain/ApiError.js"
+import {
+  type ApiError,
+  BadRequest,
+  errorBodies,
+  InternalError,
+  MethodNotAllowed,
+  NotFound,
+  ServiceUnavailable
+} from "../Domain/ApiError.js"
+import { databaseUnavailable } from "../Sql/DatabaseErrors.js"
 import { describeIssues, excerpt } from "./ParseIssues.js"
 import { requestIdOf } from "./RequestLog.js"
 import { notedResponseHeaders } from "./ResponseHeaders.js"
@@ -19,6 +28,15 @@ export const errorResponse = (error: ApiError, headers: Record<string, string> =
 
 const internalError = errorResponse(
   new InternalError({ code: "internal_error", message: "The service failed unexpectedly; the request id names it in the log", status: 500 })
+)
+
+const databaseUnavailableResponse = errorResponse(
+  new ServiceUnavailable({
+    code: "database_unavailable",
+    message: "The database cannot serve this request now; retry",
+    status: 503
+  }),
+  { "retry-after": "1" }
 )
 
 const routeNotFound = (path: string) =>
@@ -43,8 +61,9 @@ const challenge = (error: ApiError): Record<string, string> =>
  * response leaving the API carries the request's `X-Request-Id`, `Cache-Control: no-store`
  * and `X-Content-Type-Options: nosniff`, and every failure becomes the interface's Error body: the
  * errors the endpoints declare (encoded directly with their own wire schema, cheaper than the
- * platform's union of all of them), the platform's decode errors, unknown routes and methods, and
- * unexpected failures (logged, never shown).
+ * platform's union of all of them), the platform's decode errors, unknown routes and methods, a
+ * database that cannot serve now (503 with `Retry-After`), and unexpected failures (logged, never
+ * shown).
  */
 export const ApiResponses = HttpApiBuilder.middleware(
   PetStoreApi,
@@ -79,6 +98,13 @@ export const ApiResponses = HttpApiBuilder.middleware(
           }
         }
         const request = yield* HttpServerRequest.HttpServerRequest
+        const unavailable = databaseUnavailable(cause)
+        if (Option.isSome(unavailable)) {
+          yield* Effect.logWarning("database unavailable").pipe(
+            Effect.annotateLogs({ requestId: requestIdOf(request), reason: unavailable.value })
+          )
+          return databaseUnavailableResponse
+        }
         yield* Effect.logError("request failed").pipe(
           Effect.annotateLogs({ requestId: requestIdOf(request), error: summarizeCause(cause) })
         )

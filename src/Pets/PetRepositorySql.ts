@@ -78,7 +78,8 @@ export const makeSqlPetRepository = Effect.gen(function*() {
           return { pets, hasMore: rows.length > limit }
         }
       )),
-    isReady: sql`SELECT 1`.pipe(Effect.as(true), Effect.catchAllCause(() => Effect.succeed(false)))
+    // The pets table itself, not just the connection: a table locked by another session is not ready.
+    isReady: sql`SELECT id FROM pets LIMIT 1`.pipe(Effect.as(true), Effect.catchAllCause(() => Effect.succeed(false)))
   }
   return repository
 })

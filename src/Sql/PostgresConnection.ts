@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Predicate } from "effect"
+import { Duration, Effect, Layer, Predicate, Schedule } from "effect"
 import Pg from "pg"
 import { AppConfig } from "../AppConfig.js"
 import { addCollector, type Series } from "../Observability/Exposition.js"
@@ -43,6 +43,15 @@ const cannotConnect = (databaseUrl: string, error: unknown): Error => {
 
 const durationOf = statementDurations("postgresql")
 
+/** A transaction left idle this long is ended by the server, freeing its locks and connection. */
+const idleInTransactionMillis = 10_000
+
+const reasonOf = (error: SqlError) => (error.cause instanceof Error ? error.cause.message : String(error.cause))
+
+/** Refused, or up but not yet accepting sessions: worth another try while the database starts. */
+const isRefused = (error: SqlError) =>
+  Predicate.hasProperty(error.cause, "code") && ["ECONNREFUSED", "57P03"].includes(String(error.cause.code))
+
 /**
  * A connection of the pool whose statements are timed (`db_client_operation_duration_seconds`):
  * `pg`'s pool makes its connections from the class it is given. `@effect/sql-pg` runs every
@@ -76,15 +85,29 @@ const connectionsUsage = (state: "used" | "idle", value: number): Series => ({
  * idle (`db_client_connections_usage`) read from it at each scrape. Its first connection is tried
  * at start, so a database that does not answer stops the start.
  */
-const pgPool = (options: { readonly url: string; readonly max: number; readonly applicationName: string }) =>
+const pgPool = (options: {
+  readonly url: string
+  readonly max: number
+  readonly applicationName: string
+  readonly connectTimeout: Duration.Duration
+  readonly statementTimeout: Duration.Duration
+  readonly startTimeout: Duration.Duration
+}) =>
   Effect.gen(function*() {
+    const statementMillis = Duration.toMillis(options.statementTimeout)
     const pool = yield* Effect.acquireRelease(
       Effect.sync(() => {
+        // `pg` waits forever by default. The server ends a statement or an idle transaction past
+        // its timeout, and the client gives up on one the server never answers (a hung host).
         const pool = new Pg.Pool({
           connectionString: options.url,
           max: options.max,
           application_name: options.applicationName,
-          Client: TimedClient
+          Client: TimedClient,
+          connectionTimeoutMillis: Duration.toMillis(options.connectTimeout),
+          statement_timeout: statementMillis,
+          query_timeout: statementMillis + 500,
+          idle_in_transaction_session_timeout: idleInTransactionMillis
         })
         // An idle connection's error is the pool's to handle (it drops the connection); unheard, it would stop the process.
         pool.on("error", () => {})
@@ -92,13 +115,23 @@ const pgPool = (options: { readonly url: string; readonly max: number; readonly 
       }),
       (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption("1 second"), Effect.interruptible)
     )
+    // A database that refuses connections may be starting with the service: retried, each retry
+    // logged, up to the start timeout. One that does not answer fails at the connect timeout.
     yield* Effect.tryPromise({
       try: () => pool.query("SELECT 1"),
       catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
     }).pipe(
-      Effect.timeoutFail({
-        duration: "5 seconds",
-        onTimeout: () => new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
+      Effect.retry({
+        while: isRefused,
+        schedule: Schedule.exponential("200 millis").pipe(
+          Schedule.either(Schedule.spaced("2 seconds")),
+          Schedule.upTo(options.startTimeout),
+          Schedule.tapInput((error: SqlError) =>
+            Effect.logWarning("the database refuses connections; retrying").pipe(
+              Effect.annotateLogs({ reason: reasonOf(error) })
+            )
+          )
+        )
       })
     )
     yield* Effect.acquireRelease(
@@ -122,20 +155,51 @@ const pgPool = (options: { readonly url: string; readonly max: number; readonly 
  */
 export const PostgresConnection: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, Error, AppConfig> = Layer
   .unwrapEffect(
-    Effect.map(AppConfig, ({ databaseUrl }) =>
+    Effect.map(AppConfig, (config) =>
       PgClient.layerFromPool({
-        acquire: pgPool({ url: databaseUrl, max: 20, applicationName: "petstore" }),
+        acquire: pgPool({
+          url: config.databaseUrl,
+          max: 20,
+          applicationName: "petstore",
+          connectTimeout: config.databaseConnectTimeout,
+          statementTimeout: config.databaseStatementTimeout,
+          startTimeout: config.databaseStartTimeout
+        }),
         applicationName: "petstore",
         spanAttributes: { "db.system": "postgresql" }
-      }).pipe(Layer.catchAll((error) => Layer.fail(cannotConnect(databaseUrl, error))))
+      }).pipe(Layer.catchAll((error) => Layer.fail(cannotConnect(config.databaseUrl, error))))
     )
   ).pipe(
     Layer.tap((context) =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
+        const { databaseStartTimeout } = yield* AppConfig
         const lockHolder = yield* sql.reserve
+        const tryLock = Effect.map(
+          lockHolder.executeRaw(`SELECT pg_try_advisory_lock(${migrationLock}) AS locked`, []),
+          (result) => (result as unknown as Pg.QueryResult<{ readonly locked: boolean }>).rows[0]?.locked === true
+        )
+        // Polled rather than waited for in one statement, which the statement timeout would cut;
+        // interruptible, so that its bound and a stop signal can end the wait.
         yield* Effect.acquireRelease(
-          lockHolder.executeRaw(`SELECT pg_advisory_lock(${migrationLock})`, []),
+          Effect.interruptible(tryLock.pipe(
+            Effect.repeat({
+              until: (locked) => locked,
+              schedule: Schedule.spaced("250 millis").pipe(
+                Schedule.tapOutput((n) =>
+                  n % 20 === 0 ? Effect.logInfo("waiting for another instance to finish the migrations") : Effect.void
+                )
+              )
+            }),
+            Effect.timeoutFail({
+              duration: databaseStartTimeout,
+              onTimeout: () =>
+                new Error(
+                  `Another instance held the migrations' lock for longer than ${Duration.format(databaseStartTimeout)} ` +
+                    "(DATABASE_START_TIMEOUT_SECONDS); is a migration stuck?"
+                )
+            })
+          )),
           () => Effect.ignore(lockHolder.executeRaw(`SELECT pg_advisory_unlock(${migrationLock})`, []))
         )
         yield* runMigrations

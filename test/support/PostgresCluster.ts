@@ -11,6 +11,8 @@ export interface PostgresCluster {
   /** The cluster's `postgres` database, as superuser `petstore` (trust on loopback). */
   readonly url: string
   readonly dataDirectory: string
+  /** `pg_ctl restart -m fast`: every session ended, the server back when it returns. */
+  readonly restart: () => void
   readonly stop: () => void
 }
 
@@ -65,6 +67,7 @@ export const startPostgresCluster = (port: number): PostgresCluster => {
   return {
     url: `postgres://petstore@127.0.0.1:${port}/postgres`,
     dataDirectory: data,
+    restart: () => void run(join(bin, "pg_ctl"), ["-D", data, "-l", join(folder, "server.log"), "-m", "fast", "-w", "-t", "60", "restart"], user),
     stop: () => {
       try {
         run(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"], user)

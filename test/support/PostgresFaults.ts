@@ -11,10 +11,12 @@ import { freePort } from "./ServerProcess.js"
 export const faultyPostgres = (): PostgresCluster & {
   readonly freeze: () => void
   readonly thaw: () => void
+  /** `pg_ctl restart -m fast`: every session ended, the server back a moment later. */
+  readonly restart: () => void
   readonly [Symbol.dispose]: () => void
 } => {
   const cluster = startPostgresCluster(freePort())
-  const postmaster = Number(readFileSync(join(cluster.dataDirectory, "postmaster.pid"), "utf8").split("\n")[0])
+  const postmaster = () => Number(readFileSync(join(cluster.dataDirectory, "postmaster.pid"), "utf8").split("\n")[0])
   let frozen: Array<number> = []
   const thaw = () => {
     for (const pid of frozen) process.kill(pid, "SIGCONT")
@@ -23,11 +25,13 @@ export const faultyPostgres = (): PostgresCluster & {
   return {
     ...cluster,
     freeze: () => {
-      const backends = spawnSync("pgrep", ["-P", String(postmaster)], { encoding: "utf8" }).stdout
-      frozen = [postmaster, ...backends.split("\n").filter((line) => line !== "").map(Number)]
+      const pid = postmaster()
+      const backends = spawnSync("pgrep", ["-P", String(pid)], { encoding: "utf8" }).stdout
+      frozen = [pid, ...backends.split("\n").filter((line) => line !== "").map(Number)]
       for (const pid of frozen) process.kill(pid, "SIGSTOP")
     },
     thaw,
+    restart: cluster.restart,
     [Symbol.dispose]: () => {
       thaw()
       cluster.stop()
