@@ -238,7 +238,7 @@ const unlimited = { RATE_LIMIT_PER_SECOND: "100000", RATE_LIMIT_BURST: "100000" 
 const traffic = (target: { url: string }, key: string) => {
   const acknowledged: Array<number> = []
   const refused: Array<{ at: number; retryAfter: string | null; body: unknown }> = []
-  const reads: Array<number> = []
+  const reads: Array<number | string> = []
   const created: Array<number> = []
   let running = true
   const auth = { authorization: `Bearer ${key}` }
@@ -258,9 +258,10 @@ const traffic = (target: { url: string }, key: string) => {
   })()
   const reader = (async () => {
     while (running) {
-      const response = await fetch(`${target.url}/v1/pets?limit=5`, { headers: auth }).catch(() => undefined)
-      reads.push(response?.status ?? 0)
-      await response?.arrayBuffer()
+      const url = target.url
+      const response = await fetch(`${url}/v1/pets?limit=5`, { headers: auth }).catch(() => undefined)
+      const body = await response?.text()
+      reads.push(response?.status === 200 ? 200 : `${url} ${response?.status} ${body}`)
     }
   })()
   return {
@@ -302,6 +303,8 @@ describe("the move runbook", () => {
       const fresh = await startServer({ DATABASE_URL: target.url, ...unlimited })
       current.url = fresh.url
       try {
+        // As a load balancer does: no new request reaches the old instance once it is told to stop.
+        await Bun.sleep(200)
         await old.stop()
         while (load.created.at(-1)! < stoppedAt) await Bun.sleep(50)
         await Bun.sleep(300)
