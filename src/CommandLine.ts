@@ -1,7 +1,7 @@
 import { Args, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { HttpClientError } from "@effect/platform"
 import { BunContext, BunRuntime } from "@effect/platform-bun"
-import { Cause, ConfigError, type Console, Effect, Option, ParseResult, Predicate } from "effect"
+import { Cause, ConfigError, type Console, Effect, Exit, Option, ParseResult, Predicate } from "effect"
 import { summarizeCause } from "./CauseSummary.js"
 
 /**
@@ -121,12 +121,17 @@ const console: Console.Console = {
   error: () => Effect.void
 }
 
-/** Runs a command line's program: output on stdout, each error as one line on stderr and exit code 1. */
+/**
+ * Runs a command line's program: output on stdout, each error as one line on stderr and exit code 1.
+ * With `interrupted`, a stop by SIGINT or SIGTERM is a failure too: that line and exit code 1.
+ */
 export const run = <E>(
   program: Effect.Effect<void, E, BunContext.BunContext>,
-  fields: Readonly<Record<string, string>> = {}
+  fields: Readonly<Record<string, string>> = {},
+  interrupted?: string
 ) =>
   program.pipe(
+    Effect.onInterrupt(() => interrupted === undefined ? Effect.void : Effect.sync(() => process.stderr.write(`${interrupted}\n`))),
     Effect.withConsole(console),
     Effect.tapErrorCause((cause) =>
       Cause.isInterruptedOnly(cause)
@@ -140,5 +145,10 @@ export const run = <E>(
         })
     ),
     Effect.provide(BunContext.layer),
-    BunRuntime.runMain({ disableErrorReporting: true, disablePrettyLogger: true })
+    BunRuntime.runMain({
+      disableErrorReporting: true,
+      disablePrettyLogger: true,
+      teardown: (exit, onExit) =>
+        onExit(Exit.isFailure(exit) && (interrupted !== undefined || !Cause.isInterruptedOnly(exit.cause)) ? 1 : 0)
+    })
   )

@@ -3,6 +3,7 @@ import { AppConfig } from "./AppConfig.js"
 import { ApiKeys } from "./Auth/ApiKeys.js"
 import { RateLimiter } from "./Auth/RateLimiter.js"
 import { RateLimiterPostgres } from "./Auth/RateLimiterPostgres.js"
+import { ReadOnlyMode } from "./Move/ReadOnlyMode.js"
 import { Cursors } from "./Pets/Cursors.js"
 import { PetRepository } from "./Pets/PetRepository.js"
 import { DatabaseLive } from "./Sql/Database.js"
@@ -19,6 +20,7 @@ export const StoresLive = Layer.unwrapEffect(
       PetRepository.Sql,
       ApiKeys.Sql,
       Cursors.Sql,
+      ReadOnlyMode.layer,
       isPostgresUrl(databaseUrl)
         ? RateLimiterPostgres()
         : workers > 1

@@ -75,7 +75,7 @@ export class InternalError extends Schema.TaggedError<InternalError>()(
 
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
   "ServiceUnavailable",
-  errorFields(503, ["database_unavailable", "request_timeout", "shutting_down"])
+  errorFields(503, ["database_unavailable", "request_timeout", "shutting_down", "read_only"])
 ) {}
 
 type ErrorClass<A, I extends { readonly _tag: string }> = Schema.Schema<A, I> & {
@@ -118,7 +118,11 @@ export const TooManyRequestsBody = ErrorBody(
   "Too many requests: the API key's rate, or failed authentications from this address; see Retry-After."
 )
 export const InternalErrorBody = ErrorBody(InternalError, "The service failed unexpectedly.")
-export const ServiceUnavailableBody = ErrorBody(ServiceUnavailable, "The database does not answer, the request ran past the instance's deadline, or the instance is shutting down; see Retry-After.")
+export const ServiceUnavailableBody = ErrorBody(
+  ServiceUnavailable,
+  "The database does not answer, the request ran past the instance's deadline, the instance is shutting down, or " +
+    "writes are stopped for a move of the database (read_only); see Retry-After."
+)
 
 /** The wire form of every error the service answers with, by tag. */
 export const errorBodies = {

@@ -6,6 +6,7 @@ import {
   ConflictBody,
   NotFoundBody,
   PayloadTooLargeBody,
+  ServiceUnavailableBody,
   UnprocessableContentBody,
   UnsupportedMediaTypeBody
 } from "../Domain/ApiError.js"
@@ -100,17 +101,22 @@ export const createPet = HttpApiEndpoint.post("createPet", "/pets")
   .addError(PayloadTooLargeBody)
   .addError(UnsupportedMediaTypeBody)
   .addError(UnprocessableContentBody)
+  .addError(ServiceUnavailableBody)
   .annotate(OpenApi.Summary, "Add an animal")
   .annotate(
     OpenApi.Transform,
-    withResponseHeaders({ "201": { Location: { description: "Where the new animal is.", example: "/v1/pets/42" } } })
+    withResponseHeaders({
+      "201": { Location: { description: "Where the new animal is.", example: "/v1/pets/42" } },
+      "503": { "Retry-After": { description: "Seconds after which the create may be retried.", example: "10" } }
+    })
   )
   .annotate(
     OpenApi.Description,
     "Stores a new animal and answers 201 with it, its assigned `id` and `Location: /v1/pets/{id}`. With an " +
       "`Idempotency-Key`, a retry with the same body returns the first answer and creates nothing; the same key " +
       "with another body gets 422 `idempotency_key_reused`, and a retry while the first is running 409 " +
-      "`idempotency_request_in_progress`."
+      "`idempotency_request_in_progress`. While writes are stopped for a move of the database, it answers 503 " +
+      "`read_only` with `Retry-After`; reads go on."
   )
 
 /**

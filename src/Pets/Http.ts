@@ -3,12 +3,13 @@ import { Clock, Effect, Exit, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import { PetStoreApi } from "../Api.js"
 import { AppConfig } from "../AppConfig.js"
-import { Conflict, Gone, NotFound, UnprocessableContent } from "../Domain/ApiError.js"
+import { Conflict, Gone, NotFound, ServiceUnavailable, UnprocessableContent } from "../Domain/ApiError.js"
 import { CurrentCaller } from "../Domain/Caller.js"
 import { NewPet, type Pet } from "../Domain/Pet.js"
 import { readJsonBody } from "../Http/JsonBody.js"
 import { noteResponseHeaders } from "../Http/ResponseHeaders.js"
 import { docsPath } from "../Http/Routes.js"
+import { ReadOnlyMode, retryAfterSeconds } from "../Move/ReadOnlyMode.js"
 import { defaultLimit } from "./Api.js"
 import { Cursors } from "./Cursors.js"
 import { getPetDeprecatedAt, getPetReplacementFragment, getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
@@ -41,11 +42,18 @@ const reused = new UnprocessableContent({
   status: 422
 })
 
+const readOnly = new ServiceUnavailable({
+  code: "read_only",
+  message: "The store is read-only while its database is moved; reads are served, retry the create after Retry-After",
+  status: 503
+})
+
 export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers) =>
   Effect.gen(function*() {
     const pets = yield* PetRepository
     const cursors = yield* Cursors
     const { publicBaseUrl } = yield* AppConfig
+    const readOnlyMode = yield* ReadOnlyMode
 
     /**
      * A create under an idempotency key: the key is reserved before the body is read (a retry
@@ -87,7 +95,11 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
           return json(page.pets, { headers: { link: `<${next.href}>; rel="next"` } })
         }))
       // Raw: the body is read here, after authentication, with its own size and media-type checks.
-      .handleRaw("createPet", ({ headers }) => {
+      .handleRaw("createPet", ({ headers, request }) => {
+        if (readOnlyMode.isOn()) {
+          noteResponseHeaders(request, { "retry-after": String(retryAfterSeconds) })
+          return Effect.fail(readOnly)
+        }
         const key = headers["idempotency-key"]
         if (key === undefined) return Effect.map(Effect.flatMap(readNewPet, pets.create), created)
         return Effect.flatMap(CurrentCaller, ({ keyId }) => createOnce({ apiKeyId: keyId, key }))

@@ -11,7 +11,7 @@ import leaseRateLimitBuckets from "./migrations/0006_lease_rate_limit_buckets.js
  * inside it). Names and numbers are as databases have recorded them in `effect_sql_migrations`:
  * never renumber one; a change is a new step with the next number.
  */
-const migrations = Migrator.fromRecord({
+export const migrations = Migrator.fromRecord({
   "0001_create_pets": createPets,
   "0002_create_api_keys": createApiKeys,
   "0003_create_settings": createSettings,

@@ -1,0 +1,57 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option, Schedule } from "effect"
+
+/**
+ * The write stop of a move: a `read_only` row in the database's `settings` table (its value: when
+ * it was turned on). Every instance reads it once a second in the background, so a request only
+ * reads a flag in memory; while it is on, creates answer 503 `read_only` and reads are served.
+ */
+export class ReadOnlyMode extends Context.Reference<ReadOnlyMode>()("petstore/ReadOnlyMode", {
+  // Without a database behind it (the in-memory stores), the service is always writable.
+  defaultValue: () => ({ isOn: (): boolean => false })
+}) {
+  /** The flag kept in the database the stores run on. */
+  static readonly layer = Layer.scoped(
+    ReadOnlyMode,
+    Effect.flatMap(SqlClient.SqlClient, (sql) => polled(Effect.map(readOnlySince(sql), Option.isSome)))
+  )
+}
+
+/** How often every instance reads the flag. */
+export const pollInterval = "1 second"
+
+/**
+ * How long after the flag is set every instance has refused writes for a while: a poll interval
+ * for all of them to read it, and as long again for a create that passed the check just before
+ * to reach the database.
+ */
+export const settleMillis = 2_000
+
+/** Seconds a refused client is told to wait: a move of a million pets takes about that long. */
+export const retryAfterSeconds = 10
+
+/** Reads the flag now, then once per `pollInterval`; a read that fails keeps the last answer. */
+const polled = (read: Effect.Effect<boolean, unknown>) =>
+  Effect.gen(function*() {
+    let on = yield* Effect.orElseSucceed(read, () => false)
+    yield* read.pipe(
+      Effect.tap((now) => Effect.sync(() => { on = now })),
+      Effect.ignore,
+      Effect.repeat(Schedule.spaced(pollInterval)),
+      Effect.forkScoped
+    )
+    return ReadOnlyMode.of({ isOn: () => on })
+  })
+
+/** When the store's read-only mode was turned on, if it is on. */
+export const readOnlySince = (sql: SqlClient.SqlClient): Effect.Effect<Option.Option<Date>, unknown> =>
+  Effect.map(
+    sql<{ value: string }>`SELECT value FROM settings WHERE name = 'read_only'`,
+    ([row]) => Option.map(Option.fromNullable(row), ({ value }) => new Date(value))
+  )
+
+/** Turns the store's read-only mode on (keeping the time it was first turned on) or off. */
+export const setReadOnly = (sql: SqlClient.SqlClient, on: boolean) =>
+  on
+    ? sql`INSERT INTO settings (name, value) VALUES ('read_only', ${new Date().toISOString()}) ON CONFLICT (name) DO NOTHING`
+    : sql`DELETE FROM settings WHERE name = 'read_only'`

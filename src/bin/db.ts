@@ -1,0 +1,124 @@
+import { Args, Command, Options } from "@effect/cli"
+import { Config, Console, Effect, Option } from "effect"
+import { run } from "../CommandLine.js"
+import { backup } from "../Move/Backup.js"
+import { copy } from "../Move/Copy.js"
+import { readOnlySince, setReadOnly, settleMillis } from "../Move/ReadOnlyMode.js"
+import { requireKnownVersion } from "../Move/SchemaVersion.js"
+import { status } from "../Move/Status.js"
+import { connect, describeStoreFailure, MoveError, parseStore, type Store } from "../Move/Store.js"
+import { verify } from "../Move/Verify.js"
+
+/**
+ * A side of a move, given on the command line (`--to postgres://…`) or, so that no password
+ * reaches the command line, `npm run`'s echo or the shell's history, by the name of an
+ * environment variable holding it (`--to-env NEW_DATABASE_URL`). A URL without a password takes
+ * libpq's `PGPASSWORD` or `~/.pgpass`.
+ */
+const sideOptions = (name: string, description: string) => ({
+  value: Options.text(name).pipe(Options.withDescription(description), Options.optional),
+  env: Options.text(`${name}-env`).pipe(
+    Options.withPseudoName("NAME"),
+    Options.withDescription(`The environment variable holding ${description.toLowerCase()}`),
+    Options.optional
+  )
+})
+
+// pg warns at each use of ~/.pgpass that its next major version drops it; for this command it is
+// libpq's own file, the documented way to keep a password off the command line.
+process.noDeprecation = true
+
+const databaseUrl = Config.string("DATABASE_URL").pipe(Config.withDefault("data/petstore.db"))
+
+const resolveSide = (
+  name: string,
+  side: { readonly value: Option.Option<string>; readonly env: Option.Option<string> },
+  fallback?: Effect.Effect<readonly [string, string], unknown>
+): Effect.Effect<Store, unknown> => {
+  if (Option.isSome(side.value) && Option.isSome(side.env)) {
+    return Effect.fail(new MoveError({ message: `--${name} and --${name}-env: give one of them` }))
+  }
+  if (Option.isSome(side.value)) return parseStore(side.value.value, `--${name}`)
+  if (Option.isSome(side.env)) {
+    const value = process.env[side.env.value] ?? ""
+    return value === ""
+      ? Effect.fail(new MoveError({ message: `--${name}-env: the environment variable ${side.env.value} is not set` }))
+      : parseStore(value, side.env.value)
+  }
+  return fallback === undefined
+    ? Effect.fail(new MoveError({ message: `--${name} or --${name}-env: must be given` }))
+    : Effect.flatMap(fallback, ([value, source]) => parseStore(value, source))
+}
+
+const database = sideOptions("database", "The database (a SQLite path or a postgres:// URL); DATABASE_URL's when absent")
+const theDatabase = (side: { readonly value: Option.Option<string>; readonly env: Option.Option<string> }) =>
+  resolveSide("database", side, Effect.map(databaseUrl, (value) => [value, "DATABASE_URL"] as const))
+
+const from = sideOptions("from", "The source database (a SQLite path or a postgres:// URL)")
+const to = sideOptions("to", "The target database (a SQLite path or a postgres:// URL)")
+
+const copyCommand = Command.make("copy", { from, to }, (options) =>
+  Effect.gen(function*() {
+    const source = yield* resolveSide("from", options.from)
+    const target = yield* resolveSide("to", options.to)
+    const result = yield* copy(source, target)
+    for (const line of result.lines) yield* Console.log(line)
+    yield* Console.log(result.summary)
+    if (Option.isSome(result.note)) process.stderr.write(`${result.note.value}\n`)
+  })).pipe(Command.withDescription(
+    "Copy everything the service keeps into an empty database, built from this build's migrations, and verify it"
+  ))
+
+const verifyCommand = Command.make("verify", { from, to }, (options) =>
+  Effect.gen(function*() {
+    const source = yield* resolveSide("from", options.from)
+    const target = yield* resolveSide("to", options.to)
+    const result = yield* verify(source, target)
+    for (const line of result.lines) yield* Console.log(line)
+    if (result.differing.length > 0) {
+      return yield* new MoveError({ message: `verification failed: ${result.differing.join(", ")} differ between source and target` })
+    }
+    yield* Console.log(`verified in ${result.seconds.toFixed(1)} s: every table has the same rows`)
+  })).pipe(Command.withDescription("Compare every table's row count and checksum on both databases, without copying"))
+
+const statusCommand = Command.make("status", { database }, (options) =>
+  Effect.flatMap(theDatabase(options.database), status).pipe(
+    Effect.flatMap((lines) => Effect.forEach(lines, (line) => Console.log(line), { discard: true }))
+  )).pipe(Command.withDescription("Show the database's engine, schema version, read-only mode and rows per table"))
+
+const readOnlyCommand = Command.make(
+  "read-only",
+  { state: Args.choice([["on", true], ["off", false]], { name: "on|off" }), database },
+  ({ database, state }) =>
+    Effect.gen(function*() {
+      const store = yield* theDatabase(database)
+      yield* Effect.scoped(Effect.gen(function*() {
+        const sql = yield* connect(store, { role: "the", mode: "write" })
+        yield* requireKnownVersion(sql, store, "the database")
+        yield* setReadOnly(sql, state)
+        if (!state) return yield* Console.log(`read-only off: ${store.label} takes writes again`)
+        const since = yield* readOnlySince(sql)
+        const waited = Math.max(0, settleMillis - (Date.now() - Option.getOrThrow(since).getTime()))
+        yield* Effect.sleep(waited)
+        yield* Console.log(
+          `read-only on since ${Option.getOrThrow(since).toISOString()}: every instance on ${store.label} ` +
+            "answers creates with 503 read_only; reads are served"
+        )
+      })).pipe(Effect.mapError((error) => describeStoreFailure(store, "the", error)))
+    })
+).pipe(Command.withDescription("Stop (on) or allow again (off) writes on the database, for a move; instances notice within a second"))
+
+const backupCommand = Command.make("backup", { file: Args.text({ name: "FILE" }), database }, ({ database, file }) =>
+  Effect.flatMap(theDatabase(database), (store) => backup(store, file)).pipe(Effect.flatMap(Console.log)))
+  .pipe(Command.withDescription("Write a consistent copy of the SQLite database to FILE while the service serves and writes"))
+
+const db = Command.make("db").pipe(
+  Command.withSubcommands([copyCommand, verifyCommand, statusCommand, readOnlyCommand, backupCommand]),
+  Command.withDescription("Move the Pet Store's data between SQLite and PostgreSQL, verify it, back it up")
+)
+
+run(
+  Command.run(db, { name: "petstore db", version: "1.0.0" })(process.argv),
+  {},
+  "interrupted: nothing was left half-done (a copy's target is as it was before)"
+)
