@@ -73,6 +73,7 @@ export const listPets = HttpApiEndpoint.get("listPets", "/pets")
   .setUrlParams(ListPetsParams)
   .addSuccess(Pets)
   .addError(BadRequestBody)
+  .addError(ServiceUnavailableBody)
   .annotate(OpenApi.Summary, "List animals")
   .annotate(
     OpenApi.Transform,
@@ -82,7 +83,8 @@ export const listPets = HttpApiEndpoint.get("listPets", "/pets")
           description: "The next page, when more animals match: an absolute URL keeping limit and status, with a cursor.",
           example: "<https://petstore.example.com/v1/pets?limit=20&status=available&cursor=MjAu.x8Kf>; rel=\"next\""
         }
-      }
+      },
+      "503": { "Retry-After": { description: "Seconds after which the request may be retried.", example: "1" } }
     })
   )
   .annotate(
@@ -128,6 +130,7 @@ export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId")
   .addSuccess(Pet)
   .addError(BadRequestBody)
   .addError(NotFoundBody)
+  .addError(ServiceUnavailableBody)
   .middleware(SunsetPolicy)
   .annotate(OpenApi.Deprecated, true)
   .annotate(

@@ -1,6 +1,6 @@
 import { HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Effect, Layer, Redacted, Stream } from "effect"
+import { Duration, Effect, Layer, Redacted, Stream } from "effect"
 import { PetStoreApi } from "../../src/Api.js"
 import { AppConfig } from "../../src/AppConfig.js"
 import { ApiKeys } from "../../src/Auth/ApiKeys.js"
@@ -27,7 +27,9 @@ export const makeTestServer = (
     Layer.provideMerge(Layer.mergeAll(pets, ApiKeys.InMemory, Cursors.InMemory, limiter)),
     Layer.provideMerge(
       Layer.mergeAll(
-        AppConfig.make({ publicBaseUrl, ...config }),
+        // The deadline's timer runs on real time while these tests move the TestClock: a slowed
+        // answer waiting on the TestClock must not meet it on a loaded machine.
+        AppConfig.make({ publicBaseUrl, requestTimeout: Duration.minutes(5), ...config }),
         InFlightRequests.layer,
         RequestLines.layer(logLines),
         ObservabilityConfig.make(observability)
