@@ -19,6 +19,7 @@ import { databaseCopier, measureObservability, printObservability } from "./benc
 import { args, numberOption } from "./options.js"
 import { measurePostgres } from "./bench/postgres.js"
 import { median, runWrk as wrk } from "./bench/wrk.js"
+import { makeWorkloads as makeWorkloadsIn } from "./bench/workloads.js"
 
 if (Bun.spawnSync(["sh", "-c", "command -v wrk"]).exitCode !== 0) {
   console.error("wrk is missing. Install it with: sudo apt-get install wrk")
@@ -137,34 +138,7 @@ const serviceEnv = {
   // Metrics on, as by default, on a port of the benchmark's own.
   METRICS_PORT: String(servicePort + 40)
 }
-const lua = (name: string, body: string) => {
-  const path = join(folder, `${name}.lua`)
-  writeFileSync(path, body)
-  return path
-}
-/** The workloads, their wrk scripts calling with `apiKey`. */
-const makeWorkloads = (apiKey: string, tag: string) => {
-  const auth = `wrk.headers["Authorization"] = "Bearer ${apiKey}"\n`
-  return [
-    { name: "list, limit 20", path: "/v1/pets?limit=20", script: lua(`list20-${tag}`, auth) },
-    { name: "list, limit 100, status", path: "/v1/pets?limit=100&status=available", script: lua(`list100-${tag}`, auth) },
-    {
-      name: "get by id",
-      path: "/v1/pets/1",
-      script: lua(`get-${tag}`, auth + `request = function() return wrk.format("GET", "/v1/pets/" .. math.random(1, 10000)) end\n`)
-    },
-    {
-      name: "create",
-      path: "/v1/pets",
-      script: lua(
-        `create-${tag}`,
-        auth + `wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n` +
-          `wrk.body = '{"name":"Bench","categoryId":7,"status":"pending"}'\n`
-      )
-    },
-    { name: "401 without key", path: "/v1/pets", script: lua(`unauthorized-${tag}`, "") }
-  ]
-}
+const makeWorkloads = (apiKey: string, tag: string) => makeWorkloadsIn(folder, apiKey, tag)
 const workloads = makeWorkloads(key, "sqlite")
 
 /** One wrk run of the configured duration; with the server's pid, also its CPU time per request. */

@@ -16,6 +16,7 @@ import { join } from "node:path"
 import { startPostgresCluster } from "../../test/support/PostgresCluster.js"
 import { args, numberOption } from "../options.js"
 import { median, runWrk, type WrkRun } from "./wrk.js"
+import { makeWorkloads } from "./workloads.js"
 
 const root = new URL("../..", import.meta.url).pathname
 const at = args.indexOf("--ab")
@@ -108,34 +109,8 @@ const start = async (side: (typeof sides)[number], env: Record<string, string>, 
   return { url, pid: proc.pid, stop: async () => (proc.kill("SIGTERM"), void (await proc.exited)) }
 }
 
-const lua = (name: string, body: string) => {
-  const path = join(folder, `${name}.lua`)
-  writeFileSync(path, body)
-  return path
-}
-/** The benchmark's workloads (`scripts/bench.ts`), calling with `key`. */
-const workloads = (key: string, tag: string) => {
-  const auth = `wrk.headers["Authorization"] = "Bearer ${key}"\n`
-  return [
-    { name: "list, limit 20", path: "/v1/pets?limit=20", script: lua(`list20-${tag}`, auth) },
-    { name: "list, limit 100, status", path: "/v1/pets?limit=100&status=available", script: lua(`list100-${tag}`, auth) },
-    {
-      name: "get by id",
-      path: "/v1/pets/1",
-      script: lua(`get-${tag}`, auth + `request = function() return wrk.format("GET", "/v1/pets/" .. math.random(1, 10000)) end\n`)
-    },
-    {
-      name: "create",
-      path: "/v1/pets",
-      script: lua(
-        `create-${tag}`,
-        auth + `wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n` +
-          `wrk.body = '{"name":"Bench","categoryId":7,"status":"pending"}'\n`
-      )
-    },
-    { name: "401 without key", path: "/v1/pets", script: lua(`unauthorized-${tag}`, "") }
-  ]
-}
+/** The benchmark's workloads (`scripts/bench/workloads.ts`), calling with `key`. */
+const workloads = (key: string, tag: string) => makeWorkloads(folder, key, tag)
 
 /** Every workload on both servers in turns; the order of the two alternates from round to round. */
 const measure = (engine: string, servers: readonly [Server, Server], key: string) =>
