@@ -1,7 +1,7 @@
 import { SqlClient, Statement } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
-import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Effectable, FiberRef, Option, Tracer } from "effect"
+import { SqlError } from "@effect/sql/SqlError"
+import { Cause, Context, Duration, Effect, Effectable, FiberRef, Option, Predicate, Tracer } from "effect"
 import { statementSummary } from "../Observability/Metrics.js"
 import { withDatabaseReason } from "./DatabaseErrors.js"
 import { statementDurations } from "./StatementTiming.js"
@@ -88,26 +88,67 @@ class DirectStatement<A> extends Effectable.Class<ReadonlyArray<A>, SqlError> im
   }
 }
 
+/** SQLite's answer when another connection holds the lock a statement needs. */
+const isBusy = (error: SqlError): boolean => {
+  const cause: unknown = error.cause
+  const code = Predicate.hasProperty(cause, "code") ? String(cause.code) : ""
+  return code.startsWith("SQLITE_BUSY") || (Predicate.hasProperty(cause, "message") && /database is locked/.test(String(cause.message)))
+}
+
+export interface SqliteClientOptions {
+  /** Time every statement for the SQL histogram. */
+  readonly timed: boolean
+  /** How long a statement may wait, in all, for a lock another process holds. */
+  readonly lockWait: Duration.Duration
+  /** Why the database can no longer be used (its file deleted or replaced), if it cannot. */
+  readonly unusable: () => string | undefined
+}
+
 /**
- * A `SqlClient` on SQLite's one connection. A transaction holds the connection until it ends
- * (IMMEDIATE: its reads and writes hold the write lock together, across processes too); a
- * statement outside it waits meanwhile rather than run inside another fiber's transaction, and a
- * transaction begins once the statements already started outside it have ended. Every statement
- * is timed when `timed`, and a failure carries SQLite's own words.
+ * A `SqlClient` on SQLite's one connection. A transaction holds the connection from its `BEGIN
+ * IMMEDIATE` to its end (its reads and writes hold the write lock together, across processes
+ * too); a statement outside it waits meanwhile rather than run inside another fiber's
+ * transaction, and a transaction begins once the statements already started outside it have
+ * ended. Every statement is timed when `timed`, and a failure carries SQLite's own words.
+ *
+ * Another process holding the write lock (a backup, a `sqlite3` shell) is waited for here, in
+ * Effect, not in SQLite's busy handler, which sleeps inside the synchronous call and so stops the
+ * whole event loop: the connection's busy timeout is 0, and a statement answered `SQLITE_BUSY` is
+ * tried again after 1, 2, 4 … 32 ms until `lockWait` has passed, then fails as busy (a 503). A
+ * transaction waiting for its `BEGIN` leaves the connection to other statements between tries.
  */
-export const makeSqliteClient = (connection: Connection, timed: boolean) =>
+export const makeSqliteClient = (connection: Connection, options: SqliteClientOptions) =>
   Effect.gen(function*() {
-    const lock = yield* Effect.makeSemaphore(1)
+    const { timed, unusable } = options
+    const lockWaitMillis = Duration.toMillis(options.lockWait)
+    const transactions = yield* Effect.makeSemaphore(1)
+    // Open while no transaction holds the connection; statements outside one wait on it.
+    const connectionFree = yield* Effect.makeLatch(true)
     let inTransaction = false
     let running = 0
     const durationOf = statementDurations("sqlite")
-    // One exit handler per statement for the count, the timing and the error's reason: each
-    // handler costs about a microsecond.
-    const observe = <A>(sql: string, run: Effect.Effect<A, SqlError>, counted: boolean): Effect.Effect<A, SqlError> =>
+    const release = () => {
+      inTransaction = false
+      connectionFree.unsafeOpen()
+    }
+    // One exit handler per statement for the count, the timing, the error's reason and a busy
+    // database's retry: each handler costs about a microsecond.
+    const observe = <A>(
+      sql: string,
+      run: Effect.Effect<A, SqlError>,
+      counted: boolean,
+      retryBusy = true,
+      waitedSince = 0,
+      delay = 1
+    ): Effect.Effect<A, SqlError> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.suspend(() => {
+          const reason = unusable()
+          if (reason !== undefined) {
+            return Effect.fail(new SqlError({ message: reason, cause: { code: "SQLITE_CANTOPEN", message: reason } }))
+          }
           if (counted && inTransaction) {
-            return restore(Effect.zipRight(lock.withPermits(1)(Effect.void), observe(sql, run, counted)))
+            return restore(Effect.zipRight(connectionFree.await, observe(sql, run, counted, retryBusy, waitedSince, delay)))
           }
           if (counted) running++
           const start = timed ? performance.now() : 0
@@ -116,36 +157,66 @@ export const makeSqliteClient = (connection: Connection, timed: boolean) =>
             if (timed) durationOf(sql).unsafeUpdate((performance.now() - start) / 1000, [])
           }
           return Effect.matchCauseEffect(restore(run), {
-            onFailure: (cause) => (done(), Effect.failCause(withDatabaseReason(cause))),
+            onFailure: (cause) => {
+              done()
+              const failure = Cause.failureOption(cause)
+              if (retryBusy && failure._tag === "Some" && isBusy(failure.value)) {
+                const since = waitedSince || performance.now()
+                if (performance.now() + delay - since < lockWaitMillis) {
+                  return restore(Effect.zipRight(
+                    Effect.sleep(delay),
+                    observe(sql, run, counted, true, since, Math.min(delay * 2, 32))
+                  ))
+                }
+              }
+              return Effect.failCause(withDatabaseReason(cause))
+            },
             onSuccess: (rows) => (done(), Effect.succeed(rows))
           })
         })
       )
+    const statementsEnded: Effect.Effect<void> = Effect.suspend(() =>
+      running === 0 ? Effect.void : Effect.zipRight(Effect.yieldNow(), statementsEnded)
+    )
+    const beginStatement = "BEGIN IMMEDIATE"
+    // The transaction's `BEGIN`: the connection is taken for each try and given back if another
+    // process holds the lock, so reads go on while the transaction waits.
+    const begin = (waitedSince = 0, delay = 1): Effect.Effect<ReadonlyArray<any>, SqlError> =>
+      Effect.suspend(() => {
+        const since = waitedSince === 0 ? performance.now() : waitedSince
+        inTransaction = true
+        connectionFree.unsafeClose()
+        return statementsEnded.pipe(
+          Effect.zipRight(observe(beginStatement, connection.executeUnprepared(beginStatement, [], undefined), false, false)),
+          Effect.catchIf(
+            (error) => isBusy(error) && performance.now() + delay - since < lockWaitMillis,
+            () => {
+              release()
+              return Effect.zipRight(Effect.sleep(delay), begin(since, Math.min(delay * 2, 32)))
+            }
+          )
+        )
+      })
     const through = (counted: boolean): Connection => ({
       execute: (sql, params, transformRows) => observe(sql, connection.execute(sql, params, transformRows), counted),
       executeRaw: (sql, params) => observe(sql, connection.executeRaw(sql, params), counted),
       executeValues: (sql, params) => observe(sql, connection.executeValues(sql, params), counted),
       executeUnprepared: (sql, params, transformRows) =>
-        observe(sql, connection.executeUnprepared(sql, params, transformRows), counted),
+        !counted && sql === beginStatement
+          ? begin()
+          : observe(sql, connection.executeUnprepared(sql, params, transformRows), counted),
       executeStream: (sql, params, transformRows) => connection.executeStream(sql, params, transformRows)
     })
-    const statementsEnded: Effect.Effect<void> = Effect.suspend(() =>
-      running === 0 ? Effect.void : Effect.zipRight(Effect.yieldNow(), statementsEnded)
-    )
     const outside = through(true)
     const client = yield* SqlClient.make({
       acquirer: Effect.succeed(outside),
       transactionAcquirer: Effect.uninterruptibleMask((restore) =>
         Effect.zipRight(
-          restore(lock.take(1)),
-          Effect.addFinalizer(() => Effect.zipRight(Effect.sync(() => inTransaction = false), lock.release(1)))
+          restore(transactions.take(1)),
+          Effect.addFinalizer(() => Effect.zipRight(Effect.sync(release), transactions.release(1)))
         )
-      ).pipe(
-        Effect.tap(() => inTransaction = true),
-        Effect.zipRight(statementsEnded),
-        Effect.as(through(false))
-      ),
-      beginTransaction: "BEGIN IMMEDIATE",
+      ).pipe(Effect.as(through(false))),
+      beginTransaction: beginStatement,
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"], ["db.system", "sqlite"]]
     })
