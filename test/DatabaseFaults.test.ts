@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { faultyPostgres } from "./support/PostgresFaults.js"
+import { openSocket } from "./support/RawSocket.js"
 import { freePort, runCommand, startServer } from "./support/ServerProcess.js"
 
 // Short, so that the bounds are seen without waiting out the production defaults (5 s, 3 s, 30 s).
@@ -127,6 +128,63 @@ describe("PostgreSQL faults under requests", () => {
       expect(acknowledged.filter((id) => !stored.has(id))).toEqual([])
     } finally {
       running = false
+      await server.stop()
+    }
+  })
+})
+
+describe("an idempotent create cut off by an outage", () => {
+  it("its key reserved just before PostgreSQL stopped: retried after, the same key answers one pet within the deadline + 1 s, never two, no 409 past that", async () => {
+    using postgres = faultyPostgres()
+    const env = { DATABASE_URL: postgres.url, ...timeouts }
+    const key = (await runCommand(["src/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
+    const server = await startServer(env)
+    const body = JSON.stringify({ name: "Blip", categoryId: 7 })
+    const headers = { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "blip" }
+    try {
+      // The key is reserved before the body is read: send the head, let the reservation commit,
+      // stop PostgreSQL, then send the body.
+      const socket = await openSocket(server.url)
+      const answer = new Promise<string>((resolve) => {
+        let text = ""
+        socket.on("data", (chunk) => {
+          text += chunk.toString()
+          if (/\r\n\r\n[\s\S]*\}$/.test(text)) resolve(text)
+        })
+        socket.on("close", () => resolve(text))
+      })
+      socket.write(
+        `POST /v1/pets HTTP/1.1\r\nhost: 127.0.0.1\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("")}` +
+          `content-length: ${body.length}\r\n\r\n`
+      )
+      await Bun.sleep(300)
+      postgres.freeze()
+      socket.write(body)
+      const first = await answer
+      socket.destroy()
+      expect(first).toMatch(/^HTTP\/1\.1 503/)
+      expect(first.toLowerCase()).toContain("retry-after: 1")
+      postgres.thaw()
+      const answeredAt = performance.now()
+
+      const bound = (requestTimeoutSeconds + 1) * 1000
+      let retried: Response
+      for (;;) {
+        retried = await fetch(`${server.url}/v1/pets`, { method: "POST", headers, body })
+        if (retried.status === 201) break
+        expect([409, 503]).toContain(retried.status)
+        await retried.text()
+        expect(performance.now() - answeredAt).toBeLessThan(bound)
+        await Bun.sleep(50)
+      }
+      const pet = await retried.json()
+      const again = await fetch(`${server.url}/v1/pets`, { method: "POST", headers, body })
+      expect(again.status).toBe(201)
+      expect(await again.json()).toEqual(pet)
+      const stored = await fetch(`${server.url}/v1/pets?limit=100`, { headers }).then((r) => r.json())
+      expect(stored.filter((each: { name: string }) => each.name === "Blip")).toEqual([pet])
+    } finally {
+      postgres.thaw()
       await server.stop()
     }
   })

@@ -131,33 +131,50 @@ for (const [name, store] of stores) {
     const scope = { apiKeyId: 1, key: "k" }
     const pet = { name: "Rex", categoryId: 1 }
 
+    // A request's deadline: an unfinished claim older than this is taken over.
+    const deadline = 5000
+    const reserved = { _tag: "Reserved", claimedAt: expect.any(Number) }
+
     it.effect("reserve, create once, then replay the completed record; another API key is another scope", () =>
       Effect.gen(function*() {
         const pets = yield* PetRepository
-        expect(yield* pets.reserve(scope)).toEqual({ _tag: "Reserved" })
-        expect(yield* pets.reserve(scope)).toEqual({ _tag: "InProgress" })
-        const created = yield* pets.createOnce(scope, "fp", pet)
-        expect(yield* pets.reserve(scope)).toEqual({ _tag: "Completed", fingerprint: "fp", pet: created })
-        expect(yield* pets.reserve({ ...scope, apiKeyId: 2 })).toEqual({ _tag: "Reserved" })
+        const claim = yield* pets.reserve(scope, deadline)
+        expect(claim).toEqual(reserved)
+        expect(yield* pets.reserve(scope, deadline)).toEqual({ _tag: "InProgress" })
+        const created = yield* pets.createOnce(scope, (claim as { claimedAt: number }).claimedAt, "fp", pet)
+        expect(yield* pets.reserve(scope, deadline)).toEqual({ _tag: "Completed", fingerprint: "fp", pet: created })
+        expect(yield* pets.reserve({ ...scope, apiKeyId: 2 }, deadline)).toEqual(reserved)
       }).pipe(Effect.provide(store)))
 
     it.effect("release frees an unfinished reservation, never a completed one", () =>
       Effect.gen(function*() {
         const pets = yield* PetRepository
-        yield* pets.reserve(scope)
-        yield* pets.release(scope)
-        expect(yield* pets.reserve(scope)).toEqual({ _tag: "Reserved" })
-        yield* pets.createOnce(scope, "fp", pet)
-        yield* pets.release(scope)
-        expect((yield* pets.reserve(scope))._tag).toBe("Completed")
+        const first = (yield* pets.reserve(scope, deadline)) as { claimedAt: number }
+        yield* pets.release(scope, first.claimedAt)
+        const second = (yield* pets.reserve(scope, deadline)) as { claimedAt: number }
+        expect(second).toEqual(reserved)
+        yield* pets.createOnce(scope, second.claimedAt, "fp", pet)
+        yield* pets.release(scope, second.claimedAt)
+        expect((yield* pets.reserve(scope, deadline))._tag).toBe("Completed")
       }).pipe(Effect.provide(store)))
 
-    it.effect("an abandoned reservation is taken over after a minute", () =>
+    it.effect("a claim is taken over once its request's deadline has passed; the first request can then neither complete nor release it", () =>
       Effect.gen(function*() {
         const pets = yield* PetRepository
-        yield* pets.reserve(scope)
-        yield* TestClock.adjust("61 seconds")
-        expect(yield* pets.reserve(scope)).toEqual({ _tag: "Reserved" })
+        const first = (yield* pets.reserve(scope, deadline)) as { claimedAt: number }
+        yield* TestClock.adjust(deadline)
+        expect(yield* pets.reserve(scope, deadline)).toEqual({ _tag: "InProgress" })
+        yield* TestClock.adjust(1)
+        const second = (yield* pets.reserve(scope, deadline)) as { claimedAt: number }
+        expect(second).toEqual(reserved)
+        // The first request, late (its commit held up by the outage): nothing is created.
+        const late = yield* Effect.either(pets.createOnce(scope, first.claimedAt, "fp", pet))
+        expect(late._tag === "Left" && late.left._tag).toBe("ClaimTakenOver")
+        yield* pets.release(scope, first.claimedAt)
+        expect(yield* pets.reserve(scope, deadline)).toEqual({ _tag: "InProgress" })
+        const created = yield* pets.createOnce(scope, second.claimedAt, "fp", pet)
+        expect((yield* pets.list({ limit: 10 })).pets).toEqual([created])
+        expect(yield* pets.reserve(scope, deadline)).toEqual({ _tag: "Completed", fingerprint: "fp", pet: created })
       }).pipe(Effect.provide(store)))
   })
 }
@@ -169,9 +186,9 @@ for (const [name, database] of [["SQLite", TemporarySqlite], ["PostgreSQL", Temp
         const pets = yield* PetRepository
         const sql = yield* SqlClient.SqlClient
         const scope = { apiKeyId: 1, key: "k" }
-        yield* pets.reserve(scope)
+        const { claimedAt } = (yield* pets.reserve(scope, 5000)) as { claimedAt: number }
         // Past the Schema, only the table's CHECK constraint refuses this status.
-        const exit = yield* Effect.exit(pets.createOnce(scope, "fp", { name: "Rex", categoryId: 1, status: "lost" as never }))
+        const exit = yield* Effect.exit(pets.createOnce(scope, claimedAt, "fp", { name: "Rex", categoryId: 1, status: "lost" as never }))
         expect(exit._tag).toBe("Failure")
         expect(yield* sql`SELECT count(*) AS n FROM pets`).toEqual([{ n: name === "SQLite" ? 0 : "0" }])
         expect(yield* sql`SELECT pet_id, fingerprint FROM idempotency_keys`).toEqual([{ pet_id: null, fingerprint: null }])

@@ -48,7 +48,7 @@ const keepsWorking = (made: Made) =>
     const cursors = yield* Cursors
     expect(yield* cursors.decode(made.cursorAfterFirst, undefined)).toBe(made.pets[0]!.id)
     const { apiKeyId, fingerprint, key, pet } = made.idempotency
-    expect(yield* pets.reserve({ apiKeyId, key })).toStrictEqual({ _tag: "Completed", fingerprint, pet })
+    expect(yield* pets.reserve({ apiKeyId, key }, 5000)).toStrictEqual({ _tag: "Completed", fingerprint, pet })
     expect((yield* pets.create({ name: "After", categoryId: 1 })).id).toBe(made.pets.length + 1)
     const created = yield* keys.create("after the upgrade")
     expect(created.record.id).toBe(3)

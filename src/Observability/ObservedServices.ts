@@ -38,8 +38,8 @@ export const ObservedPetRepository = Layer.effect(
     const counted: typeof pets = metrics._tag === "None" ? pets : {
       ...pets,
       create: (pet) => Effect.map(pets.create(pet), (created) => (countPetCreated(), created)),
-      createOnce: (scope, fingerprint, pet) =>
-        Effect.map(pets.createOnce(scope, fingerprint, pet), (created) => (countPetCreated(), created))
+      createOnce: (scope, claimedAt, fingerprint, pet) =>
+        Effect.map(pets.createOnce(scope, claimedAt, fingerprint, pet), (created) => (countPetCreated(), created))
     }
     if (tracing._tag === "None") return counted
     const traced = <A extends Array<any>, B, E, R>(name: string, call: (...args: A) => Effect.Effect<B, E, R>) => {

@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Effect, Exit, Layer, Option } from "effect"
+import { Clock, Duration, Effect, Exit, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import { PetStoreApi } from "../Api.js"
 import { AppConfig } from "../AppConfig.js"
@@ -52,7 +52,10 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
   Effect.gen(function*() {
     const pets = yield* PetRepository
     const cursors = yield* Cursors
-    const { publicBaseUrl } = yield* AppConfig
+    const { publicBaseUrl, requestTimeout } = yield* AppConfig
+    // A request is answered by its deadline, so a claim older than that was abandoned (its
+    // request cut off, say, by a database that went away); a retry then takes it over.
+    const abandonedAfterMillis = Duration.toMillis(requestTimeout)
     const readOnlyMode = yield* ReadOnlyMode
 
     /**
@@ -61,7 +64,7 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
      * retry with the same body replays the first answer.
      */
     const createOnce = (scope: IdempotencyScope) =>
-      Effect.flatMap(pets.reserve(scope), (reservation): Effect.Effect<
+      Effect.flatMap(pets.reserve(scope, abandonedAfterMillis), (reservation): Effect.Effect<
         HttpServerResponse.HttpServerResponse,
         Effect.Effect.Error<typeof readNewPet> | Conflict | UnprocessableContent,
         Effect.Effect.Context<typeof readNewPet>
@@ -74,9 +77,10 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
               fingerprint(newPet) === reservation.fingerprint ? Effect.succeed(created(reservation.pet)) : Effect.fail(reused))
           case "Reserved":
             return readNewPet.pipe(
-              Effect.flatMap((newPet) => pets.createOnce(scope, fingerprint(newPet), newPet)),
+              Effect.flatMap((newPet) => pets.createOnce(scope, reservation.claimedAt, fingerprint(newPet), newPet)),
+              Effect.catchTag("ClaimTakenOver", () => Effect.fail(inProgress)),
               Effect.map(created),
-              Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : pets.release(scope))
+              Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : pets.release(scope, reservation.claimedAt))
             )
         }
       })

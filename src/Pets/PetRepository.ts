@@ -1,10 +1,10 @@
 import { Context, type Effect, Layer, type Option } from "effect"
 import type { NewPet, Pet, PetId, PetStatus } from "../Domain/Pet.js"
-import type { IdempotencyScope, Reservation } from "./Idempotency.js"
+import type { ClaimTakenOver, IdempotencyScope, Reservation } from "./Idempotency.js"
 import { makeInMemoryPetRepository } from "./PetRepositoryInMemory.js"
 import { makeSqlPetRepository } from "./PetRepositorySql.js"
 
-export type { IdempotencyScope, Reservation } from "./Idempotency.js"
+export { ClaimTakenOver, type IdempotencyScope, type Reservation } from "./Idempotency.js"
 
 export interface PetQuery {
   readonly status?: PetStatus | undefined
@@ -26,12 +26,24 @@ export class PetRepository extends Context.Tag("petstore/PetRepository")<
     readonly create: (pet: NewPet) => Effect.Effect<Pet>
     readonly findById: (id: PetId) => Effect.Effect<Option.Option<Pet>>
     readonly list: (query: PetQuery) => Effect.Effect<PetPage>
-    /** Claims an idempotency key before its request's body is read. */
-    readonly reserve: (scope: IdempotencyScope) => Effect.Effect<Reservation>
-    /** Gives back a reservation whose request failed before creating anything. */
-    readonly release: (scope: IdempotencyScope) => Effect.Effect<void>
-    /** Creates the pet and completes the reservation in one transaction. */
-    readonly createOnce: (scope: IdempotencyScope, fingerprint: string, pet: NewPet) => Effect.Effect<Pet>
+    /**
+     * Claims an idempotency key before its request's body is read. An unfinished claim older
+     * than `abandonedAfterMillis` (its request's deadline: that request has been answered) is
+     * taken over.
+     */
+    readonly reserve: (scope: IdempotencyScope, abandonedAfterMillis: number) => Effect.Effect<Reservation>
+    /** Gives back the claim made at `claimedAt` if its request failed before creating anything. */
+    readonly release: (scope: IdempotencyScope, claimedAt: number) => Effect.Effect<void>
+    /**
+     * Creates the pet and completes the claim made at `claimedAt` in one transaction; if the
+     * claim was taken over meanwhile, creates nothing.
+     */
+    readonly createOnce: (
+      scope: IdempotencyScope,
+      claimedAt: number,
+      fingerprint: string,
+      pet: NewPet
+    ) => Effect.Effect<Pet, ClaimTakenOver>
     /** Whether the store answers, for the readiness probe. */
     readonly isReady: Effect.Effect<boolean>
   }

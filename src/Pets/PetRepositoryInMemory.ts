@@ -1,6 +1,6 @@
 import { Clock, Effect, Option, Ref } from "effect"
 import type { NewPet, Pet } from "../Domain/Pet.js"
-import { abandonedReservationMillis, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
+import { ClaimTakenOver, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
 import type { PetRepository } from "./PetRepository.js"
 
 /** Pets in the process's memory: the repository tests swap in for the database. */
@@ -15,25 +15,29 @@ export const makeInMemoryPetRepository = Effect.gen(function*() {
     })
   const repository: PetRepository["Type"] = {
     create,
-    reserve: (scope) =>
+    reserve: (scope, abandonedAfterMillis) =>
       Effect.map(Clock.currentTimeMillis, (now): Reservation => {
         for (const [key, record] of records) {
           if (record.createdAt < now - idempotencyRetentionMillis) records.delete(key)
         }
         const record = records.get(recordKey(scope))
         if (record?.pet !== undefined) return { _tag: "Completed", fingerprint: record.fingerprint!, pet: record.pet }
-        if (record !== undefined && now - record.createdAt <= abandonedReservationMillis) return { _tag: "InProgress" }
+        if (record !== undefined && now - record.createdAt <= abandonedAfterMillis) return { _tag: "InProgress" }
         records.set(recordKey(scope), { createdAt: now })
-        return { _tag: "Reserved" }
+        return { _tag: "Reserved", claimedAt: now }
       }),
-    release: (scope) =>
+    release: (scope, claimedAt) =>
       Effect.sync(() => {
-        if (records.get(recordKey(scope))?.pet === undefined) records.delete(recordKey(scope))
-      }),
-    createOnce: (scope, fingerprint, newPet) =>
-      Effect.tap(create(newPet), (pet) => {
         const record = records.get(recordKey(scope))
-        if (record !== undefined) Object.assign(record, { fingerprint, pet })
+        if (record?.pet === undefined && record?.createdAt === claimedAt) records.delete(recordKey(scope))
+      }),
+    createOnce: (scope, claimedAt, fingerprint, newPet) =>
+      Effect.suspend(() => {
+        const record = records.get(recordKey(scope))
+        if (record === undefined || record.pet !== undefined || record.createdAt !== claimedAt) {
+          return Effect.fail(new ClaimTakenOver())
+        }
+        return Effect.tap(create(newPet), (pet) => Object.assign(record, { fingerprint, pet }))
       }),
     findById: (id) => Effect.map(Ref.get(state), ({ pets }) => Option.fromNullable(pets.find((pet) => pet.id === id))),
     list: ({ afterId, limit, status }) =>

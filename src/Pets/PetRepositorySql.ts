@@ -3,7 +3,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect, Option, Schedule } from "effect"
 import type { NewPet, Pet } from "../Domain/Pet.js"
 import { PetStatus } from "../Domain/Pet.js"
-import { abandonedReservationMillis, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
+import { ClaimTakenOver, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
 import type { PetRepository } from "./PetRepository.js"
 
 /**
@@ -25,7 +25,7 @@ export const makeSqlPetRepository = Effect.gen(function*() {
       SELECT r.fingerprint, p.id, p.name, p.category_id, p.status
       FROM idempotency_keys r LEFT JOIN pets p ON p.id = r.pet_id
       WHERE r.api_key_id = ${apiKeyId} AND r.idempotency_key = ${key}`
-  const reserve = (scope: IdempotencyScope, now: number): Effect.Effect<Reservation, SqlError> =>
+  const reserve = (scope: IdempotencyScope, now: number, abandonedAfterMillis: number): Effect.Effect<Reservation, SqlError> =>
     Effect.gen(function*() {
       const claimed = yield* sql`
         INSERT INTO idempotency_keys AS r (api_key_id, idempotency_key, created_at)
@@ -33,12 +33,12 @@ export const makeSqlPetRepository = Effect.gen(function*() {
         ON CONFLICT (api_key_id, idempotency_key) DO UPDATE
           SET created_at = excluded.created_at, fingerprint = NULL, pet_id = NULL
           WHERE r.created_at < ${now - idempotencyRetentionMillis}
-            OR (r.pet_id IS NULL AND r.created_at < ${now - abandonedReservationMillis})
+            OR (r.pet_id IS NULL AND r.created_at < ${now - abandonedAfterMillis})
         RETURNING 1 AS claimed`
-      if (claimed.length > 0) return { _tag: "Reserved" }
+      if (claimed.length > 0) return { _tag: "Reserved", claimedAt: now }
       const [record] = yield* findRecord(scope)
       // Released between the two statements: claim it again.
-      if (record === undefined) return yield* reserve(scope, now)
+      if (record === undefined) return yield* reserve(scope, now, abandonedAfterMillis)
       return record.id === null
         ? { _tag: "InProgress" }
         : { _tag: "Completed", fingerprint: record.fingerprint!, pet: toPet(record) }
@@ -51,18 +51,24 @@ export const makeSqlPetRepository = Effect.gen(function*() {
   // A failing statement is a defect: nothing a caller could handle.
   const repository: PetRepository["Type"] = {
     create: (pet) => Effect.orDie(insertPet(pet)),
-    reserve: (scope) => Effect.orDie(Effect.flatMap(Clock.currentTimeMillis, (now) => reserve(scope, now))),
-    release: ({ apiKeyId, key }) =>
+    reserve: (scope, abandonedAfterMillis) =>
+      Effect.orDie(Effect.flatMap(Clock.currentTimeMillis, (now) => reserve(scope, now, abandonedAfterMillis))),
+    release: ({ apiKeyId, key }, claimedAt) =>
       Effect.orDie(sql`DELETE FROM idempotency_keys
-        WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND pet_id IS NULL`),
-    createOnce: ({ apiKeyId, key }, fingerprint, newPet) =>
+        WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND created_at = ${claimedAt} AND pet_id IS NULL`),
+    createOnce: ({ apiKeyId, key }, claimedAt, fingerprint, newPet) =>
       insertPet(newPet).pipe(
         Effect.tap((pet) =>
-          sql`UPDATE idempotency_keys SET fingerprint = ${fingerprint}, pet_id = ${pet.id}
-              WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key}`
+          Effect.flatMap(
+            sql`UPDATE idempotency_keys SET fingerprint = ${fingerprint}, pet_id = ${pet.id}
+                WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key}
+                  AND created_at = ${claimedAt} AND pet_id IS NULL
+                RETURNING 1 AS completed`,
+            (rows) => rows.length === 1 ? Effect.void : Effect.fail(new ClaimTakenOver())
+          )
         ),
         sql.withTransaction,
-        Effect.orDie
+        Effect.catchTag("SqlError", Effect.die)
       ),
     findById: (id) =>
       Effect.orDie(Effect.map(sql`SELECT ${columns} FROM pets WHERE id = ${id}`, (rows) =>
