@@ -71,7 +71,10 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
     readonly requestTimeout: Duration.Duration
     /** PostgreSQL: how long opening a connection may take (`DATABASE_CONNECT_TIMEOUT_SECONDS`). */
     readonly databaseConnectTimeout: Duration.Duration
-    /** PostgreSQL: how long one statement may run (`DATABASE_STATEMENT_TIMEOUT_SECONDS`). */
+    /**
+     * How long one statement may run on PostgreSQL, and wait for another process's lock on
+     * SQLite (`DATABASE_STATEMENT_TIMEOUT_SECONDS`).
+     */
     readonly databaseStatementTimeout: Duration.Duration
     /** How long a start keeps retrying a database that refuses connections (`DATABASE_START_TIMEOUT_SECONDS`). */
     readonly databaseStartTimeout: Duration.Duration

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import pg from "pg"
 import { faultyPostgres } from "./support/PostgresFaults.js"
 import { openSocket } from "./support/RawSocket.js"
 import { freePort, runCommand, startServer } from "./support/ServerProcess.js"
@@ -128,6 +129,59 @@ describe("PostgreSQL faults under requests", () => {
       expect(acknowledged.filter((id) => !stored.has(id))).toEqual([])
     } finally {
       running = false
+      await server.stop()
+    }
+  })
+})
+
+describe("PostgreSQL out of connections (max_connections taken by other clients)", () => {
+  it("requests answer 503 with Retry-After, /readyz 503 within 1 s, never 500; both recover within 1 s of connections freed", async () => {
+    using postgres = faultyPostgres(12)
+    const env = { DATABASE_URL: postgres.url, ...timeouts }
+    const key = (await runCommand(["src/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
+    const server = await startServer(env)
+    const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
+    const others: Array<pg.Client> = []
+    try {
+      expect((await fetch(`${server.url}/v1/pets`, { headers })).status).toBe(200)
+      // The service's connections ended, and every slot taken before it can open new ones.
+      const admin = new pg.Client({ connectionString: postgres.url })
+      await admin.connect()
+      others.push(admin)
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'")
+      for (;;) {
+        const other = new pg.Client({ connectionString: postgres.url })
+        const refused = await other.connect().then(() => false, (error: { code?: string }) => error.code === "53300")
+        if (refused) break
+        others.push(other)
+        expect(others.length).toBeLessThan(20)
+      }
+
+      const answers = await Promise.all([
+        ...Array.from({ length: 4 }, () => timed(fetch(`${server.url}/v1/pets`, { headers }))),
+        timed(fetch(`${server.url}/v1/pets`, { method: "POST", headers, body: JSON.stringify({ name: "full", categoryId: 1 }) }))
+      ])
+      for (const answer of answers) {
+        expect(answer.status, answer.body).toBe(503)
+        expect(JSON.parse(answer.body).code).toBe("database_unavailable")
+        expect(answer.headers.get("retry-after")).toBe("1")
+        expect(answer.millis).toBeLessThan(requestTimeoutSeconds * 1000 + 500)
+      }
+      const ready = await timed(fetch(`${server.url}/readyz`))
+      expect(ready.status).toBe(503)
+      expect(ready.millis).toBeLessThan(1000)
+
+      await Promise.all(others.splice(0).map((other) => other.end()))
+      const freedAt = performance.now()
+      while ((await fetch(`${server.url}/readyz`)).status !== 200) {
+        expect(performance.now() - freedAt).toBeLessThan(1000)
+        await Bun.sleep(50)
+      }
+      expect((await fetch(`${server.url}/v1/pets`, { headers })).status).toBe(200)
+      const statuses = requestLines(server.logs()).filter((line) => line.path === "/v1/pets").map((line) => line.status)
+      expect(statuses.filter((status) => status === 500)).toEqual([])
+    } finally {
+      await Promise.all(others.map((other) => other.end().catch(() => undefined)))
       await server.stop()
     }
   })

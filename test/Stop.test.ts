@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Database } from "bun:sqlite"
 import { spawnSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { connect } from "node:net"
@@ -153,6 +154,35 @@ describe(`a stop ends within the drain time + 2 s (DRAIN_TIMEOUT_SECONDS=${drain
       for (const pid of stopped) process.kill(pid, "SIGCONT")
       server.proc.kill("SIGKILL")
       cluster.stop()
+    }
+  })
+
+  it("with SQLite's write lock held by another process while creates wait for it", async () => {
+    using folder = temporaryFolder()
+    const path = join(folder.path, "petstore.db")
+    // A lock wait far longer than the drain: the drain must cut the waits.
+    const env = { DATABASE_URL: path, DRAIN_TIMEOUT_SECONDS: String(drainSeconds), DATABASE_STATEMENT_TIMEOUT_SECONDS: "9" }
+    const key = await createKey(env)
+    const server = await startServer(env)
+    const other = new Database(path)
+    try {
+      other.exec("BEGIN IMMEDIATE")
+      const creates = Array.from({ length: 4 }, (_, n) =>
+        fetch(`${server.url}/v1/pets`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify({ name: `waiting ${n}`, categoryId: 1 })
+        }).then((response) => response.status, () => 0))
+      await Bun.sleep(300)
+      const { millis } = await timeStop(server)
+      expect(millis).toBeLessThan(boundMillis)
+      // Answered 503 at the drain's end, or cut off with the process: none was stored.
+      for (const status of await Promise.all(creates)) expect([0, 503]).toContain(status)
+      other.exec("ROLLBACK")
+      expect(other.query("SELECT count(*) AS n FROM pets").get()).toEqual({ n: 0 })
+    } finally {
+      other.close()
+      server.proc.kill("SIGKILL")
     }
   })
 })

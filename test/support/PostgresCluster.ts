@@ -44,7 +44,7 @@ const serverBin = (): string => {
   return find() ?? (() => { throw new Error("apt-get installed postgresql but no initdb was found") })()
 }
 
-export const startPostgresCluster = (port: number): PostgresCluster => {
+export const startPostgresCluster = (port: number, maxConnections = 300): PostgresCluster => {
   const bin = serverBin()
   const folder = mkdtempSync(join(tmpdir(), "petstore-pg-"))
   // The server refuses to run as root; as root, the cluster belongs to Debian's `postgres` user.
@@ -57,7 +57,7 @@ export const startPostgresCluster = (port: number): PostgresCluster => {
     run(join(bin, "initdb"), ["-D", data, "-U", "petstore", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"], user)
     run(join(bin, "pg_ctl"), [
       "-D", data, "-l", join(folder, "server.log"), "-w", "-t", "60",
-      "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${folder} -c max_connections=300 -c fsync=off`,
+      "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${folder} -c max_connections=${maxConnections} -c fsync=off`,
       "start"
     ], user)
   } catch (error) {

@@ -8,14 +8,14 @@ import { freePort } from "./ServerProcess.js"
  * A PostgreSQL cluster of the test's own, for faults that would disturb other tests on the shared
  * one: stopped with SIGSTOP (the postmaster and every backend, as a frozen host looks) and resumed.
  */
-export const faultyPostgres = (): PostgresCluster & {
+export const faultyPostgres = (maxConnections?: number): PostgresCluster & {
   readonly freeze: () => void
   readonly thaw: () => void
   /** `pg_ctl restart -m fast`: every session ended, the server back a moment later. */
   readonly restart: () => void
   readonly [Symbol.dispose]: () => void
 } => {
-  const cluster = startPostgresCluster(freePort())
+  const cluster = startPostgresCluster(freePort(), maxConnections)
   const postmaster = () => Number(readFileSync(join(cluster.dataDirectory, "postmaster.pid"), "utf8").split("\n")[0])
   let frozen: Array<number> = []
   const thaw = () => {
