@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Database } from "bun:sqlite"
 import { copyFileSync, renameSync, rmSync } from "node:fs"
+import { open } from "node:fs/promises"
 import { join } from "node:path"
 import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
@@ -173,5 +174,42 @@ describe("a damaged SQLite file", () => {
     expect(output).toContain(`Cannot use the database ${path} (it is not a SQLite database, or it is damaged)`)
     expect(output).toMatch(/malformed|not a database/)
     expect(new Uint8Array(await Bun.file(path).arrayBuffer())).toEqual(bytes)
+  })
+
+  it("damaged under the running server: requests reading the damaged pages answer 503 database_unavailable, never 500", async () => {
+    using folder = temporaryFolder()
+    const path = join(folder.path, "petstore.db")
+    const key = (await runCommand(["src/keys.ts", "create", "--name", "damaged"], { DATABASE_URL: path })).stdout.trim().split("\n").at(-1)!
+    const database = new Database(path)
+    const insert = database.prepare("INSERT INTO pets (name, category_id, status) VALUES (?, 1, 'available')")
+    // Far more pages than SQLite's page cache (2 MB) holds, so reads go to the file.
+    database.transaction(() => {
+      for (let i = 0; i < 100_000; i++) insert.run(`pet ${i} `.repeat(8))
+    })()
+    database.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+    database.close()
+    const server = await startServer({ DATABASE_URL: path })
+    try {
+      // Every page but the first (the header and the schema) overwritten in place: same file.
+      const size = Bun.file(path).size
+      const handle = await open(path, "r+")
+      await handle.write(new Uint8Array(size - 4096).fill(0x5a), 0, size - 4096, 4096)
+      await handle.close()
+      const statuses = new Map<number, number>()
+      for (let id = 1; id <= 100_000; id += 997) {
+        const response = await fetch(`${server.url}/v1/pets/${id}`, { headers: { authorization: `Bearer ${key}` } })
+        const body = await response.json()
+        statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1)
+        if (response.status === 503) {
+          expect(body.code).toBe("database_unavailable")
+          expect(response.headers.get("retry-after")).toBe("1")
+        }
+      }
+      expect([...statuses.keys()].every((status) => status === 200 || status === 503), JSON.stringify([...statuses])).toBe(true)
+      expect(statuses.get(503)).toBeGreaterThan(0)
+      expect(server.logs()).toMatch(/malformed/)
+    } finally {
+      await server.stop()
+    }
   })
 })
