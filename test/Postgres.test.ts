@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../src/AppConfig.js"
 import { ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
+import { databaseUnavailable } from "../src/Sql/DatabaseErrors.js"
 import { PostgresConnection } from "../src/Sql/PostgresConnection.js"
 import { TemporaryPostgres, temporaryDatabase } from "./support/PostgresStores.js"
 
@@ -18,6 +19,26 @@ describe("the PostgreSQL database", () => {
       )
       expect(migrations.map((row) => row.migration_id)).toEqual([1, 2, 3, 4, 5, 6])
     }).pipe(Effect.scoped))
+
+  it.live("every connection carries the statement and idle-in-transaction timeouts, and a transaction left idle past its timeout is ended by the server", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const [settings] = yield* sql<{ statement_timeout: string; idle: string }>`
+        SELECT current_setting('statement_timeout') AS statement_timeout,
+               current_setting('idle_in_transaction_session_timeout') AS idle`
+      expect(settings).toEqual({ statement_timeout: "3s", idle: "10s" })
+      // The server's side of it, shortened: what PostgreSQL does with such a transaction.
+      const exit = yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql`SET LOCAL idle_in_transaction_session_timeout = 200`
+        yield* Effect.sleep("600 millis")
+        yield* sql`SELECT 1`
+      })).pipe(Effect.exit)
+      expect(exit._tag).toBe("Failure")
+      // Answered as the database being unavailable (503), with the server's words.
+      const reason = exit._tag === "Failure" ? databaseUnavailable(exit.cause) : Option.none()
+      expect(Option.getOrElse(reason, () => "")).toMatch(/idle-in-transaction timeout|Connection terminated|connection error/i)
+      expect(yield* sql`SELECT 1 AS one`).toEqual([{ one: 1 }])
+    }).pipe(Effect.provide(TemporaryPostgres), Effect.scoped))
 
   it.effect("keeps only the SHA-256 hash of a key, never the key", () =>
     Effect.gen(function*() {
