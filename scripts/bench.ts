@@ -48,7 +48,7 @@ process.on("exit", () => rmSync(folder, { recursive: true, force: true }))
 
 // Seed: the service's own migrations and a production key, then 10,000 pets (a tenth without status).
 const seed = join(folder, "seed.db")
-const keyRun = Bun.spawnSync(["bun", "src/keys.ts", "create", "--name", "bench"], {
+const keyRun = Bun.spawnSync(["bun", "src/bin/keys.ts", "create", "--name", "bench"], {
   cwd: root,
   env: { ...process.env, DATABASE_URL: seed, PETSTORE_ENV: "production" }
 })

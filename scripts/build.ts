@@ -1,5 +1,5 @@
 /**
- * The production build (`bun run build`): src/main.ts as one bundle with Bun's bytecode beside it,
+ * The production build (`bun run build`): src/bin/main.ts as one bundle with Bun's bytecode beside it,
  * in dist/ or the folder given as the first argument.
  */
 import type { BunPlugin } from "bun"
@@ -24,7 +24,7 @@ const withoutScalarSourceMapUrl: BunPlugin = {
 }
 
 const result = await Bun.build({
-  entrypoints: ["src/main.ts"],
+  entrypoints: ["src/bin/main.ts"],
   target: "bun",
   outdir,
   minify: { syntax: true, whitespace: true },

@@ -17,7 +17,7 @@ const killAfterMs = numberOption("--kill-after-ms", 1500)
 const folder = mkdtempSync(join(tmpdir(), "petstore-crash-"))
 try {
   const env = { DATABASE_URL: join(folder, "petstore.db"), RATE_LIMIT_PER_SECOND: "1000000", RATE_LIMIT_BURST: "1000000" }
-  const key = (await runCommand(["src/keys.ts", "create", "--name", "crash"], env)).stdout.trim().split("\n").at(-1)!
+  const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "crash"], env)).stdout.trim().split("\n").at(-1)!
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
   const server = await startServer(env)
 

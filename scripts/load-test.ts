@@ -42,7 +42,7 @@ try {
     RATE_LIMIT_BURST: "1000000",
     LOG_LEVEL: "warn"
   }
-  const key = (await runCommand(["src/keys.ts", "create", "--name", "load"], env)).stdout.trim().split("\n").at(-1)!
+  const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "load"], env)).stdout.trim().split("\n").at(-1)!
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
   const server = await startServer(env)
   const startedAt = performance.now()

@@ -1,8 +1,8 @@
 import { HttpApi, OpenApi } from "@effect/platform"
+import { HealthApi } from "./Api/Health.js"
+import { finishDocument } from "./Api/OpenApiDocument.js"
+import { PetsApi } from "./Api/Pets.js"
 import { InternalErrorBody } from "./Domain/ApiError.js"
-import { finishDocument } from "./OpenApiDocument.js"
-import { HealthApi } from "./Health/Api.js"
-import { PetsApi } from "./Pets/Api.js"
 
 /**
  * The Pet Store API: the single definition the server, the derived client, the OpenAPI document and

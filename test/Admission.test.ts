@@ -6,7 +6,7 @@ import { runCommand, startServer, temporaryFolder } from "./support/ServerProces
 type Server = Awaited<ReturnType<typeof startServer>>
 
 const createKey = async (env: Record<string, string>) =>
-  (await runCommand(["src/keys.ts", "create", "--name", "admission"], env)).stdout.trim().split("\n").at(-1)!
+  (await runCommand(["src/bin/keys.ts", "create", "--name", "admission"], env)).stdout.trim().split("\n").at(-1)!
 
 /** `count` requests at once, spread over the servers, each on a connection of its own. */
 const burst = (servers: ReadonlyArray<Server>, count: number, headers: Record<string, string>) =>

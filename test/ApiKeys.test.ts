@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted } from "effect"
-import { AppConfig } from "../src/AppConfig.js"
+import { AppConfig } from "../src/Config/AppConfig.js"
 import { ApiKeyAlreadyRevoked, ApiKeyNotFound, ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
 import { SqlClient } from "@effect/sql"
 import { TemporaryPostgres } from "./support/PostgresStores.js"

@@ -33,12 +33,12 @@ const canMount = isRoot && (() => {
 
 /** Starts the service on `databaseUrl`, which must fail: its exit code and its output. */
 const startFailing = async (databaseUrl: string) => {
-  const result = await runCommand(["src/main.ts"], { DATABASE_URL: databaseUrl, PORT: "1" })
+  const result = await runCommand(["src/bin/main.ts"], { DATABASE_URL: databaseUrl, PORT: "1" })
   return { exitCode: result.exitCode, output: result.stdout + result.stderr }
 }
 
 const createDatabase = async (path: string) => {
-  const created = await runCommand(["src/keys.ts", "create", "--name", "files"], { DATABASE_URL: path })
+  const created = await runCommand(["src/bin/keys.ts", "create", "--name", "files"], { DATABASE_URL: path })
   expect(created.exitCode).toBe(0)
   return created.stdout.trim().split("\n").at(-1)!
 }

@@ -29,15 +29,15 @@ describe("petstore, the command line", () => {
     const env = { ...clean, DATABASE_URL: join(folder.path, "petstore.db") }
     const server = await startServer(env)
     try {
-      const key = (await runCommand(["src/keys.ts", "create", "--name", "cli"], env)).stdout.trim().split("\n").at(-1)!
+      const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "cli"], env)).stdout.trim().split("\n").at(-1)!
       const withKey = { ...env, PETSTORE_API_KEY: key }
 
-      const fromVariable = await runCommand(["src/cli.ts", "pets", "list", "--json"], { ...withKey, PETSTORE_BASE_URL: server.url })
+      const fromVariable = await runCommand(["src/bin/cli.ts", "pets", "list", "--json"], { ...withKey, PETSTORE_BASE_URL: server.url })
       expect(fromVariable.stderr).toBe("")
       expect(JSON.parse(fromVariable.stdout)).toEqual([])
 
       // The option wins over the variable, which names nothing that answers.
-      const fromOption = await runCommand(["src/cli.ts", "pets", "list", "--json", "--base-url", server.url], {
+      const fromOption = await runCommand(["src/bin/cli.ts", "pets", "list", "--json", "--base-url", server.url], {
         ...withKey,
         PETSTORE_BASE_URL: "http://127.0.0.1:9"
       })
@@ -45,7 +45,7 @@ describe("petstore, the command line", () => {
       expect(JSON.parse(fromOption.stdout)).toEqual([])
 
       // Neither: the local default, named in the error when nothing answers there.
-      const fromDefault = await runCommand(["src/cli.ts", "pets", "list"], withKey)
+      const fromDefault = await runCommand(["src/bin/cli.ts", "pets", "list"], withKey)
       expect(fromDefault.exitCode).toBe(1)
       expect(fromDefault.stderr).toMatch(/^base URL: nothing answers at http:\/\/localhost:3000 .*; set --base-url or PETSTORE_BASE_URL\n$/)
     } finally {
@@ -67,7 +67,7 @@ describe("petstore, the command line", () => {
       [["pets", "create", "--category-id", "1"], env, "Expected to find option: '--name'"]
     ]
     for (const [args, variables, message] of cases) {
-      const result = await runCommand(["src/cli.ts", ...args], variables)
+      const result = await runCommand(["src/bin/cli.ts", ...args], variables)
       expect({ args, stdout: result.stdout, stderr: result.stderr, exitCode: result.exitCode }).toEqual({
         args,
         stdout: "",
@@ -81,29 +81,29 @@ describe("petstore, the command line", () => {
     using folder = temporaryFolder()
     const env = { DATABASE_URL: join(folder.path, "keys.db") }
     for (const name of ["", "   ", "x".repeat(256)]) {
-      const result = await runCommand(["src/keys.ts", "create", "--name", name], env)
+      const result = await runCommand(["src/bin/keys.ts", "create", "--name", name], env)
       expect(result.exitCode, JSON.stringify(name)).toBe(1)
       expect(result.stderr).toMatch(/^--name: must be 1 to 255 characters, not only spaces \(got ".*"\)\n$/)
     }
-    expect(JSON.parse((await runCommand(["src/keys.ts", "list", "--json"], env)).stdout)).toEqual([])
+    expect(JSON.parse((await runCommand(["src/bin/keys.ts", "list", "--json"], env)).stdout)).toEqual([])
   })
 
   it("--help has no ANSI colours when not on a terminal, nor on one with NO_COLOR set; keys --help opens no database", async () => {
-    const piped = await runCommand(["src/cli.ts", "pets", "list", "--help"], clean)
+    const piped = await runCommand(["src/bin/cli.ts", "pets", "list", "--help"], clean)
     expect(piped.exitCode).toBe(0)
     expect(piped.stdout).toContain("--base-url url")
     expect(piped.stdout).not.toMatch(ansi)
 
-    expect(await onTerminal("bun src/cli.ts --help", clean)).toMatch(ansi)
-    const noColor = await onTerminal("bun src/cli.ts --help", { NO_COLOR: "1" })
+    expect(await onTerminal("bun src/bin/cli.ts --help", clean)).toMatch(ansi)
+    const noColor = await onTerminal("bun src/bin/cli.ts --help", { NO_COLOR: "1" })
     expect(noColor).toContain("USAGE")
     expect(noColor).not.toMatch(ansi)
-    expect(await onTerminal("bun src/keys.ts --help", { NO_COLOR: "1" })).not.toMatch(ansi)
+    expect(await onTerminal("bun src/bin/keys.ts --help", { NO_COLOR: "1" })).not.toMatch(ansi)
 
     // `keys --help` opens no database: it works with none, and creates no file.
     using folder = temporaryFolder()
     const database = join(folder.path, "petstore.db")
-    const keysHelp = await runCommand(["src/keys.ts", "revoke", "--help"], { ...clean, DATABASE_URL: database })
+    const keysHelp = await runCommand(["src/bin/keys.ts", "revoke", "--help"], { ...clean, DATABASE_URL: database })
     expect(keysHelp.exitCode).toBe(0)
     expect(keysHelp.stdout).toContain("Revoke an API key")
     expect(keysHelp.stdout).not.toMatch(ansi)
@@ -115,7 +115,7 @@ describe("petstore keys, the command line", () => {
   it("list --json prints the records as a JSON array, never a key", async () => {
     using folder = temporaryFolder()
     const env = { ...clean, DATABASE_URL: join(folder.path, "petstore.db") }
-    const keys = (...args: Array<string>) => runCommand(["src/keys.ts", ...args], env)
+    const keys = (...args: Array<string>) => runCommand(["src/bin/keys.ts", ...args], env)
     expect(JSON.parse((await keys("list", "--json")).stdout)).toEqual([])
     const alice = (await keys("create", "--name", "alice")).stdout.trim().split("\n").at(-1)!
     const bob = (await keys("create", "--name", "bob")).stdout.trim().split("\n").at(-1)!
@@ -135,7 +135,7 @@ describe("petstore keys, the command line", () => {
   it("revoking a revoked key says so, exits 1 and keeps the first revocation time", async () => {
     using folder = temporaryFolder()
     const env = { ...clean, DATABASE_URL: join(folder.path, "petstore.db") }
-    const keys = (...args: Array<string>) => runCommand(["src/keys.ts", ...args], env)
+    const keys = (...args: Array<string>) => runCommand(["src/bin/keys.ts", ...args], env)
     await keys("create", "--name", "laptop")
     expect(await keys("revoke", "1")).toMatchObject({ exitCode: 0, stdout: "Revoked key 1 (laptop)\n" })
     const [{ revokedAt }] = JSON.parse((await keys("list", "--json")).stdout)

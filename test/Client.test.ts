@@ -176,7 +176,7 @@ describe("the client against the real server process", () => {
   it("the Promise facade (under Bun and Node.js) and the command line", async () => {
     using folder = temporaryFolder()
     const env = { DATABASE_URL: join(folder.path, "petstore.db") }
-    const key = (await runCommand(["src/keys.ts", "create", "--name", "client"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "client"], env)).stdout.trim().split("\n").at(-1)!
     const server = await startServer(env)
     try {
       const client = createPetStoreClient({ target: { baseUrl: server.url }, apiKey: key })
@@ -220,7 +220,7 @@ await client.close()
       })
 
       const cli = (args: Array<string>, apiKey = key) =>
-        runCommand(["src/cli.ts", "pets", ...args, "--base-url", server.url], { PETSTORE_API_KEY: apiKey })
+        runCommand(["src/bin/cli.ts", "pets", ...args, "--base-url", server.url], { PETSTORE_API_KEY: apiKey })
       const created = await cli(["create", "--name", "Tom", "--category-id", "4"])
       expect(created.exitCode).toBe(0)
       expect(created.stdout).toBe("id  name  category  status\n9   Tom   4         -\n")

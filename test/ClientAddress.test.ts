@@ -1,7 +1,7 @@
 import { HttpServerRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { makeClientAddress, parseTrustedProxies } from "../src/Http/ClientAddress.js"
-import { formatIp, parseIp } from "../src/Http/IpAddress.js"
+import { makeClientAddress, parseTrustedProxies } from "../src/Request/ClientAddress.js"
+import { formatIp, parseIp } from "../src/Request/IpAddress.js"
 
 const request = (peer: string, headers: Record<string, string> = {}) =>
   HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets", { headers })).modify({ remoteAddress: peer })

@@ -31,7 +31,7 @@ describe("a client that hangs up is logged 499 client_closed_request, never as a
   let server: Awaited<ReturnType<typeof startServer>>
   let key: string
   beforeAll(async () => {
-    key = (await runCommand(["src/keys.ts", "create", "--name", "hangups"], env)).stdout.trim().split("\n").at(-1)!
+    key = (await runCommand(["src/bin/keys.ts", "create", "--name", "hangups"], env)).stdout.trim().split("\n").at(-1)!
     server = await startServer(env)
   })
   afterAll(async () => {

@@ -27,7 +27,7 @@ describe("PostgreSQL faults under requests", () => {
   it("stopped (SIGSTOP): API requests answer 503 with Retry-After within the deadline, /readyz 503 within 1 s, /livez at once; all recover after SIGCONT", async () => {
     using postgres = faultyPostgres()
     const env = { DATABASE_URL: postgres.url, ...timeouts }
-    const key = (await runCommand(["src/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
     const server = await startServer(env)
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
     const create = (name: string) =>
@@ -87,7 +87,7 @@ describe("PostgreSQL faults under requests", () => {
   it("restarted under traffic: only 200, 201 or 503 with Retry-After, never 500; every acknowledged create is kept, none twice", async () => {
     using postgres = faultyPostgres()
     const env = { DATABASE_URL: postgres.url, ...timeouts, RATE_LIMIT_PER_SECOND: "100000", RATE_LIMIT_BURST: "100000" }
-    const key = (await runCommand(["src/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
     const server = await startServer(env)
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
     const acknowledged: Array<number> = []
@@ -248,7 +248,7 @@ describe("the pets table locked by another session (LOCK TABLE pets IN ACCESS EX
   it("/readyz answers 503 within 1 s and API requests 503 within the statement timeout; both recover within 1 s of the release", async () => {
     using postgres = faultyPostgres()
     const env = { DATABASE_URL: postgres.url, ...timeouts }
-    const key = (await runCommand(["src/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
     const server = await startServer(env)
     const headers = { authorization: `Bearer ${key}` }
     const locker = Bun.spawn(["psql", postgres.url, "-v", "ON_ERROR_STOP=1"], { stdin: "pipe", stdout: "pipe", stderr: "pipe" })
@@ -286,7 +286,7 @@ describe("a start against PostgreSQL keeps its bounds", () => {
   it("a database that refuses connections is retried, each retry logged, then exit 1 naming host and port", async () => {
     const port = freePort()
     const startedAt = performance.now()
-    const result = await runCommand(["src/main.ts"], {
+    const result = await runCommand(["src/bin/main.ts"], {
       DATABASE_URL: `postgres://petstore:s3cret-pw@127.0.0.1:${port}/petstore`,
       DATABASE_START_TIMEOUT_SECONDS: "2",
       PORT: String(freePort()),
@@ -306,7 +306,7 @@ describe("a start against PostgreSQL keeps its bounds", () => {
     const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
     try {
       const startedAt = performance.now()
-      const result = await runCommand(["src/main.ts"], {
+      const result = await runCommand(["src/bin/main.ts"], {
         DATABASE_URL: `postgres://petstore:s3cret-pw@127.0.0.1:${silent.port}/petstore`,
         DATABASE_CONNECT_TIMEOUT_SECONDS: "1",
         PORT: String(freePort()),
@@ -323,7 +323,7 @@ describe("a start against PostgreSQL keeps its bounds", () => {
   })
 
   it("SIGTERM while it waits for the database stops the process at once", async () => {
-    const proc = Bun.spawn(["bun", "src/main.ts"], {
+    const proc = Bun.spawn(["bun", "src/bin/main.ts"], {
       env: {
         ...process.env,
         DATABASE_URL: `postgres://petstore@127.0.0.1:${freePort()}/petstore`,

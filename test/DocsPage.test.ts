@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect } from "effect"
 import { createHash } from "node:crypto"
 import { brotliDecompressSync, gunzipSync } from "node:zlib"
-import { AppConfig } from "../src/AppConfig.js"
+import { AppConfig } from "../src/Config/AppConfig.js"
 import { chooseEncoding } from "../src/Http/Precompressed.js"
 import { createKey, send, TestServer } from "./support/TestServer.js"
 

@@ -30,7 +30,7 @@ describe("durability and concurrency on the real server with SQLite", () => {
   it("500 concurrent creates get 500 distinct ids; readers paging meanwhile see no pet twice and skip none", async () => {
     using folder = temporaryFolder()
     const env = { DATABASE_URL: join(folder.path, "petstore.db"), RATE_LIMIT_BURST: "100000" }
-    const key = (await runCommand(["src/keys.ts", "create", "--name", "load"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "load"], env)).stdout.trim().split("\n").at(-1)!
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
     const server = await startServer(env)
     try {

@@ -19,7 +19,7 @@ for (const [name, createDatabase] of databases) describe(`the real server proces
     const env = { DATABASE_URL: database.url, LOG_LEVEL: "Info" }
     const server = await startServer(env)
     try {
-      const created = await runCommand(["src/keys.ts", "create", "--name", "e2e"], env)
+      const created = await runCommand(["src/bin/keys.ts", "create", "--name", "e2e"], env)
       expect(created.exitCode).toBe(0)
       const key = created.stdout.trim().split("\n").at(-1)!
       expect(key).toMatch(/^ps_test_[A-Za-z0-9_-]{43}$/)
@@ -41,14 +41,14 @@ for (const [name, createDatabase] of databases) describe(`the real server proces
       expect(get.headers.get("sunset")).toBe("Thu, 05 Dec 2030 00:00:00 GMT")
       expect((await fetch(`${server.url}/readyz`)).status).toBe(200)
 
-      const listed = await runCommand(["src/keys.ts", "list"], env)
+      const listed = await runCommand(["src/bin/keys.ts", "list"], env)
       expect(listed.stdout).toMatch(/1\s+e2e\s+ps_test_/)
       expect(listed.stdout).not.toContain(key)
-      const revoked = await runCommand(["src/keys.ts", "revoke", "1"], env)
+      const revoked = await runCommand(["src/bin/keys.ts", "revoke", "1"], env)
       expect(revoked.exitCode).toBe(0)
       const refused = await fetch(`${server.url}/v1/pets`, { headers: auth })
       expect(refused.status).toBe(401)
-      const unknown = await runCommand(["src/keys.ts", "revoke", "99"], env)
+      const unknown = await runCommand(["src/bin/keys.ts", "revoke", "99"], env)
       expect(unknown.exitCode).not.toBe(0)
       expect(unknown.stderr).toBe("id: no API key has id 99\n")
 
@@ -77,7 +77,7 @@ for (const [name, createDatabase] of databases) describe(`the real server proces
   it("keeps the pets across a restart, and stops with exit 0 on SIGTERM after finishing requests in flight", async () => {
     await using database = await createDatabase()
     const env = { DATABASE_URL: database.url }
-    const key = (await runCommand(["src/keys.ts", "create", "--name", "e2e"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "e2e"], env)).stdout.trim().split("\n").at(-1)!
     const server = await startServer(env)
     // A request still uploading its body when the signal arrives.
     const body = new TransformStream<Uint8Array, Uint8Array>()
@@ -125,7 +125,7 @@ describe("the real server process", () => {
         ["CORS_ORIGINS", "example.com"]
       ]
     ) {
-      const result = await runCommand(["src/main.ts"], { [name!]: value! })
+      const result = await runCommand(["src/bin/main.ts"], { [name!]: value! })
       expect(result.exitCode, name).toBe(1)
       expect(result.stdout + result.stderr, name).toContain(name)
     }

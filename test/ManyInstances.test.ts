@@ -8,7 +8,7 @@ describe("two instances on one PostgreSQL database", () => {
     const env = { DATABASE_URL: database.url, RATE_LIMIT_PER_SECOND: "0.01", RATE_LIMIT_BURST: "12" }
     const [one, two] = await Promise.all([startServer(env), startServer(env)])
     try {
-      const key = (await runCommand(["src/keys.ts", "create", "--name", "shared"], env)).stdout.trim().split("\n").at(-1)!
+      const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "shared"], env)).stdout.trim().split("\n").at(-1)!
       const call = (server: typeof one, path: string, init: RequestInit = {}) =>
         fetch(`${server.url}${path}`, {
           ...init,
@@ -39,7 +39,7 @@ describe("two instances on one PostgreSQL database", () => {
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429])
 
       // A key revoked while both run is refused by both within a second.
-      await runCommand(["src/keys.ts", "revoke", "1"], env)
+      await runCommand(["src/bin/keys.ts", "revoke", "1"], env)
       await Bun.sleep(1000)
       expect((await call(one, "/v1/pets")).status).toBe(401)
       expect((await call(two, "/v1/pets")).status).toBe(401)

@@ -24,7 +24,7 @@ const waitFor = async <A>(read: () => Promise<A>, done: (value: A) => boolean): 
 
 const withKey = async (folder: string) => {
   const env = { DATABASE_URL: join(folder, "petstore.db") }
-  const key = (await runCommand(["src/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n").at(-1)!
+  const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n").at(-1)!
   return { env, key }
 }
 
@@ -122,7 +122,7 @@ describe("Prometheus metrics", () => {
     const server = await startServer({ ...env, METRICS_PORT: "off", METRICS_HOST: "127.0.0.1" })
     try {
       expect(await scrape()).toBe("refused")
-      const bad = await runCommand(["src/main.ts"], { ...env, PORT: String(freePort()), METRICS_PORT: "no" })
+      const bad = await runCommand(["src/bin/main.ts"], { ...env, PORT: String(freePort()), METRICS_PORT: "no" })
       expect(bad.exitCode).toBe(1)
       expect(bad.stdout + bad.stderr).toContain("METRICS_PORT")
     } finally {
@@ -136,7 +136,7 @@ describe("Prometheus metrics", () => {
     const metricsPort = freePort()
     const first = await startServer({ ...env, METRICS_PORT: String(metricsPort) })
     try {
-      const second = Bun.spawn(["bun", "src/main.ts"], {
+      const second = Bun.spawn(["bun", "src/bin/main.ts"], {
         env: { ...process.env, ...env, HOST: "127.0.0.1", PORT: String(freePort()), METRICS_PORT: String(metricsPort) },
         stdout: "pipe",
         stderr: "pipe"
@@ -221,7 +221,7 @@ describe("Prometheus metrics", () => {
   it("on PostgreSQL: statement durations and the pool's connections in use and idle", async () => {
     await using database = await createTestDatabase()
     const env = { DATABASE_URL: database.url }
-    const key = (await runCommand(["src/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n").at(-1)!
     const metricsPort = freePort()
     const server = await startServer({ ...env, METRICS_PORT: String(metricsPort) })
     try {

@@ -10,7 +10,7 @@ type Json = Record<string, any>
 const withServer = async (f: (server: { url: string; key: string; spec: Json }) => Promise<void>) => {
   using folder = temporaryFolder()
   const env = { DATABASE_URL: join(folder.path, "petstore.db") }
-  const key = (await runCommand(["src/keys.ts", "create", "--name", "openapi"], env)).stdout.trim().split("\n").at(-1)!
+  const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "openapi"], env)).stdout.trim().split("\n").at(-1)!
   const server = await startServer(env)
   try {
     const spec = await (await fetch(`${server.url}/v1/openapi.json`)).json()

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Redacted } from "effect"
-import { AppConfig } from "../src/AppConfig.js"
+import { AppConfig } from "../src/Config/AppConfig.js"
 import { ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
 import { databaseUnavailable } from "../src/Sql/DatabaseErrors.js"
 import { PostgresConnection } from "../src/Sql/PostgresConnection.js"

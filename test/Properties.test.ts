@@ -18,7 +18,7 @@ beforeAll(async () => {
   cleanups.push(async () => folder[Symbol.dispose](), () => database[Symbol.asyncDispose]())
   for (const [name, url] of [["SQLite", join(folder.path, "petstore.db")], ["PostgreSQL", database.url]] as const) {
     const env = { DATABASE_URL: url, ...limits }
-    const key = (await runCommand(["src/keys.ts", "create", "--name", "properties"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "properties"], env)).stdout.trim().split("\n").at(-1)!
     const server = await startServer(env)
     cleanups.unshift(() => server.stop())
     servers[name] = { ...server, key }

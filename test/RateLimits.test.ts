@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
-import { parseTrustedProxies } from "../src/Http/ClientAddress.js"
+import { parseTrustedProxies } from "../src/Request/ClientAddress.js"
 import { registrySeries, render } from "../src/Observability/Exposition.js"
 import { Effect, Fiber, TestClock } from "effect"
 import { createKey, makeTestServer, send } from "./support/TestServer.js"

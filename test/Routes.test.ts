@@ -13,7 +13,7 @@ describe("routes match as declared (the real server process, raw requests)", () 
   let server: Awaited<ReturnType<typeof startServer>>
   let auth: Record<string, string>
   beforeAll(async () => {
-    const created = await runCommand(["src/keys.ts", "create", "--name", "routes"], env)
+    const created = await runCommand(["src/bin/keys.ts", "create", "--name", "routes"], env)
     auth = { authorization: `Bearer ${created.stdout.trim().split("\n").at(-1)}` }
     server = await startServer(env)
   })

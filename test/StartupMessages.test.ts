@@ -3,7 +3,7 @@ import { freePort, runCommand } from "./support/ServerProcess.js"
 
 /** The one line a failed start logs, and its exit code. */
 const start = async (env: Record<string, string>) => {
-  const { exitCode, stderr, stdout } = await runCommand(["src/main.ts"], env)
+  const { exitCode, stderr, stdout } = await runCommand(["src/bin/main.ts"], env)
   return { exitCode, output: stdout + stderr }
 }
 

@@ -12,7 +12,7 @@ const drainSeconds = 1
 const boundMillis = (drainSeconds + 2) * 1000
 
 const createKey = async (env: Record<string, string>) =>
-  (await runCommand(["src/keys.ts", "create", "--name", "stop"], env)).stdout.trim().split("\n").at(-1)!
+  (await runCommand(["src/bin/keys.ts", "create", "--name", "stop"], env)).stdout.trim().split("\n").at(-1)!
 
 /** Requests one after another on keep-alive connections until `stop` is called; how many were answered. */
 const traffic = (url: string, key: string) => {

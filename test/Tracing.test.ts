@@ -13,7 +13,7 @@ const callerSpanId = "b7ad6b7169203331"
 /** A real server exporting every span at once to a receiving end the test started. */
 const startTracedServer = async (folder: string, env: Record<string, string> = {}, receiver = startOtlpReceiver()) => {
   const database = { DATABASE_URL: env.DATABASE_URL ?? join(folder, "petstore.db") }
-  const key = (await runCommand(["src/keys.ts", "create", "--name", "tracing"], database)).stdout.trim().split("\n").at(-1)!
+  const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "tracing"], database)).stdout.trim().split("\n").at(-1)!
   const server = await startServer({
     ...database,
     METRICS_PORT: "off",
@@ -139,7 +139,7 @@ describe("traces over OTLP/HTTP", () => {
     await receiver.waitFor((span) => span.traceId === callerTraceId && span.kind === 2)
     expect(new Set(receiver.spans.map((span) => span.traceId))).toEqual(new Set([callerTraceId]))
 
-    const refused = await runCommand(["src/main.ts"], {
+    const refused = await runCommand(["src/bin/main.ts"], {
       DATABASE_URL: join(folder.path, "other.db"),
       PORT: String(freePort()),
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,

@@ -17,7 +17,7 @@ describe("WORKERS: several server processes on one port", () => {
   it("on SQLite: serve together, hold the rate limit together, are restarted when they die, and all stop on SIGTERM", async () => {
     using folder = temporaryFolder()
     const env = { DATABASE_URL: join(folder.path, "petstore.db"), RATE_LIMIT_PER_SECOND: "0.01", RATE_LIMIT_BURST: "6" }
-    const key = (await runCommand(["src/keys.ts", "create", "--name", "workers"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "workers"], env)).stdout.trim().split("\n").at(-1)!
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
       expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
@@ -64,7 +64,7 @@ describe("WORKERS: several server processes on one port", () => {
   it("on PostgreSQL: the workers serve one database", async () => {
     await using database = await createTestDatabase()
     const env = { DATABASE_URL: database.url }
-    const key = (await runCommand(["src/keys.ts", "create", "--name", "workers"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "workers"], env)).stdout.trim().split("\n").at(-1)!
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
       const headers = { authorization: `Bearer ${key}`, "content-type": "application/json", connection: "close" }

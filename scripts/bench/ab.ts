@@ -132,8 +132,11 @@ const measure = (engine: string, servers: readonly [Server, Server], key: string
     return { engine, workload: workload.name, a: a!, b: b!, ratio: b!.rps / a!.rps, cpuRatio: b!.cpuUs / a!.cpuUs }
   })
 
+// Commits before the entry points moved to src/bin/ have the keys command at src/keys.ts.
+const keysCommand = (folder: string) => existsSync(join(folder, "src/bin/keys.ts")) ? "src/bin/keys.ts" : "src/keys.ts"
+
 const createKey = (side: (typeof sides)[number], databaseUrl: string) =>
-  run(["bun", "src/keys.ts", "create", "--name", "bench"], side.folder, { DATABASE_URL: databaseUrl, PETSTORE_ENV: "production" })
+  run(["bun", keysCommand(side.folder), "create", "--name", "bench"], side.folder, { DATABASE_URL: databaseUrl, PETSTORE_ENV: "production" })
     .split("\n").at(-1)!
 
 const rows: Array<ReturnType<typeof measure>[number]> = []

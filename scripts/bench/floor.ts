@@ -9,7 +9,7 @@ import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpMiddleware 
 import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
 import { Pet } from "../../src/Domain/Pet.js"
-import { GetPetPath } from "../../src/Pets/Api.js"
+import { GetPetPath } from "../../src/Api/Pets.js"
 
 const FloorApi = HttpApi.make("floor").add(
   HttpApiGroup.make("pets").add(HttpApiEndpoint.get("getPet", "/pets/:petId").setPath(GetPetPath).addSuccess(Pet))

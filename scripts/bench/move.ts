@@ -49,7 +49,7 @@ const dbCommand = async (args: ReadonlyArray<string>, env: Record<string, string
 
 try {
   const source = join(folder, "petstore.db")
-  const key = Bun.spawnSync(["bun", "src/keys.ts", "create", "--name", "bench"], { cwd: root, env: { ...process.env, DATABASE_URL: source } })
+  const key = Bun.spawnSync(["bun", "src/bin/keys.ts", "create", "--name", "bench"], { cwd: root, env: { ...process.env, DATABASE_URL: source } })
     .stdout.toString().trim().split("\n").at(-1)!
   const sqlite = new Database(source)
   sqlite.run(

@@ -57,7 +57,7 @@ export const measurePostgres = async (bench: PostgresBench) => {
     pinCluster(cluster.dataDirectory, bench.loadCore)
     const url = cluster.url.replace(/\/postgres$/, "/petstore_bench")
     psql(cluster.url, "CREATE DATABASE petstore_bench")
-    const keyRun = Bun.spawnSync(["bun", "src/keys.ts", "create", "--name", "bench"], {
+    const keyRun = Bun.spawnSync(["bun", "src/bin/keys.ts", "create", "--name", "bench"], {
       cwd: bench.root,
       env: { ...process.env, DATABASE_URL: url, PETSTORE_ENV: "production" }
     })

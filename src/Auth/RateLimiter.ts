@@ -1,6 +1,6 @@
 import type { HttpServerRequest } from "@effect/platform"
 import { Clock, Context, Effect, Layer } from "effect"
-import { noteResponseHeaders } from "../Http/ResponseHeaders.js"
+import { noteResponseHeaders } from "../Request/ResponseHeaders.js"
 import { RecentMap } from "./RecentMap.js"
 
 /** A token bucket: `burst` requests at once, refilled at `perSecond`. */

@@ -2,7 +2,6 @@ import { HttpApiBuilder, type HttpApp, HttpServerRequest, HttpServerResponse } f
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { Cause, Effect, Option, Predicate, Schema } from "effect"
-import { summarizeCause } from "../CauseSummary.js"
 import { PetStoreApi } from "../Api.js"
 import {
   type ApiError,
@@ -13,10 +12,11 @@ import {
   NotFound,
   ServiceUnavailable
 } from "../Domain/ApiError.js"
+import { summarizeCause } from "../Observability/CauseSummary.js"
+import { describeIssues, excerpt } from "../Request/ParseIssues.js"
+import { notedResponseHeaders } from "../Request/ResponseHeaders.js"
 import { databaseUnavailable } from "../Sql/DatabaseErrors.js"
-import { describeIssues, excerpt } from "./ParseIssues.js"
 import { requestIdOf } from "./RequestLog.js"
-import { notedResponseHeaders } from "./ResponseHeaders.js"
 import { isCanonicalPath, makeAllowedMethods, pathOf } from "./Routes.js"
 
 /** The response of an error: its wire body (by its tag) under its own status. */

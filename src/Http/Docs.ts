@@ -1,8 +1,8 @@
 import { HttpApi, HttpApiBuilder, HttpApiScalar, HttpLayerRouter, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
+import { docsPath, openApiPath, rootPath } from "../Api/DocumentPaths.js"
 import { precompressed } from "./Precompressed.js"
-import { docsPath, openApiPath, rootPath } from "./Routes.js"
 
 /** Browsers and proxies may keep the page and the document this long, then revalidate by ETag. */
 export const docsCacheControl = "public, max-age=300"

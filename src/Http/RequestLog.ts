@@ -1,8 +1,8 @@
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest } from "@effect/platform"
 import { Context, Effect, Layer } from "effect"
-import { serverSpanOf } from "../Observability/RequestObserver.js"
-import type { ClientAddress } from "./ClientAddress.js"
+import type { ClientAddress } from "../Request/ClientAddress.js"
+import { serverSpanOf } from "./RequestObserver.js"
 import { statusOf } from "./RequestStatus.js"
 import { pathOf } from "./Routes.js"
 

@@ -1,11 +1,6 @@
 import { HttpApi, HttpRouter } from "@effect/platform"
 import { PetStoreApi } from "../Api.js"
-
-/** Where the OpenAPI document and the interactive docs page are served, beside the API. */
-export const openApiPath = "/v1/openapi.json"
-export const docsPath = "/docs"
-/** Redirects to the docs page. */
-export const rootPath = "/"
+import { docsPath, openApiPath, rootPath } from "../Api/DocumentPaths.js"
 
 const extraRoutes = [
   { method: "GET", path: openApiPath },

@@ -1,5 +1,5 @@
 import { Effect, Option } from "effect"
-import { readOnlySince } from "./ReadOnlyMode.js"
+import { readOnlySince } from "../Sql/ReadOnlyMode.js"
 import { knownVersion, migrationsTable, tablesOf, versionOf } from "./SchemaVersion.js"
 import { connect, describeStoreFailure, engineName, type Store } from "./Store.js"
 

@@ -3,7 +3,7 @@ import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Context, Data, Effect, Layer, Predicate, Redacted, type Scope } from "effect"
 import { closeSync, existsSync, openSync, readSync } from "node:fs"
-import { sqliteFilename } from "../AppConfig.js"
+import { sqliteFilename } from "../Config/AppConfig.js"
 import { isPostgresUrl } from "../Sql/PostgresConnection.js"
 
 /** A failure of the db command, as the one line it prints (never a password). */

@@ -1,13 +1,13 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Config, Console, Effect, Option } from "effect"
-import { run } from "../CommandLine.js"
+import { run } from "../CommandLine/Run.js"
 import { backup } from "../Move/Backup.js"
 import { copy } from "../Move/Copy.js"
-import { readOnlySince, setReadOnly, settleMillis } from "../Move/ReadOnlyMode.js"
 import { requireKnownVersion } from "../Move/SchemaVersion.js"
 import { status } from "../Move/Status.js"
 import { connect, describeStoreFailure, MoveError, parseStore, type Store } from "../Move/Store.js"
 import { verify } from "../Move/Verify.js"
+import { readOnlySince, setReadOnly, settleMillis } from "../Sql/ReadOnlyMode.js"
 
 /**
  * A side of a move, given on the command line (`--to postgres://…`) or, so that no password

@@ -7,7 +7,7 @@ export const db = (args: ReadonlyArray<string>, env: Record<string, string> = {}
 
 /** Creates an API key in the database `databaseUrl` names; the key. */
 export const createKey = async (databaseUrl: string, name = "move test") => {
-  const result = await runCommand(["src/keys.ts", "create", "--name", name], { DATABASE_URL: databaseUrl })
+  const result = await runCommand(["src/bin/keys.ts", "create", "--name", name], { DATABASE_URL: databaseUrl })
   if (result.exitCode !== 0) throw new Error(result.stderr)
   return result.stdout.trim().split("\n").at(-1)!
 }

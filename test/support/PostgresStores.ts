@@ -2,7 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { inject } from "vitest"
-import { AppConfig } from "../../src/AppConfig.js"
+import { AppConfig } from "../../src/Config/AppConfig.js"
 import { PostgresConnection } from "../../src/Sql/PostgresConnection.js"
 
 /** One statement as the cluster's superuser, on a connection of its own. */

@@ -50,11 +50,11 @@ export const runCommand = async (args: ReadonlyArray<string>, env: Record<string
   return { stdout, stderr, exitCode }
 }
 
-/** The real server, `bun src/main.ts`, started with `env` and waited for until it answers. */
+/** The real server, `bun src/bin/main.ts`, started with `env` and waited for until it answers. */
 export const startServer = async (env: Record<string, string>) => {
   const port = freePort()
   const startedAt = performance.now()
-  const proc = Bun.spawn(["bun", "src/main.ts"], {
+  const proc = Bun.spawn(["bun", "src/bin/main.ts"], {
     cwd: root,
     // Metrics off unless a test asks: servers started side by side would all want port 9464.
     env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), METRICS_PORT: "off", ...env },

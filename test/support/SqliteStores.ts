@@ -2,7 +2,7 @@ import { Effect, Layer } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { AppConfig } from "../../src/AppConfig.js"
+import { AppConfig } from "../../src/Config/AppConfig.js"
 import { SqliteConnection } from "../../src/Sql/SqliteConnection.js"
 
 /** A migrated SQLite database in a temporary folder, removed when the layer is released. */

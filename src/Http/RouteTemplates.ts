@@ -1,8 +1,9 @@
 import { HttpApi } from "@effect/platform"
 import { Metric, MetricLabel } from "effect"
 import { PetStoreApi } from "../Api.js"
-import { docsPath, isCanonicalPath, openApiPath, pathOf, rootPath } from "../Http/Routes.js"
-import { requestDuration } from "./Metrics.js"
+import { docsPath, openApiPath, rootPath } from "../Api/DocumentPaths.js"
+import { requestDuration } from "../Observability/Metrics.js"
+import { isCanonicalPath, pathOf } from "./Routes.js"
 
 /** What a request is labelled with: its method and route template, and its duration series by status. */
 export interface RouteLabels {

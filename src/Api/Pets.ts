@@ -1,6 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication } from "../Auth/Authentication.js"
 import {
   BadRequestBody,
   ConflictBody,
@@ -11,8 +10,9 @@ import {
   UnsupportedMediaTypeBody
 } from "../Domain/ApiError.js"
 import { DecimalIntFromString, NewPet, Pet, Pets, PetStatus } from "../Domain/Pet.js"
-import { withResponseHeaders } from "../OpenApiDocument.js"
+import { Authentication } from "./Authentication.js"
 import { getPetReplacementFragment, getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
+import { withResponseHeaders } from "./OpenApiDocument.js"
 
 export const defaultLimit = 20
 

@@ -1,9 +1,10 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { AppConfig } from "./AppConfig.js"
-import { ApiKeyRecord, ApiKeys } from "./Auth/ApiKeys.js"
-import { integerArgument, nameOption, run } from "./CommandLine.js"
-import { ApiKeysLive } from "./Stores.js"
+import { ApiKeyRecord, ApiKeys } from "../Auth/ApiKeys.js"
+import { integerArgument, nameOption } from "../CommandLine/Options.js"
+import { run } from "../CommandLine/Run.js"
+import { AppConfig } from "../Config/AppConfig.js"
+import { ApiKeysLive } from "../Service/Stores.js"
 
 const describe = (key: ApiKeyRecord) =>
   [

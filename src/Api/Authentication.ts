@@ -1,7 +1,7 @@
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
-import { CurrentCaller } from "../Domain/Caller.js"
 import { Schema } from "effect"
 import { TooManyRequestsBody, UnauthorizedBody } from "../Domain/ApiError.js"
+import { CurrentCaller } from "../Domain/Caller.js"
 
 /**
  * Bearer authentication for every `/v1` operation. It runs before the request is decoded, so a

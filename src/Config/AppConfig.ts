@@ -1,7 +1,7 @@
 import { Config, Context, Duration, Layer, LogLevel, Option } from "effect"
 import { availableParallelism } from "node:os"
-import { parseTrustedProxies } from "./Http/ClientAddress.js"
-import type { IpRange } from "./Http/IpAddress.js"
+import { parseTrustedProxies } from "../Request/ClientAddress.js"
+import type { IpRange } from "../Request/IpAddress.js"
 
 export type Environment = "production" | "staging"
 

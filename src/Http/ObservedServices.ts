@@ -1,9 +1,9 @@
 import { Effect, Layer } from "effect"
-import { Authentication } from "../Auth/Authentication.js"
+import { Authentication } from "../Api/Authentication.js"
+import { countPetCreated } from "../Observability/Metrics.js"
+import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
+import { withSampledSpan } from "../Observability/Tracing.js"
 import { PetRepository } from "../Pets/PetRepository.js"
-import { countPetCreated } from "./Metrics.js"
-import { ObservabilityConfig } from "./ObservabilityConfig.js"
-import { withSampledSpan } from "./Tracing.js"
 
 const inSpan = (spanName: string, functionName: string) =>
   withSampledSpan(spanName, { "code.function.name": functionName })

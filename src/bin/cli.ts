@@ -1,9 +1,10 @@
 import { Command, Options } from "@effect/cli"
 import { Config, Console, Effect, Layer, Logger, Option, Redacted, Stream } from "effect"
-import { PetStoreClient } from "./Client/PetStoreClient.js"
-import { choiceOption, integerArgument, integerOption, isHttpUrl, run, urlOption } from "./CommandLine.js"
-import type { Pet } from "./Domain/Pet.js"
-import { PetStatus } from "./Domain/Pet.js"
+import { PetStoreClient } from "../Client/PetStoreClient.js"
+import { choiceOption, integerArgument, integerOption, isHttpUrl, urlOption } from "../CommandLine/Options.js"
+import { run } from "../CommandLine/Run.js"
+import type { Pet } from "../Domain/Pet.js"
+import { PetStatus } from "../Domain/Pet.js"
 
 const statusOption = choiceOption("status", PetStatus.literals).pipe(
   Options.withDescription("Only animals with this status: available, pending or sold"),

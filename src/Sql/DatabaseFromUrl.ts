@@ -1,6 +1,6 @@
 import type { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
-import { AppConfig } from "../AppConfig.js"
+import { AppConfig } from "../Config/AppConfig.js"
 import { isPostgresUrl, PostgresConnection } from "./PostgresConnection.js"
 import { SqliteConnection } from "./SqliteConnection.js"
 

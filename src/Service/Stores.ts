@@ -1,13 +1,13 @@
 import { Effect, Layer } from "effect"
-import { AppConfig } from "./AppConfig.js"
-import { ApiKeys } from "./Auth/ApiKeys.js"
-import { RateLimiter } from "./Auth/RateLimiter.js"
-import { RateLimiterPostgres } from "./Auth/RateLimiterPostgres.js"
-import { ReadOnlyMode } from "./Move/ReadOnlyMode.js"
-import { Cursors } from "./Pets/Cursors.js"
-import { PetRepository } from "./Pets/PetRepository.js"
-import { DatabaseLive } from "./Sql/Database.js"
-import { isPostgresUrl } from "./Sql/PostgresConnection.js"
+import { ApiKeys } from "../Auth/ApiKeys.js"
+import { RateLimiter } from "../Auth/RateLimiter.js"
+import { RateLimiterPostgres } from "../Auth/RateLimiterPostgres.js"
+import { AppConfig } from "../Config/AppConfig.js"
+import { Cursors } from "../Pets/Cursors.js"
+import { PetRepository } from "../Pets/PetRepository.js"
+import { DatabaseLive } from "../Sql/DatabaseFromUrl.js"
+import { isPostgresUrl } from "../Sql/PostgresConnection.js"
+import { ReadOnlyMode } from "../Sql/ReadOnlyMode.js"
 
 /**
  * The stores on the database `DATABASE_URL` names. Rate-limit buckets are in PostgreSQL, shared by

@@ -1,11 +1,11 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
-import { AppConfig } from "../AppConfig.js"
+import { Authentication } from "../Api/Authentication.js"
+import { AppConfig } from "../Config/AppConfig.js"
 import { TooManyRequests, Unauthorized } from "../Domain/ApiError.js"
-import { makeClientAddress } from "../Http/ClientAddress.js"
 import { countFailedAuthentication, countRateLimited } from "../Observability/Metrics.js"
+import { makeClientAddress } from "../Request/ClientAddress.js"
 import { ApiKeys, hashKey, type KeyHolder } from "./ApiKeys.js"
-import { Authentication } from "./Authentication.js"
 import { noteRateLimit, RateLimiter, type RateLimitPolicy } from "./RateLimiter.js"
 
 const bearer = /^bearer +([\x21-\x7e]+) *$/i
@@ -40,7 +40,7 @@ const slowdown = (policy: RateLimitPolicy, remaining: number) =>
 /**
  * Authenticates by the key's SHA-256 hash; the key itself is never logged nor compared. A valid
  * key's requests count against its own rate only: what other clients sent from the same address
- * never refuses it. Failed attempts count against the client's address (`Http/ClientAddress.ts`:
+ * never refuses it. Failed attempts count against the client's address (`Request/ClientAddress.ts`:
  * the peer, or the client a trusted proxy names): slowed once half the allowance is spent, then
  * 429, so keys cannot be guessed at speed. The 401's challenge and the rate limit headers are
  * added with the response (`Http/ApiResponses.ts`).

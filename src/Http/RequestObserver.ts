@@ -1,11 +1,11 @@
 import { type HttpApp, HttpServerRequest } from "@effect/platform"
 import { Clock, Effect, Exit, type Tracer } from "effect"
-import type { ClientAddress } from "../Http/ClientAddress.js"
-import { statusOf } from "../Http/RequestStatus.js"
-import { pathOf } from "../Http/Routes.js"
-import { activeRequests } from "./Metrics.js"
+import { activeRequests } from "../Observability/Metrics.js"
+import { callerSpanOf, externalSpanOf } from "../Observability/TraceContext.js"
+import type { ClientAddress } from "../Request/ClientAddress.js"
+import { statusOf } from "./RequestStatus.js"
+import { pathOf } from "./Routes.js"
 import { makeRouteLabels, type RouteLabels, unmatchedRoute } from "./RouteTemplates.js"
-import { callerSpanOf, externalSpanOf } from "./TraceContext.js"
 
 /** The server span of each request whose trace is sampled, for its log line. */
 const serverSpans = new WeakMap<HttpServerRequest.HttpServerRequest, Tracer.Span>()
