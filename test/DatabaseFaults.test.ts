@@ -138,7 +138,7 @@ describe("PostgreSQL out of connections (max_connections taken by other clients)
   it("requests answer 503 with Retry-After, /readyz 503 within 1 s, never 500; both recover within 1 s of connections freed", async () => {
     using postgres = faultyPostgres(12)
     const env = { DATABASE_URL: postgres.url, ...timeouts }
-    const key = (await runCommand(["src/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
     const server = await startServer(env)
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
     const others: Array<pg.Client> = []
@@ -191,7 +191,7 @@ describe("an idempotent create cut off by an outage", () => {
   it("its key reserved just before PostgreSQL stopped: retried after, the same key answers one pet within the deadline + 1 s, never two, no 409 past that", async () => {
     using postgres = faultyPostgres()
     const env = { DATABASE_URL: postgres.url, ...timeouts }
-    const key = (await runCommand(["src/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
     const server = await startServer(env)
     const body = JSON.stringify({ name: "Blip", categoryId: 7 })
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "blip" }

@@ -19,7 +19,7 @@ const timed = async (request: Promise<Response>) => {
 const serverOnSqlite = async (folder: string, env: Record<string, string> = {}) => {
   const path = join(folder, "petstore.db")
   const all = { DATABASE_URL: path, DATABASE_STATEMENT_TIMEOUT_SECONDS: String(lockWaitSeconds), ...env }
-  const key = (await runCommand(["src/keys.ts", "create", "--name", "faults"], all)).stdout.trim().split("\n").at(-1)!
+  const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "faults"], all)).stdout.trim().split("\n").at(-1)!
   const server = await startServer(all)
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
   return {
@@ -156,7 +156,7 @@ describe("a damaged SQLite file", () => {
   it("stops the start with exit 1, naming the file and SQLite's own words; the file is left as it was", async () => {
     using folder = temporaryFolder()
     const path = join(folder.path, "petstore.db")
-    expect((await runCommand(["src/keys.ts", "create", "--name", "damaged"], { DATABASE_URL: path })).exitCode).toBe(0)
+    expect((await runCommand(["src/bin/keys.ts", "create", "--name", "damaged"], { DATABASE_URL: path })).exitCode).toBe(0)
     const database = new Database(path)
     database.exec("PRAGMA journal_mode = DELETE")
     const insert = database.prepare("INSERT INTO pets (name, category_id, status) VALUES (?, 1, 'available')")
@@ -168,7 +168,7 @@ describe("a damaged SQLite file", () => {
     bytes.fill(0x5a, 4096 * 2, 4096 * 6)
     await Bun.write(path, bytes)
 
-    const result = await runCommand(["src/main.ts"], { DATABASE_URL: path, PORT: "1", METRICS_PORT: "off" })
+    const result = await runCommand(["src/bin/main.ts"], { DATABASE_URL: path, PORT: "1", METRICS_PORT: "off" })
     const output = result.stdout + result.stderr
     expect(result.exitCode).toBe(1)
     expect(output).toContain(`Cannot use the database ${path} (it is not a SQLite database, or it is damaged)`)
@@ -179,7 +179,7 @@ describe("a damaged SQLite file", () => {
   it("damaged under the running server: requests reading the damaged pages answer 503 database_unavailable, never 500", async () => {
     using folder = temporaryFolder()
     const path = join(folder.path, "petstore.db")
-    const key = (await runCommand(["src/keys.ts", "create", "--name", "damaged"], { DATABASE_URL: path })).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "damaged"], { DATABASE_URL: path })).stdout.trim().split("\n").at(-1)!
     const database = new Database(path)
     const insert = database.prepare("INSERT INTO pets (name, category_id, status) VALUES (?, 1, 'available')")
     // Far more pages than SQLite's page cache (2 MB) holds, so reads go to the file.
