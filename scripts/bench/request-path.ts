@@ -39,7 +39,11 @@ const handlerOf = async (src: string) => {
     InFlightRequests.layer,
     RequestLines.layer(() => {})
   ).pipe(Layer.provideMerge(Layer.mergeAll(
-    AppConfig.make({ publicBaseUrl: "http://petstore.test", rateLimit: { perSecond: 1e9, burst: 1e9 } }),
+    AppConfig.make({
+      publicBaseUrl: "http://petstore.test",
+      rateLimit: { perSecond: 1e9, burst: 1e9 },
+      authFailuresPerMinute: 1e12
+    }),
     ObservabilityConfig.make({})
   )))
   return Effect.runPromise(Effect.gen(function*() {
@@ -63,7 +67,10 @@ const requests = {
   "GET /livez": () => new Request("http://petstore.test/livez"),
   "GET /v1/pets/1": (authorization: string) => new Request("http://petstore.test/v1/pets/1", { headers: { authorization } }),
   "GET /v1/pets?limit=1": (authorization: string) =>
-    new Request("http://petstore.test/v1/pets?limit=1", { headers: { authorization } })
+    new Request("http://petstore.test/v1/pets?limit=1", { headers: { authorization } }),
+  "GET /v1/pets/2 (404)": (authorization: string) =>
+    new Request("http://petstore.test/v1/pets/2", { headers: { authorization } }),
+  "GET /v1/pets (401)": () => new Request("http://petstore.test/v1/pets", { headers: { authorization: "Bearer nope" } })
 }
 
 const perRequest = async (

@@ -78,18 +78,18 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
   errorFields(503, ["database_unavailable", "request_timeout", "shutting_down", "read_only"])
 ) {}
 
-type ErrorClass<A, I extends { readonly _tag: string }> = Schema.Schema<A, I> & {
-  readonly _tag: I["_tag"]
-  readonly fields: Schema.Struct.Fields
-}
+/** A tagged error class of this file: its schema, tag and fields (`_tag`, `code`, `message`, `status`). */
+type ErrorClass<A, I extends { readonly _tag: Tag }, Tag extends string, Fields extends Schema.Struct.Fields> =
+  & Schema.Schema<A, I>
+  & { readonly _tag: Tag; readonly fields: Fields }
 
 /** The wire form of a tagged error: the Error body without the tag, with its HTTP status. */
-export const ErrorBody = <A, I extends { readonly _tag: string }>(
-  error: ErrorClass<A, I>,
+export const ErrorBody = <A, I extends { readonly _tag: Tag }, Tag extends string, Fields extends Schema.Struct.Fields>(
+  error: ErrorClass<A, I, Tag, Fields>,
   description: string
-): Schema.Schema<A, Omit<I, "_tag">> => {
+) => {
   const { _tag: _, ...fields } = error.fields
-  const status = (fields.status as Schema.Literal<[number]>).literals[0]
+  const status = ((error.fields as Schema.Struct.Fields).status as Schema.Literal<[number]>).literals[0]
   return Schema.transform(
     Schema.Struct(fields).annotations({ identifier: `${error._tag}Error`, description }),
     error,
@@ -98,7 +98,7 @@ export const ErrorBody = <A, I extends { readonly _tag: string }>(
       decode: (body) => ({ ...body, _tag: error._tag }),
       encode: ({ _tag, ...body }) => body
     }
-  ).annotations(HttpApiSchema.annotations({ status, description })) as any
+  ).annotations(HttpApiSchema.annotations({ status, description }))
 }
 
 export const BadRequestBody = ErrorBody(BadRequest, "The request has an invalid body, parameter or cursor.")

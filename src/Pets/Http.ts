@@ -17,8 +17,10 @@ import { type IdempotencyScope, PetRepository } from "./PetRepository.js"
 
 /**
  * A Pet is its own wire form (the Schema has no transformation) and the repository has already
- * checked every row, so responses are written directly: encoding a page of 100 pets through the
- * Schema again would cost more than the query.
+ * checked every row, so responses are written directly rather than through the endpoint's
+ * success schema, whose encoding checks every field again: 290 to 380 µs for a page of 100 pets,
+ * 67 to 98 µs for 20 and 3 µs for one, where writing the JSON takes 10 to 17, 2 and 0.3 µs
+ * (`Schema.encodeSync(Pets)` against `JSON.stringify`, in process, on a loaded 2-core machine).
  */
 const json = (body: Pet | ReadonlyArray<Pet>, options?: { readonly status?: number; readonly headers?: Record<string, string> }) =>
   HttpServerResponse.unsafeJson(body, options)
