@@ -133,25 +133,37 @@ export const makeTracer = (sample: Sampler, ended: (span: RecordedSpan) => void)
 const nowNanos = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6))
 
 /**
- * `effect` in a child span of the running one when that span's trace is sampled, and as it is
- * otherwise: a request not sampled then pays one check, not a span and a context to make. The
- * span is made by the tracer directly, without `Effect.withSpan`'s reads of span annotations,
- * links and clock, which cost more than the span.
+ * `effect` in a child span of `parent`, a span of a sampled trace. The span is made by the tracer
+ * directly, without `Effect.withSpan`'s reads of span annotations, links and clock, which cost
+ * more than the span.
  */
-export const withSampledSpan = (name: string, attributes: Readonly<Record<string, unknown>>) => {
-  const options = { captureStackTrace: false } as const
-  return <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-    Effect.withFiberRuntime<A, E, R>((fiber) => {
-      const parent = fiber.currentSpan
-      if (parent?.sampled !== true) return effect
-      const span = fiber.currentTracer.span(name, Option.some(parent), Context.empty(), [], nowNanos(), "internal", options)
-      for (const key in attributes) span.attribute(key, attributes[key])
-      return Effect.onExit(Effect.withParentSpan(effect, span), (exit) => {
-        span.end(nowNanos(), exit)
-        return Effect.void
-      })
-    })
+export const inChildSpan = <A, E, R>(
+  tracer: Tracer.Tracer,
+  parent: Tracer.AnySpan,
+  name: string,
+  kind: Tracer.SpanKind,
+  attributes: Readonly<Record<string, unknown>>,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> => {
+  const span = tracer.span(name, Option.some(parent), Context.empty(), [], nowNanos(), kind, spanOptions)
+  for (const key in attributes) span.attribute(key, attributes[key])
+  return Effect.onExit(Effect.withParentSpan(effect, span), (exit) => {
+    span.end(nowNanos(), exit)
+    return Effect.void
+  })
 }
+const spanOptions = { captureStackTrace: false } as const
+
+/**
+ * `effect` in a child span of the running one when that span's trace is sampled, and as it is
+ * otherwise: a request not sampled then pays one check, not a span and a context to make.
+ */
+export const withSampledSpan = (name: string, attributes: Readonly<Record<string, unknown>>) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.withFiberRuntime<A, E, R>((fiber) => {
+    const parent = fiber.currentSpan
+    return parent?.sampled === true ? inChildSpan(fiber.currentTracer, parent, name, "internal", attributes, effect) : effect
+  })
 
 // OTLP's numbering, 0 being unspecified.
 const spanKinds: Record<Tracer.SpanKind, number> = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 }
