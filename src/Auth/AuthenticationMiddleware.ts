@@ -1,10 +1,9 @@
-import { HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
 import { Authentication } from "../Api/Authentication.js"
 import { AppConfig } from "../Config/AppConfig.js"
 import { TooManyRequests, Unauthorized } from "../Domain/ApiError.js"
 import { countFailedAuthentication, countRateLimited } from "../Observability/Metrics.js"
-import { makeClientAddress } from "../Request/ClientAddress.js"
+import { currentRequest, type RequestState } from "../Request/CurrentRequest.js"
 import { ApiKeys, hashKey, type KeyHolder } from "./ApiKeys.js"
 import { noteRateLimit, RateLimiter, type RateLimitPolicy } from "./RateLimiter.js"
 
@@ -50,8 +49,7 @@ export const AuthenticationLive = Layer.effect(
   Effect.gen(function*() {
     const keys = yield* ApiKeys
     const limiter = yield* RateLimiter
-    const { authFailuresPerMinute, rateLimit, trustedProxies } = yield* AppConfig
-    const clientAddress = makeClientAddress(trustedProxies)
+    const { authFailuresPerMinute, rateLimit } = yield* AppConfig
     const perKey: RateLimitPolicy = { name: "per-key", ...rateLimit }
     const failedAuthentication: RateLimitPolicy = {
       name: "failed-authentication",
@@ -60,15 +58,15 @@ export const AuthenticationLive = Layer.effect(
     }
 
     const refuse = (
-      request: HttpServerRequest.HttpServerRequest,
+      current: RequestState,
       error: Unauthorized
     ): Effect.Effect<never, Unauthorized | TooManyRequests> =>
-      Effect.flatMap(limiter.take(failedAuthentication, clientAddress(request).limitedAs), (
+      Effect.flatMap(limiter.take(failedAuthentication, current.clientAddress.limitedAs), (
         decision
       ): Effect.Effect<never, Unauthorized | TooManyRequests> => {
         if (!decision.allowed) {
           countRateLimited(failedAuthentication.name)
-          noteRateLimit(request, decision)
+          noteRateLimit(current, decision)
           return Effect.fail(tooManyFailures)
         }
         countFailedAuthentication(error.code)
@@ -79,18 +77,18 @@ export const AuthenticationLive = Layer.effect(
       })
 
     const authenticate = (
-      request: HttpServerRequest.HttpServerRequest
+      current: RequestState
     ): Effect.Effect<KeyHolder, Unauthorized | TooManyRequests> => {
-      const header = request.headers.authorization
-      if (header === undefined || header.trim() === "") return refuse(request, missingKey)
+      const header = current.request.headers.authorization
+      if (header === undefined || header.trim() === "") return refuse(current, missingKey)
       const token = bearer.exec(header)?.[1]
-      if (token === undefined) return refuse(request, malformedKey)
+      if (token === undefined) return refuse(current, malformedKey)
       return Effect.flatMap(
         keys.findActiveByHash(hashKey(token)),
         (holder): Effect.Effect<KeyHolder, Unauthorized | TooManyRequests> => {
-          if (Option.isNone(holder)) return refuse(request, unknownKey)
+          if (Option.isNone(holder)) return refuse(current, unknownKey)
           return Effect.flatMap(limiter.take(perKey, String(holder.value.keyId)), (decision) => {
-            noteRateLimit(request, decision)
+            noteRateLimit(current, decision)
             if (decision.allowed) return Effect.succeed(holder.value)
             countRateLimited(perKey.name)
             return Effect.fail(overRate)
@@ -101,7 +99,7 @@ export const AuthenticationLive = Layer.effect(
 
     return Authentication.of({
       // The platform's own bearer parsing is case-sensitive; the header is read here instead.
-      bearer: () => Effect.flatMap(HttpServerRequest.HttpServerRequest, authenticate)
+      bearer: () => Effect.flatMap(currentRequest, authenticate)
     })
   })
 )

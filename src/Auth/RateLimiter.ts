@@ -1,6 +1,5 @@
-import type { HttpServerRequest } from "@effect/platform"
 import { Clock, Context, Effect, Layer } from "effect"
-import { noteResponseHeaders } from "../Request/ResponseHeaders.js"
+import type { RequestState } from "../Request/CurrentRequest.js"
 import { RecentMap } from "./RecentMap.js"
 
 /** A token bucket: `burst` requests at once, refilled at `perSecond`. */
@@ -113,5 +112,5 @@ export const rateLimitHeaders = ({ policy, remaining, resetSeconds, retryAfterSe
 })
 
 /** The `RateLimit` headers of the last decision about a request, for its response. */
-export const noteRateLimit = (request: HttpServerRequest.HttpServerRequest, decision: RateLimitDecision) =>
-  noteResponseHeaders(request, rateLimitHeaders(decision))
+export const noteRateLimit = (state: RequestState, decision: RateLimitDecision) =>
+  state.noteResponseHeaders(rateLimitHeaders(decision))

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, type HttpApp, HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { Cause, Effect, Option, Predicate, Schema } from "effect"
@@ -14,9 +14,8 @@ import {
 } from "../Domain/ApiError.js"
 import { summarizeCause } from "../Observability/CauseSummary.js"
 import { describeIssues, excerpt } from "../Request/ParseIssues.js"
-import { notedResponseHeaders } from "../Request/ResponseHeaders.js"
+import { currentRequest, type RequestState } from "../Request/CurrentRequest.js"
 import { databaseUnavailable } from "../Sql/DatabaseErrors.js"
-import { requestIdOf } from "./RequestLog.js"
 import { isCanonicalPath, makeAllowedMethods, pathOf } from "./Routes.js"
 
 /** The response of an error: its wire body (by its tag) under its own status. */
@@ -25,6 +24,10 @@ export const errorResponse = (error: ApiError, headers: Record<string, string> =
     Schema.encodeSync(errorBodies[error._tag] as Schema.Schema<ApiError, unknown>)(error),
     { status: error.status, headers }
   )
+
+/** A response answered before the API saw the request, with the request's id. */
+export const withRequestId = (response: HttpServerResponse.HttpServerResponse) => (state: RequestState) =>
+  HttpServerResponse.setHeader(response, "x-request-id", state.id)
 
 const internalError = errorResponse(
   new InternalError({ code: "internal_error", message: "The service failed unexpectedly; the request id names it in the log", status: 500 })
@@ -69,7 +72,7 @@ export const ApiResponses = HttpApiBuilder.middleware(
   PetStoreApi,
   Effect.sync(() => {
     const allowedMethods = makeAllowedMethods()
-    const fromCause = (cause: Cause.Cause<unknown>) =>
+    const fromCause = (cause: Cause.Cause<unknown>, { id: requestId, request }: RequestState) =>
       Effect.gen(function*() {
         if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause as Cause.Cause<never>)
         const failure = Cause.failureOption(cause)
@@ -82,7 +85,6 @@ export const ApiResponses = HttpApiBuilder.middleware(
             )
           }
           if (error instanceof RouteNotFound) {
-            const request = yield* HttpServerRequest.HttpServerRequest
             const path = pathOf(request.url)
             const allowed = allowedMethods(path)
             return allowed.length === 0
@@ -97,36 +99,36 @@ export const ApiResponses = HttpApiBuilder.middleware(
               )
           }
         }
-        const request = yield* HttpServerRequest.HttpServerRequest
         const unavailable = databaseUnavailable(cause)
         if (Option.isSome(unavailable)) {
           yield* Effect.logWarning("database unavailable").pipe(
-            Effect.annotateLogs({ requestId: requestIdOf(request), reason: unavailable.value })
+            Effect.annotateLogs({ requestId, reason: unavailable.value })
           )
           return databaseUnavailableResponse
         }
         yield* Effect.logError("request failed").pipe(
-          Effect.annotateLogs({ requestId: requestIdOf(request), error: summarizeCause(cause) })
+          Effect.annotateLogs({ requestId, error: summarizeCause(cause) })
         )
         return internalError
       })
     return (app: HttpApp.Default): HttpApp.Default =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      Effect.flatMap(currentRequest, (state) => {
         const withHeaders = (response: HttpServerResponse.HttpServerResponse) =>
           HttpServerResponse.setHeaders(response, {
-            "x-request-id": requestIdOf(request),
+            "x-request-id": state.id,
             // Answers are about one caller at one moment: never cached, never sniffed as another type.
             // Only the docs page and the document set their own (`Http/Docs.ts`).
             "cache-control": response.headers["cache-control"] ?? "no-store",
             "x-content-type-options": "nosniff",
-            ...notedResponseHeaders(request)
+            ...state.responseHeaders
           })
-        if (!isCanonicalPath(request.url)) {
-          return Effect.succeed(withHeaders(routeNotFound(pathOf(request.url))))
+        const { url } = state.request
+        if (!isCanonicalPath(url)) {
+          return Effect.succeed(withHeaders(routeNotFound(pathOf(url))))
         }
         return Effect.matchCauseEffect(app, {
           onSuccess: (response) => Effect.succeed(withHeaders(response)),
-          onFailure: (cause) => Effect.map(fromCause(cause), withHeaders)
+          onFailure: (cause) => Effect.map(fromCause(cause, state), withHeaders)
         })
       })
   })

@@ -1,8 +1,8 @@
-import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { HttpApp, HttpServerRequest } from "@effect/platform"
 import { Context, type Duration, Effect, Layer, Schedule } from "effect"
 import { ServiceUnavailable } from "../Domain/ApiError.js"
-import { errorResponse } from "./ApiResponses.js"
-import { requestIdOf } from "./RequestLog.js"
+import { currentRequest } from "../Request/CurrentRequest.js"
+import { errorResponse, withRequestId } from "./ApiResponses.js"
 
 const shuttingDown = errorResponse(
   new ServiceUnavailable({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 }),
@@ -35,8 +35,7 @@ export class InFlightRequests extends Context.Tag("petstore/InFlightRequests")<
         Effect.suspend(() => {
           if (draining) {
             lastRefusedAt = Date.now()
-            return Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-              HttpServerResponse.setHeader(shuttingDown, "x-request-id", requestIdOf(request)))
+            return Effect.map(currentRequest, withRequestId(shuttingDown))
           }
           running++
           return Effect.ensuring(app, Effect.sync(() => running--))

@@ -1,8 +1,8 @@
-import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { HttpApp } from "@effect/platform"
 import { Cause, Duration, Effect, FiberId, HashSet } from "effect"
 import { ServiceUnavailable } from "../Domain/ApiError.js"
-import { errorResponse } from "./ApiResponses.js"
-import { requestIdOf } from "./RequestLog.js"
+import { currentRequest } from "../Request/CurrentRequest.js"
+import { errorResponse, withRequestId } from "./ApiResponses.js"
 
 const timedOut = errorResponse(
   new ServiceUnavailable({
@@ -37,8 +37,7 @@ export const withDeadline = (deadline: Duration.Duration) => {
         Effect.onExit(() => Effect.sync(() => clearTimeout(timer))),
         Effect.catchAllCause((cause) =>
           HashSet.has(Cause.interruptors(cause), deadlineFiberId)
-            ? Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-              HttpServerResponse.setHeader(timedOut, "x-request-id", requestIdOf(request)))
+            ? Effect.map(currentRequest, withRequestId(timedOut))
             : Effect.failCause(cause)
         )
       )

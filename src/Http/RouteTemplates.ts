@@ -1,9 +1,6 @@
-import { HttpApi } from "@effect/platform"
 import { Metric, MetricLabel } from "effect"
-import { PetStoreApi } from "../Api.js"
-import { docsPath, openApiPath, rootPath } from "../Api/DocumentPaths.js"
 import { requestDuration } from "../Observability/Metrics.js"
-import { isCanonicalPath, pathOf } from "./Routes.js"
+import { isCanonicalPath, makeRouteTable, pathOf } from "./Routes.js"
 
 /** What a request is labelled with: its method and route template, and its duration series by status. */
 export interface RouteLabels {
@@ -42,33 +39,11 @@ const makeLabels = (method: string, route: string): RouteLabels => {
 }
 
 /**
- * Finds a request's route template among the API's endpoints and the documents served beside
- * them, with label sets made once per route: a map lookup for fixed paths, a pattern test for the
- * one path with a parameter.
+ * Finds a request's route template in the route table (`Routes.ts`), with label sets made once
+ * per route.
  */
 export const makeRouteLabels = () => {
-  const fixed = new Map<string, Map<string, RouteLabels>>()
-  const withParams: Array<{ readonly pattern: RegExp; readonly byMethod: Map<string, RouteLabels> }> = []
-  const add = (method: string, path: string) => {
-    const template = path.replace(/:(\w+)/g, "{$1}")
-    let byMethod: Map<string, RouteLabels> | undefined
-    if (template === path) {
-      byMethod = fixed.get(path) ?? new Map()
-      fixed.set(path, byMethod)
-    } else {
-      const source = `^${path.replace(/:\w+/g, "[^/]+")}$`
-      byMethod = withParams.find(({ pattern }) => pattern.source === source)?.byMethod
-      if (byMethod === undefined) {
-        byMethod = new Map()
-        withParams.push({ pattern: new RegExp(source), byMethod })
-      }
-    }
-    byMethod.set(method, makeLabels(method, template))
-  }
-  HttpApi.reflect(PetStoreApi, { onGroup: () => {}, onEndpoint: ({ endpoint }) => add(endpoint.method, endpoint.path) })
-  add("GET", openApiPath)
-  add("GET", docsPath)
-  add("GET", rootPath)
+  const find = makeRouteTable(makeLabels)
   const unmatched = new Map<string, RouteLabels>()
   const unmatchedFor = (method: string) => {
     const name = knownMethods.has(method) ? method : "_OTHER"
@@ -79,11 +54,9 @@ export const makeRouteLabels = () => {
     }
     return labels
   }
-  const inMethods = (byMethod: Map<string, RouteLabels> | undefined, method: string) =>
-    byMethod === undefined ? undefined : byMethod.get(method) ?? (method === "HEAD" ? headOf(byMethod) : undefined)
   const headed = new Map<RouteLabels, RouteLabels>()
   // The router answers HEAD with the GET route; the label keeps the method that was sent.
-  const headOf = (byMethod: Map<string, RouteLabels>) => {
+  const headOf = (byMethod: ReadonlyMap<string, RouteLabels>) => {
     const get = byMethod.get("GET")
     if (get === undefined) return undefined
     let head = headed.get(get)
@@ -96,11 +69,10 @@ export const makeRouteLabels = () => {
   return (method: string, url: string): RouteLabels => {
     // Other spellings of a route (`/v1/pets;x`) are answered 404, as no route.
     if (!isCanonicalPath(url)) return unmatchedFor(method)
-    const path = pathOf(url)
-    let labels = inMethods(fixed.get(path), method)
-    for (let i = 0; labels === undefined && i < withParams.length; i++) {
-      if (withParams[i]!.pattern.test(path)) labels = inMethods(withParams[i]!.byMethod, method)
-    }
+    const byMethod = find(pathOf(url))
+    const labels = byMethod === undefined
+      ? undefined
+      : byMethod.get(method) ?? (method === "HEAD" ? headOf(byMethod) : undefined)
     return labels ?? unmatchedFor(method)
   }
 }

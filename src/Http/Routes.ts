@@ -1,12 +1,6 @@
 import { HttpApi, HttpRouter } from "@effect/platform"
 import { PetStoreApi } from "../Api.js"
-import { docsPath, openApiPath, rootPath } from "../Api/DocumentPaths.js"
-
-const extraRoutes = [
-  { method: "GET", path: openApiPath },
-  { method: "GET", path: docsPath },
-  { method: "GET", path: rootPath }
-] as const
+import { documentRoutes } from "../Api/DocumentPaths.js"
 
 /**
  * The router matches paths as declared: the platform's router otherwise ignores case, a trailing
@@ -34,17 +28,60 @@ export const pathOf = (url: string): string => {
   return queryAt === -1 ? url : url.slice(0, queryAt)
 }
 
-/** For a path no route matched with its method: the methods that path does answer (for 405 and `Allow`). */
-export const makeAllowedMethods = () => {
-  const routes: Array<{ readonly method: string; readonly pattern: RegExp }> = []
-  const add = (method: string, path: string) =>
-    routes.push({ method, pattern: new RegExp(`^${path.replace(/:\w+/g, "[^/]+")}$`) })
+/**
+ * Every route the service answers, in the router's syntax (`/v1/pets/:petId`): the endpoints of
+ * the API definition, then the documents served beside them. Read once, at start.
+ */
+export const routes: ReadonlyArray<{ readonly method: string; readonly path: string }> = (() => {
+  const found: Array<{ readonly method: string; readonly path: string }> = []
   HttpApi.reflect(PetStoreApi, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint }) => add(endpoint.method, endpoint.path)
+    onEndpoint: ({ endpoint }) => found.push({ method: endpoint.method, path: endpoint.path })
   })
-  extraRoutes.forEach(({ method, path }) => add(method, path))
-  return (path: string): ReadonlyArray<string> => [
-    ...new Set(routes.filter(({ pattern }) => pattern.test(path)).map(({ method }) => method))
-  ]
+  return [...found, ...documentRoutes]
+})()
+
+/** A route's path as a template (`/v1/pets/{petId}`), the form logs, metrics and spans name it by. */
+const templateOf = (path: string): string => path.replace(/:(\w+)/g, "{$1}")
+
+/**
+ * The route table, for the log's, the metrics' and `Allow`'s purposes: a path's value for each
+ * method that route answers (`valueOf(method, template)`, made once per route), found by a map
+ * lookup for a fixed path, else by a pattern test for each path with a parameter. The router
+ * matches the same routes on its own; the table only names what it matched.
+ */
+export const makeRouteTable = <A>(valueOf: (method: string, template: string) => A) => {
+  const fixed = new Map<string, Map<string, A>>()
+  const withParams: Array<{ readonly pattern: RegExp; readonly byMethod: Map<string, A> }> = []
+  for (const { method, path } of routes) {
+    const template = templateOf(path)
+    let byMethod: Map<string, A> | undefined
+    if (template === path) {
+      byMethod = fixed.get(path) ?? new Map()
+      fixed.set(path, byMethod)
+    } else {
+      const source = `^${path.replace(/:\w+/g, "[^/]+")}$`
+      byMethod = withParams.find(({ pattern }) => pattern.source === source)?.byMethod
+      if (byMethod === undefined) {
+        byMethod = new Map()
+        withParams.push({ pattern: new RegExp(source), byMethod })
+      }
+    }
+    byMethod.set(method, valueOf(method, template))
+  }
+  /** The route a canonical path (no query) is, by method; `undefined` when no route has that path. */
+  return (path: string): ReadonlyMap<string, A> | undefined => {
+    const byMethod = fixed.get(path)
+    if (byMethod !== undefined) return byMethod
+    for (let i = 0; i < withParams.length; i++) {
+      if (withParams[i]!.pattern.test(path)) return withParams[i]!.byMethod
+    }
+    return undefined
+  }
+}
+
+/** For a path no route matched with its method: the methods that path does answer (for 405 and `Allow`). */
+export const makeAllowedMethods = () => {
+  const find = makeRouteTable(() => undefined)
+  return (path: string): ReadonlyArray<string> => [...(find(path)?.keys() ?? [])]
 }

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, type HttpApp, HttpMiddleware, OpenApi } from "@effect/platform"
+import { HttpApiBuilder, type HttpApp, HttpMiddleware, HttpServerRequest, OpenApi } from "@effect/platform"
 import { Effect, Layer, LogLevel } from "effect"
 import { PetStoreApi } from "../Api.js"
 import { AuthenticationLive } from "../Auth/AuthenticationMiddleware.js"
@@ -8,6 +8,7 @@ import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { TracingLive } from "../Observability/Tracing.js"
 import { PetsHttpLive, SunsetPolicyLive } from "../Pets/Http.js"
 import { makeClientAddress } from "../Request/ClientAddress.js"
+import { enterRequest } from "../Request/CurrentRequest.js"
 import { ApiResponses } from "./ApiResponses.js"
 import { DocsLive } from "./Docs.js"
 import { InFlightRequests } from "./InFlightRequests.js"
@@ -49,21 +50,26 @@ export const AppLive = Layer.mergeAll(
 ).pipe(Layer.provideMerge(ApiLive))
 
 /**
- * Around every request: its metrics and server span, the request log, the count of requests in
- * flight (for a graceful stop), then its deadline.
+ * Where every request enters, in this order: its record (`Request/CurrentRequest.ts`: its id, the
+ * headers noted for its response, its server span, its log line's fields) made once for
+ * everything below to read; its metrics, server span and log line; the count of requests in
+ * flight (for a graceful stop); then its deadline.
  */
 export const serverMiddleware = Effect.gen(function*() {
   const { middleware } = yield* InFlightRequests
   const { logLevel, requestTimeout, trustedProxies } = yield* AppConfig
   const { metrics, tracing } = yield* ObservabilityConfig
   const clientAddress = makeClientAddress(trustedProxies)
-  const observe = makeRequestObserver({ metrics: metrics._tag === "Some", tracing: tracing._tag === "Some", clientAddress })
-  const requestLog = makeRequestLog(
-    LogLevel.greaterThan(logLevel, LogLevel.Info) ? undefined : (yield* RequestLines).add,
-    clientAddress
-  )
+  const observe = makeRequestObserver({
+    metrics: metrics._tag === "Some",
+    tracing: tracing._tag === "Some",
+    ended: LogLevel.greaterThan(logLevel, LogLevel.Info) ? undefined : makeRequestLog((yield* RequestLines).add)
+  })
   const deadline = withDeadline(requestTimeout)
-  return (app: HttpApp.Default) => observe(requestLog(middleware(deadline(app))))
+  return (app: HttpApp.Default): HttpApp.Default<never, HttpServerRequest.HttpServerRequest> => {
+    const served = middleware(deadline(app))
+    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => observe(enterRequest(request, clientAddress), served))
+  }
 })
 
 /**

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Clock, Duration, Effect, Exit, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import { PetStoreApi } from "../Api.js"
@@ -10,7 +10,7 @@ import { Conflict, Gone, NotFound, ServiceUnavailable, UnprocessableContent } fr
 import { CurrentCaller } from "../Domain/Caller.js"
 import { NewPet, type Pet } from "../Domain/Pet.js"
 import { readJsonBody } from "../Request/JsonBody.js"
-import { noteResponseHeaders } from "../Request/ResponseHeaders.js"
+import { currentRequest } from "../Request/CurrentRequest.js"
 import { ReadOnlyMode, retryAfterSeconds } from "../Sql/ReadOnlyMode.js"
 import { Cursors } from "./Cursors.js"
 import { type IdempotencyScope, PetRepository } from "./PetRepository.js"
@@ -99,10 +99,12 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
           return json(page.pets, { headers: { link: `<${next.href}>; rel="next"` } })
         }))
       // Raw: the body is read here, after authentication, with its own size and media-type checks.
-      .handleRaw("createPet", ({ headers, request }) => {
+      .handleRaw("createPet", ({ headers }) => {
         if (readOnlyMode.isOn()) {
-          noteResponseHeaders(request, { "retry-after": String(retryAfterSeconds) })
-          return Effect.fail(readOnly)
+          return Effect.flatMap(currentRequest, (current) => {
+            current.noteResponseHeaders({ "retry-after": String(retryAfterSeconds) })
+            return Effect.fail(readOnly)
+          })
         }
         const key = headers["idempotency-key"]
         if (key === undefined) return Effect.map(Effect.flatMap(readNewPet, pets.create), created)
@@ -134,8 +136,8 @@ export const SunsetPolicyLive = Layer.effect(
       message: `GET /v1/pets/{petId} was removed on ${headers.sunset}; use GET /v1/pets with the status filter`,
       status: 410
     })
-    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-      noteResponseHeaders(request, headers)
+    return Effect.flatMap(currentRequest, (current) => {
+      current.noteResponseHeaders(headers)
       return Effect.flatMap(Clock.currentTimeMillis, (now) => now >= getPetSunsetAt.getTime() ? Effect.fail(removed) : Effect.void)
     })
   })
