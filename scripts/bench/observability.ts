@@ -35,6 +35,8 @@ export interface ObservabilityBench {
 }
 
 const sinkPort = 3930
+// Nothing listens here: a collector that is down.
+const awayPort = 3939
 
 const variants = (sink: string) => [
   { name: "plain", label: "metrics off, tracing off", port: 3931, env: { METRICS_PORT: "off" } },
@@ -50,6 +52,12 @@ const variants = (sink: string) => [
     label: "tracing, every trace (always_on)",
     port: 3934,
     env: { METRICS_PORT: "off", OTEL_EXPORTER_OTLP_ENDPOINT: sink, OTEL_TRACES_SAMPLER: "always_on" }
+  },
+  {
+    name: "away",
+    label: "tracing, every trace (always_on), the collector away (its port refuses connections)",
+    port: 3935,
+    env: { METRICS_PORT: "off", OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${awayPort}`, OTEL_TRACES_SAMPLER: "always_on" }
   }
 ] as const
 
@@ -91,7 +99,8 @@ export const measureObservability = async (bench: ObservabilityBench) => {
       ...summary,
       metricsOfPlain: summary.metrics.rps / summary.plain.rps,
       sampledOfPlain: summary.sampled.rps / summary.plain.rps,
-      tracedOfPlain: summary.traced.rps / summary.plain.rps
+      tracedOfPlain: summary.traced.rps / summary.plain.rps,
+      awayOfTraced: summary.away.rps / summary.traced.rps
     }
   })
   for (const server of servers) await server.stop()
@@ -126,6 +135,14 @@ export const printObservability = (result: Awaited<ReturnType<typeof measureObse
           40
         )
       ].join(" ")
+    )
+  }
+  console.log(`\nthe collector away (always_on, its port refusing connections) against it taking every export:`)
+  for (const row of result.rows) {
+    console.log(
+      `  ${row.workload.padEnd(16)} ${row.away.rps.toFixed(0)} req/s, ${row.awayOfTraced.toFixed(2)}×; ` +
+        `CPU µs/request ${row.traced.cpuUsPerRequest.toFixed(0)} → ${row.away.cpuUsPerRequest.toFixed(0)} ` +
+        `(${(row.away.cpuUsPerRequest - row.traced.cpuUsPerRequest >= 0 ? "+" : "")}${(row.away.cpuUsPerRequest - row.traced.cpuUsPerRequest).toFixed(0)})`
     )
   }
   console.log(`\nthe OTLP receiving end took ${result.sink.exports ?? 0} exports, ${((result.sink.bytes ?? 0) / 1e6).toFixed(1)} MB`)

@@ -1,6 +1,7 @@
 import type { HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Exit } from "effect"
 import { activeRequests } from "../Observability/Metrics.js"
+import type { Sampler } from "../Observability/Sampler.js"
 import { callerSpanOf, externalSpanOf } from "../Observability/TraceContext.js"
 import type { RequestState } from "../Request/CurrentRequest.js"
 import { statusOf } from "./RequestStatus.js"
@@ -10,8 +11,8 @@ import { makeRouteLabels, type RouteLabels, unmatchedRoute } from "./RouteTempla
 /**
  * Around every request, when metrics or traces are on or `ended` is given: the request-duration
  * histogram by method, route template and status, the gauge of requests in flight, and, with
- * tracing, the request's server span (continuing the caller's `traceparent`), where the tracer
- * samples the trace. A sampled request's span gets the HTTP semantic-convention attributes, is
+ * tracing, the trace's sampling, then, when sampled, the request's server span (continuing the
+ * caller's `traceparent`). A sampled request's span gets the HTTP semantic-convention attributes, is
  * noted on the request's record and is the parent of every span below; any other request runs
  * with no span at all, so none below it is recorded. Never a header: the Authorization header
  * stays out of every span. `ended` is called with the request's status once it is answered (the
@@ -19,10 +20,11 @@ import { makeRouteLabels, type RouteLabels, unmatchedRoute } from "./RouteTempla
  */
 export const makeRequestObserver = (options: {
   readonly metrics: boolean
-  readonly tracing: boolean
+  /** With tracing: whether a trace is recorded, asked once per request before any span is made. */
+  readonly sample: Sampler | undefined
   readonly ended?: ((state: RequestState, status: number) => void) | undefined
 }) => {
-  const { ended, metrics } = options
+  const { ended, metrics, sample } = options
   const routeOf = makeRouteLabels()
   const record = (state: RequestState, labels: RouteLabels | undefined, status: number) => {
     if (labels !== undefined) {
@@ -44,27 +46,27 @@ export const makeRequestObserver = (options: {
     })
   }
 
-  const traced = <E, R>(state: RequestState, app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) => {
+  const traced = <E, R>(
+    sample: Sampler,
+    state: RequestState,
+    app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  ) => {
     const { request } = state
+    const caller = callerSpanOf(request.headers)
+    const parent = caller === undefined ? undefined : externalSpanOf(caller)
+    // The trace is sampled here, once. Not sampled: the request runs with no span at all, and the
+    // tracer records none without a parent.
+    if (!sample(parent)) return measured(state, app)
     const labels = routeOf(request.method, request.url)
     const counted = metrics ? labels : undefined
     if (metrics) activeRequests.unsafeModify(1, [])
-    const caller = callerSpanOf(request.headers)
     return Effect.flatMap(
       Effect.makeSpan(labels.spanName, {
         kind: "server",
-        // The trace is sampled here, once: with the caller's span as parent, or as a new trace.
-        ...(caller === undefined ? { root: true } : { parent: externalSpanOf(caller) }),
+        ...(parent === undefined ? { root: true } : { parent }),
         captureStackTrace: false
       }),
       (span) => {
-        // Not sampled: no parent is set, and the tracer records no span without one.
-        if (!span.sampled) {
-          return Effect.onExit(app, (exit) => {
-            record(state, counted, statusOf(exit))
-            return Effect.void
-          })
-        }
         span.attribute("http.request.method", labels.method)
         span.attribute("url.scheme", "http")
         span.attribute("url.path", pathOf(request.url))
@@ -91,5 +93,5 @@ export const makeRequestObserver = (options: {
     state: RequestState,
     app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> =>
-    options.tracing ? traced(state, app) : metrics || ended !== undefined ? measured(state, app) : app
+    sample !== undefined ? traced(sample, state, app) : metrics || ended !== undefined ? measured(state, app) : app
 }

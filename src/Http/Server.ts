@@ -1,10 +1,11 @@
 import { HttpApiBuilder, type HttpApp, HttpMiddleware, HttpServerRequest, OpenApi } from "@effect/platform"
-import { Effect, Layer, LogLevel } from "effect"
+import { Effect, Layer, LogLevel, Option } from "effect"
 import { PetStoreApi } from "../Api.js"
 import { AuthenticationLive } from "../Auth/AuthenticationMiddleware.js"
 import { AppConfig } from "../Config/AppConfig.js"
 import { HealthHttpLive } from "../Health/Http.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
+import { makeSampler } from "../Observability/Sampler.js"
 import { TracingLive } from "../Observability/Tracing.js"
 import { PetsHttpLive, SunsetPolicyLive } from "../Pets/Http.js"
 import { makeClientAddress } from "../Request/ClientAddress.js"
@@ -62,7 +63,7 @@ export const serverMiddleware = Effect.gen(function*() {
   const clientAddress = makeClientAddress(trustedProxies)
   const observe = makeRequestObserver({
     metrics: metrics._tag === "Some",
-    tracing: tracing._tag === "Some",
+    sample: Option.match(tracing, { onNone: () => undefined, onSome: ({ ratio, sampler }) => makeSampler(sampler, ratio) }),
     ended: LogLevel.greaterThan(logLevel, LogLevel.Info) ? undefined : makeRequestLog((yield* RequestLines).add)
   })
   const deadline = withDeadline(requestTimeout)

@@ -2,7 +2,6 @@ import { Cause, Context, Effect, Exit, Layer, Option, Tracer } from "effect"
 import { addCollector } from "./Exposition.js"
 import { ObservabilityConfig, type OtlpExporter, type Tracing } from "./ObservabilityConfig.js"
 import { type ExportedSpan, exportRequest, keyValues, spanJson } from "./OtlpJson.js"
-import { makeSampler, type Sampler } from "./Sampler.js"
 import { type ExportOutcome, makeSpanQueue } from "./SpanQueue.js"
 import { CallerTraceState } from "./TraceContext.js"
 
@@ -99,24 +98,21 @@ class UnsampledSpan implements Tracer.Span {
 }
 
 /**
- * Effect's tracer for this service. A trace is sampled once, where it enters: a span with a
- * caller's parent (an external span), or one opened as a root (`root: true`), as the request
- * observer opens each request's server span. Every span below follows its parent. A span without
- * a parent otherwise is one of a request that was not sampled (the observer then sets no parent),
- * or background work: neither is recorded, and no fiber reference has to change to say so.
- * A span of a sampled trace is recorded and queued for export when it ends. Unlike
+ * Effect's tracer for this service. A trace is sampled once, where it enters, before any span is
+ * made: the request observer asks the sampler (`Sampler.ts`) and opens a server span only for a
+ * sampled request, with the caller's span as parent (an external span) or as a root (`root: true`).
+ * Such a span is recorded, and every span below follows its parent. A span without a parent
+ * otherwise is background work, or one opened in a request that was not sampled (which runs with
+ * no span): neither is recorded, and no fiber reference has to change to say so. A span of a
+ * sampled trace is recorded and queued for export when it ends. Unlike
  * `@effect/opentelemetry`'s tracer it wraps no fiber step in an OpenTelemetry context: nothing in
  * the service reads one, and that wrap cost every request that ran under a span.
  */
-export const makeTracer = (sample: Sampler, ended: (span: RecordedSpan) => void): Tracer.Tracer =>
+export const makeTracer = (ended: (span: RecordedSpan) => void): Tracer.Tracer =>
   Tracer.make({
     span(name, parent, context, links, startTime, kind, options) {
       const from = Option.getOrUndefined(parent)
-      const sampled = from === undefined
-        ? options?.root === true && sample(undefined)
-        : from._tag === "ExternalSpan"
-        ? sample(from)
-        : from.sampled
+      const sampled = from === undefined ? options?.root === true : from._tag === "ExternalSpan" || from.sampled
       if (!sampled) return new UnsampledSpan(name, from, parent, context, startTime, kind)
       const traceState = from === undefined
         ? undefined
@@ -133,25 +129,37 @@ export const makeTracer = (sample: Sampler, ended: (span: RecordedSpan) => void)
 const nowNanos = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6))
 
 /**
- * `effect` in a child span of the running one when that span's trace is sampled, and as it is
- * otherwise: a request not sampled then pays one check, not a span and a context to make. The
- * span is made by the tracer directly, without `Effect.withSpan`'s reads of span annotations,
- * links and clock, which cost more than the span.
+ * `effect` in a child span of `parent`, a span of a sampled trace. The span is made by the tracer
+ * directly, without `Effect.withSpan`'s reads of span annotations, links and clock, which cost
+ * more than the span.
  */
-export const withSampledSpan = (name: string, attributes: Readonly<Record<string, unknown>>) => {
-  const options = { captureStackTrace: false } as const
-  return <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-    Effect.withFiberRuntime<A, E, R>((fiber) => {
-      const parent = fiber.currentSpan
-      if (parent?.sampled !== true) return effect
-      const span = fiber.currentTracer.span(name, Option.some(parent), Context.empty(), [], nowNanos(), "internal", options)
-      for (const key in attributes) span.attribute(key, attributes[key])
-      return Effect.onExit(Effect.withParentSpan(effect, span), (exit) => {
-        span.end(nowNanos(), exit)
-        return Effect.void
-      })
-    })
+export const inChildSpan = <A, E, R>(
+  tracer: Tracer.Tracer,
+  parent: Tracer.AnySpan,
+  name: string,
+  kind: Tracer.SpanKind,
+  attributes: Readonly<Record<string, unknown>>,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> => {
+  const span = tracer.span(name, Option.some(parent), Context.empty(), [], nowNanos(), kind, spanOptions)
+  for (const key in attributes) span.attribute(key, attributes[key])
+  return Effect.onExit(Effect.withParentSpan(effect, span), (exit) => {
+    span.end(nowNanos(), exit)
+    return Effect.void
+  })
 }
+const spanOptions = { captureStackTrace: false } as const
+
+/**
+ * `effect` in a child span of the running one when that span's trace is sampled, and as it is
+ * otherwise: a request not sampled then pays one check, not a span and a context to make.
+ */
+export const withSampledSpan = (name: string, attributes: Readonly<Record<string, unknown>>) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.withFiberRuntime<A, E, R>((fiber) => {
+    const parent = fiber.currentSpan
+    return parent?.sampled === true ? inChildSpan(fiber.currentTracer, parent, name, "internal", attributes, effect) : effect
+  })
 
 // OTLP's numbering, 0 being unspecified.
 const spanKinds: Record<Tracer.SpanKind, number> = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 }
@@ -255,7 +263,7 @@ const exportingTracer = (tracing: Tracing) =>
       )
     )
     return Layer.setTracer(
-      makeTracer(makeSampler(tracing.sampler, tracing.ratio), (span) => queue.offer(() => spanJson(exportedSpan(span))))
+      makeTracer((span) => queue.offer(() => spanJson(exportedSpan(span))))
     )
   }))
 

@@ -1,36 +1,33 @@
 import { SqlClient, Statement } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
-import { Cause, Context, Duration, Effect, Effectable, FiberRef, Option, Predicate, Tracer } from "effect"
+import { Cause, Context, Duration, Effect, Effectable, Predicate } from "effect"
 import { statementSummary } from "../Observability/Metrics.js"
+import { inChildSpan } from "../Observability/Tracing.js"
 import { withDatabaseReason } from "./DatabaseErrors.js"
 import { statementDurations } from "./StatementTiming.js"
 
 type Run = (sql: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<any>, SqlError>
 
 /** A statement's span: named by its operation and table, with its text (`?` placeholders, never values). */
-const spanOptions = (sql: string): Tracer.SpanOptions => {
+const spanOf = (sql: string): readonly [name: string, attributes: Readonly<Record<string, unknown>>] => {
   const { operation, table } = statementSummary(sql)
   const summary = table === undefined ? operation : `${operation} ${table}`
-  return {
-    kind: "client",
-    captureStackTrace: false,
-    attributes: {
-      "db.system": "sqlite",
-      "db.system.name": "sqlite",
-      "db.operation.name": operation,
-      ...(table === undefined ? {} : { "db.collection.name": table }),
-      "db.query.summary": summary,
-      "db.query.text": sql
-    }
-  }
+  return [summary, {
+    "db.system": "sqlite",
+    "db.system.name": "sqlite",
+    "db.operation.name": operation,
+    ...(table === undefined ? {} : { "db.collection.name": table }),
+    "db.query.summary": summary,
+    "db.query.text": sql
+  }]
 }
-const spansByText = new Map<string, readonly [name: string, options: Tracer.SpanOptions]>()
-const spanOf = (sql: string) => {
+// The statements are the service's own: a few dozen texts. Bounded all the same.
+const spansByText = new Map<string, ReturnType<typeof spanOf>>()
+const cachedSpanOf = (sql: string) => {
   let span = spansByText.get(sql)
   if (span === undefined) {
-    const options = spanOptions(sql)
-    span = [String(options.attributes!["db.query.summary"]), options]
+    span = spanOf(sql)
     if (spansByText.size < 1000) spansByText.set(sql, span)
   }
   return span
@@ -78,12 +75,11 @@ class DirectStatement<A> extends Effectable.Class<ReadonlyArray<A>, SqlError> im
       const run = transaction._tag === "Some"
         ? transaction.value[0].execute(sql, params, undefined)
         : this.runOutside(sql, params)
-      if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return run
-      const parent = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
       // Outside a request, or in a trace not sampled: a span would only cost.
-      if (Option.isNone(parent) || !parent.value.sampled) return run
-      const [name, options] = spanOf(sql)
-      return Effect.withSpan(run, name, options)
+      const parent = fiber.currentSpan
+      if (parent?.sampled !== true) return run
+      const [name, attributes] = cachedSpanOf(sql)
+      return inChildSpan(fiber.currentTracer, parent, name, "client", attributes, run)
     })
   }
 }
