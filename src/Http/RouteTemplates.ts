@@ -18,6 +18,7 @@ export const unmatchedRoute = "unmatched"
 const knownMethods = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"])
 
 const makeLabels = (method: string, route: string): RouteLabels => {
+  // At most one histogram per HTTP status code the service answers (a few dozen).
   const byStatus = new Map<number, Metric.Metric.Histogram<number>>()
   return {
     method,
@@ -44,6 +45,7 @@ const makeLabels = (method: string, route: string): RouteLabels => {
  */
 export const makeRouteLabels = () => {
   const find = makeRouteTable(makeLabels)
+  // One entry per known method and `_OTHER`: ten at most.
   const unmatched = new Map<string, RouteLabels>()
   const unmatchedFor = (method: string) => {
     const name = knownMethods.has(method) ? method : "_OTHER"
@@ -54,6 +56,7 @@ export const makeRouteLabels = () => {
     }
     return labels
   }
+  // One entry per route that has a GET: bounded by the route table.
   const headed = new Map<RouteLabels, RouteLabels>()
   // The router answers HEAD with the GET route; the label keeps the method that was sent.
   const headOf = (byMethod: ReadonlyMap<string, RouteLabels>) => {

@@ -34,6 +34,7 @@ const conflict = (table: Table) => {
   return ` ON CONFLICT (${key.join(", ")}) DO UPDATE SET ${rest.join(", ")}`
 }
 
+// One statement text per table the move copies: as many entries as `Tables.ts` lists.
 const postgresInserts = new Map<string, string>()
 const postgresInsert = (table: Table) => {
   let text = postgresInserts.get(table.name)
