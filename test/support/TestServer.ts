@@ -1,6 +1,6 @@
 import { HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Duration, Effect, Layer, Redacted, Stream } from "effect"
+import { Chunk, Clock, Duration, Effect, type Fiber, Layer, Redacted, Stream, TestClock } from "effect"
 import { PetStoreApi } from "../../src/Api.js"
 import { AppConfig } from "../../src/Config/AppConfig.js"
 import { ApiKeys } from "../../src/Auth/ApiKeys.js"
@@ -82,3 +82,20 @@ export const send = (
     const isJson = response.headers["content-type"]?.startsWith("application/json") ?? false
     return { status: response.status, headers: response.headers, text, body: isJson ? JSON.parse(text) : undefined }
   }).pipe(Effect.scoped)
+
+/**
+ * Waits, in real time, until `fiber` (a request sent on the test server) has its answer, or until
+ * something sleeps on the TestClock to end within `within` (a slowed answer waiting). Moving the
+ * clock before the request has reached its sleep would leave it sleeping for good, however long
+ * the request takes to get there on a loaded machine.
+ */
+export const answeredOrAsleep = (fiber: Fiber.RuntimeFiber<unknown, unknown>, within: Duration.DurationInput = "5 seconds") =>
+  Effect.gen(function*() {
+    const horizon = Duration.toMillis(within)
+    for (const givenUpAt = Date.now() + 10_000; Date.now() < givenUpAt;) {
+      if (fiber.unsafePoll() !== null) return
+      const now = yield* Clock.currentTimeMillis
+      if (Chunk.some(yield* TestClock.sleeps(), (end) => end <= now + horizon)) return
+      yield* Effect.promise(() => Bun.sleep(5))
+    }
+  })
