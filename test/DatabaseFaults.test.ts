@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import pg from "pg"
 import { faultyPostgres } from "./support/PostgresFaults.js"
 import { openSocket } from "./support/RawSocket.js"
-import { freePort, runCommand, startServer } from "./support/ServerProcess.js"
+import { createKey, freePort, runCommand, startServer } from "./support/ServerProcess.js"
 
 // Short, so that the bounds are seen without waiting out the production defaults (5 s, 3 s, 30 s).
 const requestTimeoutSeconds = 1
@@ -27,7 +27,7 @@ describe("PostgreSQL faults under requests", () => {
   it("stopped (SIGSTOP): API requests answer 503 with Retry-After within the deadline, /readyz 503 within 1 s, /livez at once; all recover after SIGCONT", async () => {
     using postgres = faultyPostgres()
     const env = { DATABASE_URL: postgres.url, ...timeouts }
-    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
+    const key = await createKey(env, "faults")
     const server = await startServer(env)
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
     const create = (name: string) =>
@@ -87,7 +87,7 @@ describe("PostgreSQL faults under requests", () => {
   it("restarted under traffic: only 200, 201 or 503 with Retry-After, never 500; every acknowledged create is kept, none twice", async () => {
     using postgres = faultyPostgres()
     const env = { DATABASE_URL: postgres.url, ...timeouts, RATE_LIMIT_PER_SECOND: "100000", RATE_LIMIT_BURST: "100000" }
-    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
+    const key = await createKey(env, "faults")
     const server = await startServer(env)
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
     const acknowledged: Array<number> = []
@@ -138,7 +138,7 @@ describe("PostgreSQL out of connections (max_connections taken by other clients)
   it("requests answer 503 with Retry-After, /readyz 503 within 1 s, never 500; both recover within 1 s of connections freed", async () => {
     using postgres = faultyPostgres(12)
     const env = { DATABASE_URL: postgres.url, ...timeouts }
-    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
+    const key = await createKey(env, "faults")
     const server = await startServer(env)
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
     const others: Array<pg.Client> = []
@@ -191,7 +191,7 @@ describe("an idempotent create cut off by an outage", () => {
   it("its key reserved just before PostgreSQL stopped: retried after, the same key answers one pet within the deadline + 1 s, never two, no 409 past that", async () => {
     using postgres = faultyPostgres()
     const env = { DATABASE_URL: postgres.url, ...timeouts }
-    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
+    const key = await createKey(env, "faults")
     const server = await startServer(env)
     const body = JSON.stringify({ name: "Blip", categoryId: 7 })
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "blip" }
@@ -248,7 +248,7 @@ describe("the pets table locked by another session (LOCK TABLE pets IN ACCESS EX
   it("/readyz answers 503 within 1 s and API requests 503 within the statement timeout; both recover within 1 s of the release", async () => {
     using postgres = faultyPostgres()
     const env = { DATABASE_URL: postgres.url, ...timeouts }
-    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "faults"], env)).stdout.trim().split("\n").at(-1)!
+    const key = await createKey(env, "faults")
     const server = await startServer(env)
     const headers = { authorization: `Bearer ${key}` }
     const locker = Bun.spawn(["psql", postgres.url, "-v", "ON_ERROR_STOP=1"], { stdin: "pipe", stdout: "pipe", stderr: "pipe" })

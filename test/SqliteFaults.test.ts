@@ -3,7 +3,7 @@ import { Database } from "bun:sqlite"
 import { copyFileSync, renameSync, rmSync } from "node:fs"
 import { open } from "node:fs/promises"
 import { join } from "node:path"
-import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { createKey, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 // Short, so that the bound is seen without waiting out the production default (3 s).
 const lockWaitSeconds = 1
@@ -19,7 +19,7 @@ const timed = async (request: Promise<Response>) => {
 const serverOnSqlite = async (folder: string, env: Record<string, string> = {}) => {
   const path = join(folder, "petstore.db")
   const all = { DATABASE_URL: path, DATABASE_STATEMENT_TIMEOUT_SECONDS: String(lockWaitSeconds), ...env }
-  const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "faults"], all)).stdout.trim().split("\n").at(-1)!
+  const key = await createKey(all, "faults")
   const server = await startServer(all)
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
   return {
@@ -179,7 +179,7 @@ describe("a damaged SQLite file", () => {
   it("damaged under the running server: requests reading the damaged pages answer 503 database_unavailable, never 500", async () => {
     using folder = temporaryFolder()
     const path = join(folder.path, "petstore.db")
-    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "damaged"], { DATABASE_URL: path })).stdout.trim().split("\n").at(-1)!
+    const key = await createKey({ DATABASE_URL: path }, "damaged")
     const database = new Database(path)
     const insert = database.prepare("INSERT INTO pets (name, category_id, status) VALUES (?, 1, 'available')")
     // Far more pages than SQLite's page cache (2 MB) holds, so reads go to the file.

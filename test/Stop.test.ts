@@ -5,14 +5,11 @@ import { readFileSync } from "node:fs"
 import { connect } from "node:net"
 import { join } from "node:path"
 import { startPostgresCluster } from "./support/PostgresCluster.js"
-import { freePort, isRunning, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { createKey, freePort, isRunning, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 // Short, so that the bound is seen without waiting out the production default of 10 s.
 const drainSeconds = 1
 const boundMillis = (drainSeconds + 2) * 1000
-
-const createKey = async (env: Record<string, string>) =>
-  (await runCommand(["src/bin/keys.ts", "create", "--name", "stop"], env)).stdout.trim().split("\n").at(-1)!
 
 /** Requests one after another on keep-alive connections until `stop` is called; how many were answered. */
 const traffic = (url: string, key: string) => {

@@ -50,6 +50,10 @@ export const runCommand = async (args: ReadonlyArray<string>, env: Record<string
   return { stdout, stderr, exitCode }
 }
 
+/** A new API key in the database `env` names, made by the keys command; the key itself. */
+export const createKey = async (env: Record<string, string>, name = "test") =>
+  (await runCommand(["src/bin/keys.ts", "create", "--name", name], env)).stdout.trim().split("\n").at(-1)!
+
 /** The real server, `bun src/bin/main.ts`, started with `env` and waited for until it answers. */
 export const startServer = async (env: Record<string, string>) => {
   const port = freePort()
