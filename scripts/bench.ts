@@ -8,7 +8,8 @@
  *
  * Usage: bun run bench [results.json] [--rounds N] [--duration SECONDS] [--only observability]
  * (`bun run bench` builds dist/main.js first; `bun scripts/bench.ts` uses the build as it is;
- * `--only observability` measures what metrics and traces cost, and nothing else.)
+ * `--only observability` measures what metrics and traces cost, and nothing else; `--variants
+ * plain,sampled` keeps only those of its servers.)
  * A/B of two commits instead (`scripts/bench/ab.ts`): bun scripts/bench.ts --ab A B [--rounds N]
  */
 import { Database } from "bun:sqlite"
@@ -39,6 +40,8 @@ if (only !== undefined && only !== "observability") {
   console.error(`--only takes observability, not ${only}`)
   process.exit(1)
 }
+// `--variants plain,sampled`: only these of the observability servers (all five by default).
+const variantsOption = args.includes("--variants") ? args[args.indexOf("--variants") + 1]!.split(",") : undefined
 const cores = navigator.hardwareConcurrency
 const serverCore = "0"
 const loadCore = cores > 1 ? "1" : "0"
@@ -157,7 +160,7 @@ const observabilityOf = () =>
     workloads,
     runWrk,
     median
-  })
+  }, variantsOption)
 
 if (only === "observability") {
   const observability = await observabilityOf()

@@ -3,8 +3,10 @@
  * workloads, on SQLite and on PostgreSQL. Each commit is extracted (`git archive`) into a folder
  * of its own and built there as `npm start` runs it; both then run at once, each on a copy of one
  * seeded database (SQLite) or on a database of its own in one throwaway cluster (PostgreSQL), and
- * wrk alternates between them (A B, then B A, …). The first round is a warm-up and is dropped; the
- * table gives each side's median requests per second and CPU time per request, and B / A.
+ * wrk alternates between them (A B, then B A, …), each run after a short pause. The first round is a
+ * warm-up and is dropped; the table gives each side's median requests per second and CPU time per
+ * request, and B / A as the median of each round's own ratio: a shared host's load drifts from
+ * round to round, and a round's two runs, seconds apart, see nearly the same.
  *
  * Usage: bun scripts/bench.ts --ab A B [--rounds N] [--duration SECONDS] [--only sqlite|postgres]
  * (A and B: anything `git rev-parse` reads, or `.` for the working tree as it is.)
@@ -120,6 +122,8 @@ const measure = (engine: string, servers: readonly [Server, Server], key: string
       const order = round % 2 === 0 ? [0, 1] : [1, 0]
       for (const i of order) {
         const server = servers[i]!
+        // A server's work after its run (a collection, a checkpoint) falls on no other's figures.
+        Bun.sleepSync(500)
         const result = runWrk(server.url + workload.path, workload.script, loadCore, duration, [server.pid])
         if (round > 0) runs[i]!.push(result)
       }
@@ -129,7 +133,15 @@ const measure = (engine: string, servers: readonly [Server, Server], key: string
       cpuUs: median(side.map((r) => r.cpuUsPerRequest)),
       p99Ms: median(side.map((r) => r.p99))
     }))
-    return { engine, workload: workload.name, a: a!, b: b!, ratio: b!.rps / a!.rps, cpuRatio: b!.cpuUs / a!.cpuUs }
+    const perRound = (of: (run: WrkRun) => number) => median(runs[1].map((run, i) => of(run) / of(runs[0][i]!)))
+    return {
+      engine,
+      workload: workload.name,
+      a: a!,
+      b: b!,
+      ratio: perRound((run) => run.rps),
+      cpuRatio: perRound((run) => run.cpuUsPerRequest)
+    }
   })
 
 // Commits before the entry points moved to src/bin/ have the keys command at src/keys.ts.
@@ -202,7 +214,7 @@ if (only !== "sqlite") {
 const cell = (value: string, width: number) => value.padStart(width)
 console.log(
   `\nwrk 1 thread, 32 connections, ${duration}s per run, median of ${rounds - 1} rounds after a dropped one, ` +
-    `A and B in turns; servers on core ${serverCore}, wrk on core ${loadCore}\n`
+    `A and B in turns, B/A the median of the rounds' own ratios; servers on core ${serverCore}, wrk on core ${loadCore}\n`
 )
 console.log(
   ["engine".padEnd(11), "workload".padEnd(24), cell("A rps", 8), cell("B rps", 8), cell("B/A", 6), cell("A µs", 7), cell("B µs", 7), cell("µs B/A", 7)].join(" ")
