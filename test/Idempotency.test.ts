@@ -1,10 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, TestClock } from "effect"
+import { Deferred, Effect, Fiber, Layer, TestClock } from "effect"
 import { PetRepository } from "../src/Pets/PetRepository.js"
+import { makeInMemoryPetRepository } from "../src/Pets/PetRepositoryInMemory.js"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
-import { createKey, send, TestServer } from "./support/TestServer.js"
+import { createKey, makeTestServer, send, TestServer } from "./support/TestServer.js"
 
 const rex = JSON.stringify({ name: "Rex", categoryId: 3, status: "available" })
 const tom = JSON.stringify({ name: "Tom", categoryId: 1 })
@@ -72,33 +73,46 @@ describe("idempotent creates, POST /v1/pets with Idempotency-Key", () => {
 
   it.effect("a retry while the first request is still running: 409 idempotency_request_in_progress", () =>
     Effect.gen(function*() {
-      const { key } = yield* createKey()
-      const headers = { "idempotency-key": "slow" }
-      let finish: () => void = () => {}
-      const slowBody = new ReadableStream<Uint8Array>({
-        start(controller) {
-          controller.enqueue(new TextEncoder().encode(rex.slice(0, 10)))
-          finish = () => {
-            controller.enqueue(new TextEncoder().encode(rex.slice(10)))
-            controller.close()
+      // The in-memory store, noting when the first request has reserved its key.
+      const reserved = yield* Deferred.make<void>()
+      const store = Layer.effect(
+        PetRepository,
+        Effect.map(makeInMemoryPetRepository, (pets) =>
+          PetRepository.of({
+            ...pets,
+            reserve: (scope, abandonedAfterMillis) =>
+              Effect.tap(pets.reserve(scope, abandonedAfterMillis), () => Deferred.succeed(reserved, undefined))
+          }))
+      )
+      yield* Effect.gen(function*() {
+        const { key } = yield* createKey()
+        const headers = { "idempotency-key": "slow" }
+        let finish: () => void = () => {}
+        const slowBody = new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode(rex.slice(0, 10)))
+            finish = () => {
+              controller.enqueue(new TextEncoder().encode(rex.slice(10)))
+              controller.close()
+            }
           }
-        }
-      })
-      const first = yield* Effect.fork(send("POST", "/v1/pets", { key, headers, body: slowBody }))
-      yield* Effect.promise(() => Bun.sleep(100))
-      const meanwhile = yield* send("POST", "/v1/pets", { key, headers, body: rex })
-      expect(meanwhile.status).toBe(409)
-      expect(meanwhile.body).toEqual({
-        code: "idempotency_request_in_progress",
-        message: "Idempotency-Key: a request with this key is still being processed; retry later",
-        status: 409
-      })
-      finish()
-      const done = yield* Fiber.join(first)
-      expect(done.status).toBe(201)
-      const replay = yield* send("POST", "/v1/pets", { key, headers, body: rex })
-      expect(replay.text).toBe(done.text)
-    }).pipe(Effect.provide(TestServer)))
+        })
+        const first = yield* Effect.fork(send("POST", "/v1/pets", { key, headers, body: slowBody }))
+        yield* Deferred.await(reserved)
+        const meanwhile = yield* send("POST", "/v1/pets", { key, headers, body: rex })
+        expect(meanwhile.status).toBe(409)
+        expect(meanwhile.body).toEqual({
+          code: "idempotency_request_in_progress",
+          message: "Idempotency-Key: a request with this key is still being processed; retry later",
+          status: 409
+        })
+        finish()
+        const done = yield* Fiber.join(first)
+        expect(done.status).toBe(201)
+        const replay = yield* send("POST", "/v1/pets", { key, headers, body: rex })
+        expect(replay.text).toBe(done.text)
+      }).pipe(Effect.provide(makeTestServer(store)))
+    }))
 
   it.effect("a first request that failed leaves the key free", () =>
     Effect.gen(function*() {
