@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
 import { hashKey } from "../src/Auth/ApiKeys.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
-import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 /** A fresh database of each kind, named by its `DATABASE_URL`. */
 const databases = [
@@ -76,7 +76,8 @@ for (const [name, createDatabase] of databases) describe(`the real server proces
 
   it("keeps the pets across a restart, and stops with exit 0 on SIGTERM after finishing requests in flight", async () => {
     await using database = await createDatabase()
-    const env = { DATABASE_URL: database.url }
+    const metricsPort = freePort()
+    const env = { DATABASE_URL: database.url, METRICS_PORT: String(metricsPort) }
     const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "e2e"], env)).stdout.trim().split("\n").at(-1)!
     const server = await startServer(env)
     // A request still uploading its body when the signal arrives.
@@ -90,7 +91,13 @@ for (const [name, createDatabase] of databases) describe(`the real server proces
       duplex: "half"
     })
     await writer.write(new TextEncoder().encode(`{"name":"Slow",`))
-    await Bun.sleep(200)
+    // The signal is sent once the server is handling the request, however loaded the machine.
+    const inHandling = async () => {
+      const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text(), () => "")
+      return /^http_server_active_requests 1$/m.test(text)
+    }
+    for (let attempt = 0; attempt < 200 && !(await inHandling()); attempt++) await Bun.sleep(25)
+    expect(await inHandling()).toBe(true)
     server.proc.kill("SIGTERM")
     await Bun.sleep(200)
     await writer.write(new TextEncoder().encode(`"categoryId":1}`))
