@@ -1,9 +1,9 @@
 /**
  * What carrying a request's record costs, per request, in one fiber's loop: the platform's own
- * `provideService` of the request, then three reads of the record, its record carried four ways:
+ * `provideService` of the request, then three reads of the record, its record carried five ways:
  * not at all, `Effect.provideService`, written into the fiber's context in place (the request's
- * fiber ends with it, so nothing needs restoring), and a `WeakMap` keyed by the request (what
- * `src/Request/CurrentRequest.ts` does). The median
+ * fiber ends with it, so nothing needs restoring), a fiber reference set in place (what
+ * `src/Request/CurrentRequest.ts` does), and a `WeakMap` keyed by the request. The median
  * of nine rounds, in µs per request; the differences from `none` are what each way adds.
  *
  *   bun scripts/bench/request-context.ts
@@ -24,6 +24,7 @@ let services: Context.Context<never> = Context.empty()
 for (let i = 0; i < 25; i++) services = Context.add(services, Context.GenericTag<number>(`bench/Service${i}`), i)
 
 const table = new WeakMap<Request, Record>()
+const currentRecord = FiberRef.unsafeMake<Record | undefined>(undefined)
 const threeReads = (read: Effect.Effect<unknown>) => Effect.flatMap(read, () => Effect.flatMap(read, () => read))
 
 const ways: { readonly [name: string]: (request: Request) => Effect.Effect<unknown> } = {
@@ -33,6 +34,11 @@ const ways: { readonly [name: string]: (request: Request) => Effect.Effect<unkno
     Effect.zipRight(
       FiberRef.update(FiberRef.currentContext, (context) => Context.add(context, Current, { id: "x" })),
       threeReads(Current)
+    ),
+  "fiber reference": () =>
+    Effect.zipRight(
+      FiberRef.set(currentRecord, { id: "x" }),
+      threeReads(Effect.withFiberRuntime((fiber) => Effect.succeed(fiber.getFiberRef(currentRecord))))
     ),
   WeakMap: (request) => {
     table.set(request, { id: "x" })

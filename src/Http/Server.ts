@@ -69,7 +69,10 @@ export const serverMiddleware = Effect.gen(function*() {
   const deadline = withDeadline(requestTimeout)
   return (app: HttpApp.Default): HttpApp.Default<never, HttpServerRequest.HttpServerRequest> => {
     const served = middleware(deadline(app))
-    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => observe(enterRequest(request, clientAddress), served))
+    return Effect.flatMap(
+      HttpServerRequest.HttpServerRequest,
+      (request) => enterRequest(request, clientAddress, (state) => observe(state, served))
+    )
   }
 })
 

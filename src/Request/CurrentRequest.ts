@@ -1,5 +1,5 @@
 import { HttpServerRequest } from "@effect/platform"
-import { Effect, type Tracer } from "effect"
+import { Effect, FiberRef, type Tracer } from "effect"
 import type { ClientAddress } from "./ClientAddress.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
@@ -43,29 +43,30 @@ export class RequestState {
 }
 
 /**
- * Each request's record, kept beside the request (which the platform puts in the request's
- * context) rather than in the fiber's context, which costs measurably more to write per request.
- * Measured by `bun scripts/bench/request-context.ts` (four runs on a
- * loaded 2-core machine): the `WeakMap` adds under 1 µs a request, the fiber's context written in
- * place about 4 µs, `Effect.provideService` about 11 µs. Entries go with their requests.
+ * Each request's record, carried by the request's fiber (and any it forks): the server
+ * middleware sets it in place once, since the fiber is the request's own and ends with it. Set
+ * so, it adds 1–2 µs a request, where `Effect.provideService` adds about 6 µs and a service added
+ * to the fiber's context in place about 2–3 µs (`bun scripts/bench/request-context.ts`, three runs
+ * on a loaded 2-core machine).
  */
-const records = new WeakMap<HttpServerRequest.HttpServerRequest, RequestState>()
+const currentRecord = FiberRef.unsafeMake<RequestState | undefined>(undefined)
 
-/** The record of a request as it enters; the server middleware makes it, once per request. */
-export const enterRequest = (
+/**
+ * The record of a request as it enters, carried by the fiber running `served`; the server
+ * middleware makes it, once per request.
+ */
+export const enterRequest = <A, E, R>(
   request: HttpServerRequest.HttpServerRequest,
-  clientAddressOf: (request: HttpServerRequest.HttpServerRequest) => ClientAddress
-): RequestState => {
-  const state = new RequestState(request, requestIdFor(request), performance.now(), clientAddressOf)
-  records.set(request, state)
-  return state
-}
+  clientAddressOf: (request: HttpServerRequest.HttpServerRequest) => ClientAddress,
+  served: (state: RequestState) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    const state = new RequestState(request, requestIdFor(request), performance.now(), clientAddressOf)
+    return Effect.zipRight(FiberRef.set(currentRecord, state), served(state))
+  })
 
 /** The record of the request being served; a defect outside the server middleware, a service put together wrongly. */
-export const currentRequest: Effect.Effect<RequestState, never, HttpServerRequest.HttpServerRequest> = Effect.flatMap(
-  HttpServerRequest.HttpServerRequest,
-  (request) => {
-    const state = records.get(request)
-    return state === undefined ? Effect.dieMessage("a request served outside the server middleware") : Effect.succeed(state)
-  }
-)
+export const currentRequest: Effect.Effect<RequestState> = Effect.withFiberRuntime((fiber) => {
+  const state = fiber.getFiberRef(currentRecord)
+  return state === undefined ? Effect.dieMessage("a request served outside the server middleware") : Effect.succeed(state)
+})
