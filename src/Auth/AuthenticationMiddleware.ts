@@ -3,7 +3,7 @@ import { Authentication } from "../Api/Authentication.js"
 import { AppConfig } from "../Config/AppConfig.js"
 import { TooManyRequests, Unauthorized } from "../Domain/ApiError.js"
 import { countFailedAuthentication, countRateLimited } from "../Observability/Metrics.js"
-import { currentRequest, type RequestState } from "../Request/CurrentRequest.js"
+import { type RequestState, withCurrentRequest } from "../Request/CurrentRequest.js"
 import { ApiKeys, hashKey, type KeyHolder } from "./ApiKeys.js"
 import { noteRateLimit, RateLimiter, type RateLimitPolicy } from "./RateLimiter.js"
 
@@ -99,7 +99,7 @@ export const AuthenticationLive = Layer.effect(
 
     return Authentication.of({
       // The platform's own bearer parsing is case-sensitive; the header is read here instead.
-      bearer: () => Effect.flatMap(currentRequest, authenticate)
+      bearer: () => withCurrentRequest(authenticate)
     })
   })
 )

@@ -14,7 +14,7 @@ import {
 } from "../Domain/ApiError.js"
 import { summarizeCause } from "../Observability/CauseSummary.js"
 import { describeIssues, excerpt } from "../Request/ParseIssues.js"
-import { currentRequest, type RequestState } from "../Request/CurrentRequest.js"
+import { type RequestState, withCurrentRequest } from "../Request/CurrentRequest.js"
 import { databaseUnavailable } from "../Sql/DatabaseErrors.js"
 import { isCanonicalPath, makeAllowedMethods, pathOf } from "./Routes.js"
 
@@ -116,7 +116,7 @@ export const ApiResponses = HttpApiBuilder.middleware(
         return internalError
       })
     return (app: HttpApp.Default): HttpApp.Default =>
-      Effect.flatMap(currentRequest, (state) => {
+      withCurrentRequest((state) => {
         const withHeaders = (response: HttpServerResponse.HttpServerResponse) =>
           HttpServerResponse.setHeaders(response, {
             "x-request-id": state.id,

@@ -38,7 +38,11 @@ export class InFlightRequests extends Context.Tag("petstore/InFlightRequests")<
             return Effect.map(currentRequest, withRequestId(shuttingDown))
           }
           running++
-          return Effect.ensuring(app, Effect.sync(() => running--))
+          // The platform runs the app uninterruptibly, so this handler always runs.
+          return Effect.matchCauseEffect(app, {
+            onFailure: (cause) => (running--, Effect.failCause(cause)),
+            onSuccess: (response) => (running--, Effect.succeed(response))
+          })
         }),
       drain: (timeout) =>
         Effect.suspend(() => {

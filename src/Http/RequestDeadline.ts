@@ -24,22 +24,27 @@ const deadlineFiberId = FiberId.make(-2, 0)
  * One timer per request interrupting the request's own fiber, rather than `Effect.timeout`: the
  * fibers a timeout forks and races cost about 5 µs per request, a twentieth of a small request.
  * The platform runs an app uninterruptibly apart from the route's handler, so the app is made
- * interruptible here and the interruption turned into the answer outside it. A database call
- * being interrupted may first wait for the driver (PostgreSQL's cancel request); the database
- * timeouts, shorter than the deadline, bound those waits.
+ * interruptible here, and the handler that clears the timer and turns the interruption into the
+ * answer always runs (one handler for both, as every step on the request path counts). A
+ * database call being interrupted may first wait for the driver (PostgreSQL's cancel request);
+ * the database timeouts, shorter than the deadline, bound those waits.
  */
 export const withDeadline = (deadline: Duration.Duration) => {
   const millis = Duration.toMillis(deadline)
   return (app: HttpApp.Default): HttpApp.Default =>
     Effect.withFiberRuntime((fiber) => {
       const timer = setTimeout(() => fiber.unsafeInterruptAsFork(deadlineFiberId), millis)
-      return Effect.interruptible(app).pipe(
-        Effect.onExit(() => Effect.sync(() => clearTimeout(timer))),
-        Effect.catchAllCause((cause) =>
-          HashSet.has(Cause.interruptors(cause), deadlineFiberId)
+      return Effect.matchCauseEffect(Effect.interruptible(app), {
+        onSuccess: (response) => {
+          clearTimeout(timer)
+          return Effect.succeed(response)
+        },
+        onFailure: (cause) => {
+          clearTimeout(timer)
+          return HashSet.has(Cause.interruptors(cause), deadlineFiberId)
             ? Effect.map(currentRequest, withRequestId(timedOut))
             : Effect.failCause(cause)
-        )
-      )
+        }
+      })
     })
 }

@@ -40,9 +40,16 @@ export const makeRequestObserver = (options: {
       labels = routeOf(state.request.method, state.request.url)
       activeRequests.unsafeModify(1, [])
     }
-    return Effect.onExit(app, (exit) => {
-      record(state, labels, statusOf(exit))
-      return Effect.void
+    // The platform runs the app uninterruptibly, so one of these always runs.
+    return Effect.matchCauseEffect(app, {
+      onSuccess: (response) => {
+        record(state, labels, response.status)
+        return Effect.succeed(response)
+      },
+      onFailure: (cause) => {
+        record(state, labels, statusOf(Exit.failCause(cause)))
+        return Effect.failCause(cause)
+      }
     })
   }
 

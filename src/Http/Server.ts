@@ -69,10 +69,7 @@ export const serverMiddleware = Effect.gen(function*() {
   const deadline = withDeadline(requestTimeout)
   return (app: HttpApp.Default): HttpApp.Default<never, HttpServerRequest.HttpServerRequest> => {
     const served = middleware(deadline(app))
-    return Effect.flatMap(
-      HttpServerRequest.HttpServerRequest,
-      (request) => enterRequest(request, clientAddress, (state) => observe(state, served))
-    )
+    return enterRequest(clientAddress, (state) => observe(state, served))
   }
 })
 

@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Clock, Duration, Effect, Exit, Layer, Option } from "effect"
+import { Duration, Effect, Exit, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import { PetStoreApi } from "../Api.js"
 import { getPetDeprecatedAt, getPetReplacementFragment, getPetSunsetAt, SunsetPolicy } from "../Api/Deprecation.js"
@@ -10,7 +10,7 @@ import { Conflict, Gone, NotFound, ServiceUnavailable, UnprocessableContent } fr
 import { CurrentCaller } from "../Domain/Caller.js"
 import { NewPet, type Pet } from "../Domain/Pet.js"
 import { readJsonBody } from "../Request/JsonBody.js"
-import { currentRequest } from "../Request/CurrentRequest.js"
+import { withCurrentRequest } from "../Request/CurrentRequest.js"
 import { ReadOnlyMode, retryAfterSeconds } from "../Sql/ReadOnlyMode.js"
 import { Cursors } from "./Cursors.js"
 import { type IdempotencyScope, PetRepository } from "./PetRepository.js"
@@ -103,7 +103,7 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
       // Raw: the body is read here, after authentication, with its own size and media-type checks.
       .handleRaw("createPet", ({ headers }) => {
         if (readOnlyMode.isOn()) {
-          return Effect.flatMap(currentRequest, (current) => {
+          return withCurrentRequest((current) => {
             current.noteResponseHeaders({ "retry-after": String(retryAfterSeconds) })
             return Effect.fail(readOnly)
           })
@@ -138,9 +138,10 @@ export const SunsetPolicyLive = Layer.effect(
       message: `GET /v1/pets/{petId} was removed on ${headers.sunset}; use GET /v1/pets with the status filter`,
       status: 410
     })
-    return Effect.flatMap(currentRequest, (current) => {
+    const sunsetMillis = getPetSunsetAt.getTime()
+    return withCurrentRequest((current) => {
       current.noteResponseHeaders(headers)
-      return Effect.flatMap(Clock.currentTimeMillis, (now) => now >= getPetSunsetAt.getTime() ? Effect.fail(removed) : Effect.void)
+      return Effect.clockWith((clock) => clock.unsafeCurrentTimeMillis() >= sunsetMillis ? Effect.fail(removed) : Effect.void)
     })
   })
 )

@@ -1,5 +1,5 @@
 import { HttpServerRequest } from "@effect/platform"
-import { Effect, FiberRef, type Tracer } from "effect"
+import { Context, Effect, FiberRef, type Tracer } from "effect"
 import type { ClientAddress } from "./ClientAddress.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
@@ -52,21 +52,31 @@ export class RequestState {
 const currentRecord = FiberRef.unsafeMake<RequestState | undefined>(undefined)
 
 /**
- * The record of a request as it enters, carried by the fiber running `served`; the server
- * middleware makes it, once per request.
+ * The record of the request the running fiber serves, made as it enters and carried by that fiber
+ * while `served` runs; the server middleware calls it, once per request. One step of the fiber
+ * (the request read from the fiber's context in the same step): on a request's path each step
+ * costs about as much as a SQLite read's own work.
  */
 export const enterRequest = <A, E, R>(
-  request: HttpServerRequest.HttpServerRequest,
   clientAddressOf: (request: HttpServerRequest.HttpServerRequest) => ClientAddress,
   served: (state: RequestState) => Effect.Effect<A, E, R>
-): Effect.Effect<A, E, R> =>
-  Effect.suspend(() => {
+): Effect.Effect<A, E, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.withFiberRuntime((fiber) => {
+    const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
     const state = new RequestState(request, requestIdFor(request), performance.now(), clientAddressOf)
     return Effect.zipRight(FiberRef.set(currentRecord, state), served(state))
   })
 
-/** The record of the request being served; a defect outside the server middleware, a service put together wrongly. */
-export const currentRequest: Effect.Effect<RequestState> = Effect.withFiberRuntime((fiber) => {
-  const state = fiber.getFiberRef(currentRecord)
-  return state === undefined ? Effect.dieMessage("a request served outside the server middleware") : Effect.succeed(state)
-})
+/**
+ * Runs `f` with the record of the request being served, in the same step as reading it (where
+ * `Effect.flatMap(currentRequest, f)` takes three); a defect outside the server middleware, a
+ * service put together wrongly.
+ */
+export const withCurrentRequest = <A, E, R>(f: (state: RequestState) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime((fiber) => {
+    const state = fiber.getFiberRef(currentRecord)
+    return state === undefined ? Effect.dieMessage("a request served outside the server middleware") : f(state)
+  })
+
+/** The record of the request being served. */
+export const currentRequest: Effect.Effect<RequestState> = withCurrentRequest(Effect.succeed)
