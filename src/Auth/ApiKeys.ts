@@ -2,6 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Context, Data, Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { AppConfig, type Environment } from "../Config/AppConfig.js"
+import { rowsOrDie } from "../Sql/Rows.js"
 import { RecentMap } from "./RecentMap.js"
 
 export class ApiKeyRecord extends Schema.Class<ApiKeyRecord>("ApiKeyRecord")({
@@ -150,8 +151,10 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
         (entry, now) => entry.until <= now
       )
       const activeByHash = (hash: string) =>
-        sql<{ id: unknown; name: string }>`SELECT id, name FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`.pipe(
-          Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some({ keyId: Number(rows[0]!.id), name: rows[0]!.name }))
+        rowsOrDie(
+          sql<{ id: unknown; name: string }>`SELECT id, name FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`,
+          (rows): Option.Option<KeyHolder> =>
+            rows.length === 0 ? Option.none() : Option.some({ keyId: Number(rows[0]!.id), name: rows[0]!.name })
         )
       // A failing statement is a defect: nothing a caller could handle.
       return ApiKeys.of({
@@ -173,15 +176,14 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
               : new ApiKeyAlreadyRevoked({ record: found.value })
           }).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })),
         findActiveByHash: (hash) =>
-          trustFoundKeysMillis === 0 ? Effect.orDie(activeByHash(hash)) : Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          trustFoundKeysMillis === 0 ? activeByHash(hash) : Effect.flatMap(Clock.currentTimeMillis, (now) => {
             const known = recentlyFound.get(hash)
             if (known !== undefined && known.until > now) return Effect.succeed(known.holder)
             return activeByHash(hash).pipe(
               Effect.tap((holder) => {
                 if (Option.isSome(holder)) recentlyFound.set(hash, { holder, until: now + trustFoundKeysMillis }, now)
                 else recentlyFound.delete(hash)
-              }),
-              Effect.orDie
+              })
             )
           })
       })

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { RequestState } from "../Request/CurrentRequest.js"
 import { RecentMap } from "./RecentMap.js"
 
@@ -69,7 +69,7 @@ export class RateLimiter extends Context.Tag("petstore/RateLimiter")<
         return decision(policy, allowed, tokens)
       }
       return RateLimiter.of({
-        take: (policy, key) => Effect.map(Clock.currentTimeMillis, (now) => decide(policy, key, now))
+        take: (policy, key) => Effect.clockWith((clock) => Effect.succeed(decide(policy, key, clock.unsafeCurrentTimeMillis())))
       })
     })
 

@@ -5,6 +5,7 @@ import type { NewPet, Pet } from "../Domain/Pet.js"
 import { PetStatus } from "../Domain/Pet.js"
 import { ClaimTakenOver, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
 import type { PetRepository } from "./PetRepository.js"
+import { rowsOrDie } from "../Sql/Rows.js"
 
 /**
  * Pets in the `pets` table, on SQLite or PostgreSQL alike. A reservation is one statement (insert,
@@ -15,11 +16,9 @@ export const makeSqlPetRepository = Effect.gen(function*() {
   const columns = sql.literal("id, name, category_id, status")
   // RETURNING read to its end: a write statement left unfinished would keep SQLite from
   // checkpointing its WAL (`@effect/sql-sqlite-bun` reads every statement with `all`).
-  const insertPet = ({ categoryId, name, status }: NewPet) =>
-    Effect.map(
-      sql`INSERT INTO pets (name, category_id, status) VALUES (${name}, ${categoryId}, ${status ?? null}) RETURNING ${columns}`,
-      (rows) => toPet(rows[0])
-    )
+  const insertStatement = ({ categoryId, name, status }: NewPet) =>
+    sql`INSERT INTO pets (name, category_id, status) VALUES (${name}, ${categoryId}, ${status ?? null}) RETURNING ${columns}`
+  const insertPet = (pet: NewPet) => Effect.map(insertStatement(pet), (rows) => toPet(rows[0]))
   const findRecord = ({ apiKeyId, key }: IdempotencyScope) =>
     sql<{ fingerprint: string | null; id: unknown }>`
       SELECT r.fingerprint, p.id, p.name, p.category_id, p.status
@@ -50,7 +49,7 @@ export const makeSqlPetRepository = Effect.gen(function*() {
   yield* purgeExpired.pipe(Effect.repeat(Schedule.spaced("1 minute")), Effect.ignoreLogged, Effect.forkScoped)
   // A failing statement is a defect: nothing a caller could handle.
   const repository: PetRepository["Type"] = {
-    create: (pet) => Effect.orDie(insertPet(pet)),
+    create: (pet) => rowsOrDie(insertStatement(pet), (rows) => toPet(rows[0])),
     reserve: (scope, abandonedAfterMillis) =>
       Effect.orDie(Effect.flatMap(Clock.currentTimeMillis, (now) => reserve(scope, now, abandonedAfterMillis))),
     release: ({ apiKeyId, key }, claimedAt) =>
@@ -71,10 +70,10 @@ export const makeSqlPetRepository = Effect.gen(function*() {
         Effect.catchTag("SqlError", Effect.die)
       ),
     findById: (id) =>
-      Effect.orDie(Effect.map(sql`SELECT ${columns} FROM pets WHERE id = ${id}`, (rows) =>
-        rows.length === 0 ? Option.none() : Option.some(toPet(rows[0])))),
+      rowsOrDie(sql`SELECT ${columns} FROM pets WHERE id = ${id}`, (rows) =>
+        rows.length === 0 ? Option.none() : Option.some(toPet(rows[0]))),
     list: ({ afterId = 0, limit, status }) =>
-      Effect.orDie(Effect.map(
+      rowsOrDie(
         // One row more than the page tells whether another page follows.
         status === undefined
           ? sql`SELECT ${columns} FROM pets WHERE id > ${afterId} ORDER BY id LIMIT ${limit + 1}`
@@ -83,7 +82,7 @@ export const makeSqlPetRepository = Effect.gen(function*() {
           const pets = rows.slice(0, limit).map(toPet)
           return { pets, hasMore: rows.length > limit }
         }
-      )),
+      ),
     // The pets table itself, not just the connection: a table locked by another session is not ready.
     isReady: sql`SELECT id FROM pets LIMIT 1`.pipe(Effect.as(true), Effect.catchAllCause(() => Effect.succeed(false)))
   }
