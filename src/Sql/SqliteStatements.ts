@@ -151,7 +151,7 @@ export const makeSqliteClient = (connection: Connection, options: SqliteClientOp
     // database's retry) always runs, and only the waits around it (a transaction's end, another
     // process's lock) are interruptible, as the caller is. `uninterruptibleMask` calls its function
     // inside the region, so no `suspend` is needed: each step taken out of a statement saves about
-    // half a microsecond (`bun scripts/bench/sqlite-statement.ts`).
+    // half a microsecond (`bun scripts/bench/instructions.ts` counts them).
     const observe = <A>(
       sql: string,
       run: Effect.Effect<A, SqlError>,
