@@ -1,6 +1,6 @@
 /**
  * Instructions per request on the request path, counted by the CPU (`perf stat`, Debian's
- * `linux-perf`): `scripts/bench/request-path-sqlite.ts` run for one round and for 21 on each
+ * `linux-perf`): `scripts/bench/request-path.ts` run for one round and for 21 on each
  * source folder, the difference divided by the 20,000 requests between them, so start-up and
  * warm-up fall out. Unlike time, the count barely moves with the machine's load (under 1% from
  * run to run), so a change of a few microseconds shows. Compilation runs on the main thread
@@ -16,7 +16,7 @@ import { join } from "node:path"
 const args = process.argv.slice(2)
 const options = args.filter((arg) => arg.startsWith("--"))
 const folders = args.filter((arg) => !arg.startsWith("--"))
-const script = join(import.meta.dirname, "request-path-sqlite.ts")
+const script = join(import.meta.dirname, "request-path.ts")
 const requestsBetween = 20 * 1000
 
 const instructions = (folder: string, rounds: number): number => {

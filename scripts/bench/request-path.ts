@@ -1,56 +1,78 @@
 /**
- * What the request path costs in process, without sockets: the service's app (in-memory stores,
- * metrics on, tracing off, the request log on to a sink) built from each source folder given and
- * called through a web handler, in µs of CPU per request, the median of alternating rounds in one
- * process, so two commits are compared side by side:
+ * What the request path costs in process, without sockets: the whole service (its SQLite stores on
+ * a file of its own, or the in-memory ones; tracing off, the request log on to a sink) built from
+ * each source folder given and called through a web handler, in µs of CPU per request, the median of
+ * rounds alternating between the folders in one process, so two commits are compared side by
+ * side without the network's noise:
  *
- *   git archive main src | tar -x -C /tmp/main && ln -s "$PWD/node_modules" /tmp/main/node_modules
- *   bun scripts/bench/request-path.ts /tmp/main/src src
+ *   git archive 8069bce src | tar -x -C /tmp/a && ln -s "$PWD/node_modules" /tmp/a/node_modules
+ *   bun scripts/bench/request-path.ts /tmp/a/src src
  *
- * The folder loaded first tends to run faster (its code is compiled first): run both orders.
+ * `--only=<text>` keeps the workloads whose name holds it, `--rounds=N` (15), `--metrics` turns
+ * metrics on, `--in-memory` puts the in-memory stores in place of SQLite. CPU time moves by 5–20%
+ * on a shared machine; the count of instructions per request (`scripts/bench/instructions.ts`,
+ * which runs this script) moves by under 1%. Both the layout before the redesign (`src/Http.ts`,
+ * `src/Stores.ts`) and the one after are read.
  */
 import { HttpApiBuilder, type HttpApp, HttpMiddleware, HttpServer } from "@effect/platform"
-import { Effect, Layer, Redacted, Scope } from "effect"
+import { Effect, Layer, Option, Redacted, Scope } from "effect"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 
-const folders = process.argv.slice(2).map((folder) => resolve(folder))
+const args = process.argv.slice(2)
+const rounds = Number(args.find((arg) => arg.startsWith("--rounds="))?.slice(9) ?? 15)
+const inMemory = args.includes("--in-memory")
+const metrics = args.includes("--metrics")
+const folders = args.filter((arg) => !arg.startsWith("--")).map((folder) => resolve(folder))
 if (folders.length === 0) folders.push(join(import.meta.dirname, "../../src"))
+const dataFolder = mkdtempSync(join(tmpdir(), "petstore-request-path-"))
+process.on("exit", () => rmSync(dataFolder, { recursive: true, force: true }))
 
 // Never closed: the process exits when the rounds are done.
 const scope = Effect.runSync(Scope.make())
 
-const handlerOf = async (src: string) => {
-  const { AppLive, serverMiddleware } = await import(join(src, "Http/Server.ts"))
-  const { ExactRoutes } = await import(join(src, "Http/Routes.ts"))
-  const { InFlightRequests } = await import(join(src, "Http/InFlightRequests.ts"))
-  const { RequestLines } = await import(join(src, "Http/RequestLog.ts"))
-  const { AppConfig } = await import(join(src, "Config/AppConfig.ts"))
-  const { ObservabilityConfig } = await import(join(src, "Observability/ObservabilityConfig.ts"))
-  const { TracingLive } = await import(join(src, "Observability/Tracing.ts"))
-  const { ApiKeys } = await import(join(src, "Auth/ApiKeys.ts"))
-  const { RateLimiter } = await import(join(src, "Auth/RateLimiter.ts"))
-  const { Cursors } = await import(join(src, "Pets/Cursors.ts"))
-  const { PetRepository } = await import(join(src, "Pets/PetRepository.ts"))
-  const base = Layer.mergeAll(
-    PetRepository.InMemory,
-    ApiKeys.InMemory,
-    Cursors.InMemory,
-    RateLimiter.InMemory,
-    InFlightRequests.layer,
-    RequestLines.layer(() => {})
-  ).pipe(Layer.provideMerge(Layer.mergeAll(
-    AppConfig.make({
-      publicBaseUrl: "http://petstore.test",
-      rateLimit: { perSecond: 1e9, burst: 1e9 },
-      authFailuresPerMinute: 1e12
-    }),
-    ObservabilityConfig.make({})
-  )))
+/** The first of the paths (one per layout) that the folder holds. */
+const load = (src: string, ...paths: Array<string>) => {
+  const path = paths.map((path) => join(src, path)).find(existsSync)
+  if (path === undefined) throw new Error(`${src} holds none of ${paths.join(", ")}`)
+  return import(path)
+}
+
+const handlerOf = async (src: string, index: number) => {
+  const { AppLive, serverMiddleware } = await load(src, "Http/Server.ts", "Http.ts")
+  const { StoresLive } = await load(src, "Service/Stores.ts", "Stores.ts")
+  const { ExactRoutes } = await load(src, "Http/Routes.ts")
+  const { InFlightRequests } = await load(src, "Http/InFlightRequests.ts")
+  const { RequestLines } = await load(src, "Http/RequestLog.ts")
+  const { AppConfig } = await load(src, "Config/AppConfig.ts", "AppConfig.ts")
+  const { ObservabilityConfig } = await load(src, "Observability/ObservabilityConfig.ts")
+  const { TracingLive } = await load(src, "Observability/Tracing.ts")
+  const { ApiKeys } = await load(src, "Auth/ApiKeys.ts")
+  const { PetRepository } = await load(src, "Pets/PetRepository.ts")
+  const { Cursors } = await load(src, "Pets/Cursors.ts")
+  const { RateLimiter } = await load(src, "Auth/RateLimiter.ts")
+  const stores = inMemory
+    ? Layer.mergeAll(PetRepository.InMemory, ApiKeys.InMemory, Cursors.InMemory, RateLimiter.InMemory)
+    : StoresLive
+  const base = Layer.mergeAll(stores, InFlightRequests.layer, RequestLines.layer(() => {})).pipe(
+    Layer.provideMerge(Layer.mergeAll(
+      AppConfig.make({
+        publicBaseUrl: "http://petstore.test",
+        databaseUrl: join(dataFolder, `${index}.db`),
+        rateLimit: { perSecond: 1e9, burst: 1e9 },
+        authFailuresPerMinute: 1e12
+      }),
+      ObservabilityConfig.make(metrics ? { metrics: Option.some({ host: "127.0.0.1", port: 0 }) } : {})
+    ))
+  )
   return Effect.runPromise(Effect.gen(function*() {
     const context = yield* Layer.buildWithScope(base, scope)
     const middleware = (yield* Effect.provide(serverMiddleware, context)) as (app: HttpApp.Default) => HttpApp.Default
     const { key } = yield* Effect.provide(Effect.flatMap(ApiKeys, (keys: any) => keys.create("bench")), context) as any
-    yield* Effect.provide(Effect.flatMap(PetRepository, (pets: any) => pets.create({ name: "Rex", categoryId: 1 })), context)
+    for (let i = 0; i < 200; i++) {
+      yield* Effect.provide(Effect.flatMap(PetRepository, (pets: any) => pets.create({ name: `Rex ${i}`, categoryId: 1 })), context)
+    }
     const app = Layer.mergeAll(AppLive, HttpServer.layerContext).pipe(
       Layer.provide(ExactRoutes),
       HttpMiddleware.withTracerDisabledWhen(() => true),
@@ -62,37 +84,48 @@ const handlerOf = async (src: string) => {
   }) as Effect.Effect<{ handler: (request: Request) => Promise<Response>; authorization: string }>)
 }
 
-const servers = await Promise.all(folders.map(async (folder) => ({ folder, ...(await handlerOf(folder)) })))
-const requests = {
+const servers = await Promise.all(folders.map(async (folder, index) => ({ folder, ...(await handlerOf(folder, index)) })))
+const requests: Record<string, (authorization: string) => Request> = {
   "GET /livez": () => new Request("http://petstore.test/livez"),
-  "GET /v1/pets/1": (authorization: string) => new Request("http://petstore.test/v1/pets/1", { headers: { authorization } }),
-  "GET /v1/pets?limit=1": (authorization: string) =>
-    new Request("http://petstore.test/v1/pets?limit=1", { headers: { authorization } }),
-  "GET /v1/pets/2 (404)": (authorization: string) =>
-    new Request("http://petstore.test/v1/pets/2", { headers: { authorization } }),
+  "GET /v1/pets/7": (authorization) => new Request("http://petstore.test/v1/pets/7", { headers: { authorization } }),
+  "GET /v1/pets/100000 (404)": (authorization) =>
+    new Request("http://petstore.test/v1/pets/100000", { headers: { authorization } }),
+  "GET /v1/pets?limit=20": (authorization) =>
+    new Request("http://petstore.test/v1/pets?limit=20", { headers: { authorization } }),
+  "GET /v1/pets?limit=100": (authorization) =>
+    new Request("http://petstore.test/v1/pets?limit=100", { headers: { authorization } }),
+  "POST /v1/pets": (authorization) =>
+    new Request("http://petstore.test/v1/pets", {
+      method: "POST",
+      headers: { authorization, "content-type": "application/json" },
+      body: JSON.stringify({ name: "Bench", categoryId: 2, status: "available" })
+    }),
   "GET /v1/pets (401)": () => new Request("http://petstore.test/v1/pets", { headers: { authorization: "Bearer nope" } })
 }
 
-const perRequest = async (
-  handler: (request: Request) => Promise<Response>,
-  make: () => Request,
-  count: number
-) => {
+const perRequest = async (handler: (request: Request) => Promise<Response>, make: () => Request, count: number) => {
   const start = process.cpuUsage()
   for (let i = 0; i < count; i++) await (await handler(make())).arrayBuffer()
   const used = process.cpuUsage(start)
   return (used.user + used.system) / count
 }
 
-const median = (values: Array<number>) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+const only = args.find((arg) => arg.startsWith("--only="))?.slice(7)
 for (const [label, make] of Object.entries(requests)) {
+  if (only !== undefined && !label.includes(only)) continue
   const results = new Map<string, Array<number>>(servers.map(({ folder }) => [folder, []]))
-  for (const { authorization, handler } of servers) await perRequest(handler, () => make(authorization), 2000)
-  for (let round = 0; round < 15; round++) {
-    for (const { authorization, folder, handler } of servers) {
-      results.get(folder)!.push(await perRequest(handler, () => make(authorization), 2000))
+  for (const { authorization, handler } of servers) await perRequest(handler, () => make(authorization), 1000)
+  for (let round = 0; round < rounds; round++) {
+    // Each folder first in every other round: the one run first tends to run faster.
+    const order = round % 2 === 0 ? servers : [...servers].reverse()
+    for (const { authorization, folder, handler } of order) {
+      results.get(folder)!.push(await perRequest(handler, () => make(authorization), 1000))
     }
   }
-  for (const [folder, values] of results) console.log(`${label}\t${folder}\t${median(values).toFixed(1)} µs/request`)
+  const [first, ...others] = [...results.values()]
+  const line = [...results].map(([folder, values]) => `${folder} ${median(values).toFixed(1)}`).join("\t")
+  const ratios = others.map((values) => median(values.map((value, round) => value / first![round]!)).toFixed(3))
+  console.log(`${label}\t${line}\tµs/request; ratio to the first: ${ratios.join(" ")}`)
 }
 process.exit(0)

@@ -33,6 +33,8 @@ const isTextOnly = (arg: unknown): arg is Statement.Fragment =>
 export const makeCallSiteCompiler = (
   compile: (strings: TemplateStringsArray, args: ReadonlyArray<unknown>) => Compiled
 ) => {
+  // Keyed by the strings of a template in the code, never by a request: at most one entry per
+  // `sql` call site of the service, whatever the traffic.
   const sites = new WeakMap<TemplateStringsArray, CallSite | null>()
   const learn = (args: ReadonlyArray<unknown>, [sql, binds]: Compiled): CallSite | null => {
     const fragments: Array<Statement.Fragment | undefined> = []
