@@ -44,6 +44,25 @@ describe("idempotent creates, POST /v1/pets with Idempotency-Key", () => {
       expect((yield* send("GET", "/v1/pets", { key })).body).toHaveLength(1)
     }).pipe(Effect.provide(TestServer)))
 
+  it.effect("every field of the body takes part: a body differing in any one field is another request", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const headers = { "idempotency-key": "one-field" }
+      yield* send("POST", "/v1/pets", { key, headers, body: rex })
+      for (
+        const body of [
+          { name: "Rox", categoryId: 3, status: "available" },
+          { name: "Rex", categoryId: 4, status: "available" },
+          { name: "Rex", categoryId: 3, status: "sold" },
+          { name: "Rex", categoryId: 3 }
+        ]
+      ) {
+        const response = yield* send("POST", "/v1/pets", { key, headers, body: JSON.stringify(body) })
+        expect(response.status, JSON.stringify(body)).toBe(422)
+      }
+      expect((yield* send("GET", "/v1/pets", { key })).body).toHaveLength(1)
+    }).pipe(Effect.provide(TestServer)))
+
   it.effect("keys are scoped to the API key; creates without a key are never deduplicated", () =>
     Effect.gen(function*() {
       const alice = (yield* createKey("alice")).key

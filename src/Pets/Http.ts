@@ -29,9 +29,15 @@ const readNewPet = readJsonBody(NewPet)
 
 const created = (pet: Pet) => json(pet, { status: 201, headers: { location: `/v1/pets/${pet.id}` } })
 
-/** What identifies a request body for an idempotency key: its decoded value, so spacing does not count. */
+const newPetFields = Object.keys(NewPet.fields) as ReadonlyArray<keyof NewPet>
+
+/**
+ * What identifies a request body for an idempotency key: its decoded value, so spacing and key
+ * order do not count. Every field of `NewPet` takes part, in the schema's order (absent as null),
+ * so a field added to the schema is part of it without a change here.
+ */
 const fingerprint = (pet: NewPet) =>
-  createHash("sha256").update(JSON.stringify([pet.name, pet.categoryId, pet.status ?? null])).digest("hex")
+  createHash("sha256").update(JSON.stringify(newPetFields.map((field) => pet[field] ?? null))).digest("hex")
 
 const inProgress = new Conflict({
   code: "idempotency_request_in_progress",

@@ -61,14 +61,14 @@ class TimedClient extends Pg.Client {
   override query(...args: Array<any>): any {
     const callback = args.at(-1)
     const text = typeof args[0] === "string" ? args[0] : args[0]?.text
-    if (typeof text !== "string" || typeof callback !== "function") return (super.query as any)(...args)
+    if (typeof text !== "string" || typeof callback !== "function") return Reflect.apply(super.query, this, args)
     const histogram = durationOf(text)
     const start = performance.now()
     args[args.length - 1] = (...results: Array<unknown>) => {
       histogram.unsafeUpdate((performance.now() - start) / 1000, [])
       return callback(...results)
     }
-    return (super.query as any)(...args)
+    return Reflect.apply(super.query, this, args)
   }
 }
 
