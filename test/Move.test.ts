@@ -276,6 +276,28 @@ const traffic = (target: { url: string }, key: string) => {
   }
 }
 
+describe("db read-only", () => {
+  it("waits for a serving instance's write lock rather than fail: on once the lock is released", async () => {
+    using folder = temporaryFolder()
+    const file = join(folder.path, "petstore.db")
+    await createKey(file)
+    // Another process's transaction holds the write lock, as an instance's create does.
+    const writer = new Database(file)
+    writer.run("BEGIN IMMEDIATE")
+    const released = Bun.sleep(1500).then(() => writer.run("COMMIT"))
+    try {
+      const on = await db(["read-only", "on"], { DATABASE_URL: file })
+      expect(on.stderr).toBe("")
+      expect(on.exitCode).toBe(0)
+      expect(on.stdout).toMatch(/^read-only on since /)
+      expect(sqliteQuery(file, "SELECT name FROM settings WHERE name = 'read_only'")).toEqual([{ name: "read_only" }])
+    } finally {
+      await released
+      writer.close()
+    }
+  })
+})
+
 describe("the move runbook", () => {
   it("switches a serving SQLite store to PostgreSQL with writes stopped, no acknowledged create lost, reads never down", async () => {
     using folder = temporaryFolder()

@@ -60,12 +60,21 @@ const reasonOf = (error: unknown): string => {
   return message.split("\n")[0]!
 }
 
+/**
+ * How long a command waits for another process's lock on a SQLite file: a serving instance holds
+ * the write lock for one transaction at a time (milliseconds), so `read-only on` or a copy's
+ * target waits its turn rather than fail. The wait is SQLite's own, inside the call: a command
+ * has no other requests to serve meanwhile.
+ */
+const lockWaitMillis = 5_000
+
 const hints: ReadonlyArray<readonly [RegExp, string]> = [
   [/not a database|malformed/i, "it is not a SQLite database, or it is damaged"],
   [/password authentication failed|no password was provided|SASL/i, "the user name or password is wrong"],
   [/ECONNREFUSED/i, "nothing listens there"],
   [/ENOTFOUND|EAI_AGAIN/i, "the host name is unknown"],
   [/timed? ?out/i, "it did not answer in time"],
+  [/database is locked|SQLITE_BUSY/i, `another process held its lock for more than ${lockWaitMillis / 1000} s`],
   [/does not exist/i, "it does not exist"],
   [/terminat|connection error|not queryable|ECONNRESET|closed/i, "the connection was lost"]
 ]
@@ -143,6 +152,7 @@ const openSqlite = (filename: string, mode: "read" | "write" | "create", fail: (
     disableWAL: mode === "read"
   })).pipe(
     Effect.map((context) => Context.get(context, SqlClient.SqlClient)),
+    Effect.tap((sql) => sql.unsafe(`PRAGMA busy_timeout = ${lockWaitMillis}`)),
     Effect.catchAllDefect(Effect.fail),
     Effect.mapError(fail)
   )
