@@ -83,12 +83,13 @@ describe("another process holds SQLite's write lock (as a backup or a sqlite3 sh
 
       expect(reads.length).toBeGreaterThan(5)
       expect(reads.every((status) => status === 200), JSON.stringify(reads)).toBe(true)
-      // Every /livez within 50 ms but for the odd scheduling hiccup of a shared machine; a
-      // synchronous wait for the lock would hold each for up to the second of the bound.
+      // Every /livez within 50 ms but for the odd scheduling hiccup of a shared machine (a few
+      // hundred ms at worst); a synchronous wait for the lock would hold each for up to the
+      // second of the bound.
       const fast = livez.filter((millis) => millis < 50).length
       expect(livez.length).toBeGreaterThan(20)
       expect(fast / livez.length, JSON.stringify(livez)).toBeGreaterThanOrEqual(0.95)
-      expect(Math.max(...livez)).toBeLessThan(250)
+      expect(Math.max(...livez)).toBeLessThan(500)
 
       const names = JSON.parse((await list()).body).map((pet: { name: string }) => pet.name)
       expect(names).toEqual(["before", "waited"])
