@@ -40,7 +40,7 @@ const load = (src: string, ...paths: Array<string>) => {
 }
 
 const handlerOf = async (src: string, index: number) => {
-  const { AppLive, serverMiddleware } = await load(src, "Http/Server.ts", "Http.ts")
+  const { AppLive, answered, serverMiddleware } = await load(src, "Http/Server.ts", "Http.ts")
   const { StoresLive } = await load(src, "Service/Stores.ts", "Stores.ts")
   const { ExactRoutes } = await load(src, "Http/Routes.ts")
   const { InFlightRequests } = await load(src, "Http/InFlightRequests.ts")
@@ -68,7 +68,14 @@ const handlerOf = async (src: string, index: number) => {
   )
   return Effect.runPromise(Effect.gen(function*() {
     const context = yield* Layer.buildWithScope(base, scope)
-    const middleware = (yield* Effect.provide(serverMiddleware, context)) as (app: HttpApp.Default) => HttpApp.Default
+    const served = (yield* Effect.provide(serverMiddleware, context)) as (app: HttpApp.Default) => HttpApp.Default
+    // Where the app is wrapped before the server sends its response (`answered`, since the errors
+    // went to HttpApi's encoding), the wrapping runs here inside the server middleware: the same
+    // steps, though its headers come after the web handler has answered.
+    const around = answered === undefined
+      ? (app: HttpApp.Default) => app
+      : (yield* Effect.provide(answered, context)) as (app: HttpApp.Default) => HttpApp.Default
+    const middleware = (app: HttpApp.Default) => served(around(app))
     const { key } = yield* Effect.provide(Effect.flatMap(ApiKeys, (keys: any) => keys.create("bench")), context) as any
     for (let i = 0; i < 200; i++) {
       yield* Effect.provide(Effect.flatMap(PetRepository, (pets: any) => pets.create({ name: `Rex ${i}`, categoryId: 1 })), context)

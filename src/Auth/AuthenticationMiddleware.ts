@@ -26,6 +26,10 @@ const unknownKey = new Unauthorized({
   status: 401
 })
 
+/** RFC 6750: a 401 names the realm, and the error when a key was sent. */
+const noKeyChallenge = { "www-authenticate": `Bearer realm="petstore"` }
+const refusedKeyChallenge = { "www-authenticate": `Bearer realm="petstore", error="invalid_token"` }
+
 const rateLimited = (message: string) => new TooManyRequests({ code: "rate_limited", message, status: 429 })
 const tooManyFailures = rateLimited(
   "Too many failed authentications from this address; retry after the Retry-After seconds"
@@ -42,7 +46,7 @@ const slowdown = (policy: RateLimitPolicy, remaining: number) =>
  * never refuses it. Failed attempts count against the client's address (`Request/ClientAddress.ts`:
  * the peer, or the client a trusted proxy names): slowed once half the allowance is spent, then
  * 429, so keys cannot be guessed at speed. The 401's challenge and the rate limit headers are
- * added with the response (`Http/ApiResponses.ts`).
+ * noted on the request's record, and leave with the response (`Http/ResponseHeaders.ts`).
  */
 export const AuthenticationLive = Layer.effect(
   Authentication,
@@ -70,6 +74,7 @@ export const AuthenticationLive = Layer.effect(
           return Effect.fail(tooManyFailures)
         }
         countFailedAuthentication(error.code)
+        current.noteResponseHeaders(error === missingKey ? noKeyChallenge : refusedKeyChallenge)
         // The policy the limiter applied: a worker's share of it when several share a machine.
         const wait = slowdown(decision.policy, decision.remaining)
         const failed = Effect.fail(error)

@@ -1,7 +1,7 @@
-import { HttpApiBuilder, type HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpApi, HttpApiBuilder, type HttpApp, HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
-import { Cause, Effect, Option, Predicate, Schema } from "effect"
+import { Cause, Effect, Option, Schema, SchemaAST as AST } from "effect"
 import { PetStoreApi } from "../Api.js"
 import {
   type ApiError,
@@ -16,7 +16,8 @@ import { summarizeCause } from "../Observability/CauseSummary.js"
 import { describeIssues, excerpt } from "../Request/ParseIssues.js"
 import { type RequestState, withCurrentRequest } from "../Request/CurrentRequest.js"
 import { databaseUnavailable } from "../Sql/DatabaseErrors.js"
-import { isCanonicalPath, makeAllowedMethods, pathOf } from "./Routes.js"
+import { withResponseHeaders } from "./ResponseHeaders.js"
+import { makeAllowedMethods, pathOf } from "./Routes.js"
 
 /** The response of an error: its wire body (by its tag) under its own status. */
 export const errorResponse = (error: ApiError, headers: Record<string, string> = {}) =>
@@ -25,9 +26,12 @@ export const errorResponse = (error: ApiError, headers: Record<string, string> =
     { status: error.status, headers }
   )
 
-/** A response answered before the API saw the request, with the request's id. */
-export const withRequestId = (response: HttpServerResponse.HttpServerResponse) => (state: RequestState) =>
-  HttpServerResponse.setHeader(response, "x-request-id", state.id)
+/**
+ * An answer the server middleware gives itself (the deadline's, a draining server's): the server
+ * sends it as it is, so it gets here the headers every response leaves with.
+ */
+export const answeredEarly = (response: HttpServerResponse.HttpServerResponse) =>
+  withCurrentRequest((state) => Effect.succeed(withResponseHeaders(state)(response)))
 
 const internalError = errorResponse(
   new InternalError({ code: "internal_error", message: "The service failed unexpectedly; the request id names it in the log", status: 500 })
@@ -42,35 +46,34 @@ const databaseUnavailableResponse = errorResponse(
   { "retry-after": "1" }
 )
 
-const routeNotFound = (path: string) =>
+/** A path no route declares (or one spelled otherwise than declared): 404 `route_not_found`. */
+export const routeNotFound = (path: string) =>
   errorResponse(new NotFound({ code: "route_not_found", message: `path: no route ${excerpt(path)}`, status: 404 }))
 
-const isApiError = (error: unknown): error is ApiError =>
-  Predicate.hasProperty(error, "_tag") && Predicate.hasProperty(errorBodies, error._tag as string) &&
-  Predicate.hasProperty(error, "status")
-
-/** RFC 6750: a 401 names the realm, and the error when a token was sent. */
-const challenge = (error: ApiError): Record<string, string> =>
-  error._tag !== "Unauthorized"
-    ? {}
-    : {
-      "www-authenticate": error.code === "missing_api_key"
-        ? `Bearer realm="petstore"`
-        : `Bearer realm="petstore", error="invalid_token"`
-    }
+/**
+ * Every error HttpApi's own encoding can write: those the API declares, on itself, its groups and
+ * endpoints (the authentication and deprecation middlewares' included), as HttpApi collects them.
+ */
+const isDeclared: (error: unknown) => boolean = (() => {
+  const members: Array<AST.AST> = []
+  const add = ({ ast }: { readonly ast: AST.AST }) => members.push(...(AST.isUnion(ast) ? ast.types : [ast]))
+  add(PetStoreApi.errorSchema)
+  HttpApi.reflect(PetStoreApi, {
+    onGroup: ({ group }) => add(group.errorSchema),
+    onEndpoint: ({ endpoint }) => add(endpoint.errorSchema)
+  })
+  return Schema.is(Schema.make(AST.Union.make(members)))
+})()
 
 /**
- * A path spelled otherwise than a route declares it is 404 before the router sees it. Every
- * response leaving the API carries the request's `X-Request-Id`, `Cache-Control: no-store`
- * and `X-Content-Type-Options: nosniff`, and every failure becomes the interface's Error body: the
- * errors the endpoints declare, the platform's decode errors (HttpApi would answer its own
- * `HttpApiDecodeError` body), unknown routes and methods (the router's failure, no error of the
- * API), a database that cannot serve now (503 with `Retry-After`), and unexpected failures
- * (logged, never shown). Declared errors are encoded here by their own wire schema rather than
- * left to HttpApi's encoding of the union of all of them: that costs 26 to 52 µs more CPU per 401
- * and 70 to 90 µs more per 404 (13 to 33%), measured in process by `bun
- * scripts/bench/request-path.ts --in-memory --metrics` in both orders on a loaded 2-core machine,
- * and the headers above would then have to be set outside HttpApi's app.
+ * Failures become the interface's Error body. The errors the API declares are left to HttpApi,
+ * which encodes them by their wire schema (`Domain/ApiError.ts`) under their status; written here
+ * is only what HttpApi cannot write so: its own decode error (HttpApi would answer its
+ * `HttpApiDecodeError` body, not the interface's), unknown routes and methods (the router's
+ * failure, before any endpoint, with `Allow`), a database that cannot serve now (a defect of the
+ * SQL layer, answered 503 with `Retry-After`), and unexpected failures (logged, never shown).
+ * The headers every response carries are set around HttpApi's app, after its encoding
+ * (`Http/Server.ts`, `Http/ResponseHeaders.ts`).
  */
 export const ApiResponses = HttpApiBuilder.middleware(
   PetStoreApi,
@@ -82,12 +85,12 @@ export const ApiResponses = HttpApiBuilder.middleware(
         const failure = Cause.failureOption(cause)
         if (Option.isSome(failure) && !Cause.isDie(cause)) {
           const error = failure.value
-          if (isApiError(error)) return errorResponse(error, challenge(error))
           if (error instanceof HttpApiDecodeError) {
             return errorResponse(
               new BadRequest({ code: "invalid_parameter", message: describeIssues(error.issues, "request"), status: 400 })
             )
           }
+          if (isDeclared(error)) return yield* Effect.failCause(cause as Cause.Cause<never>)
           if (error instanceof RouteNotFound) {
             const path = pathOf(request.url)
             const allowed = allowedMethods(path)
@@ -116,24 +119,6 @@ export const ApiResponses = HttpApiBuilder.middleware(
         return internalError
       })
     return (app: HttpApp.Default): HttpApp.Default =>
-      withCurrentRequest((state) => {
-        const withHeaders = (response: HttpServerResponse.HttpServerResponse) =>
-          HttpServerResponse.setHeaders(response, {
-            "x-request-id": state.id,
-            // Answers are about one caller at one moment: never cached, never sniffed as another type.
-            // Only the docs page and the document set their own (`Http/Docs.ts`).
-            "cache-control": response.headers["cache-control"] ?? "no-store",
-            "x-content-type-options": "nosniff",
-            ...state.responseHeaders
-          })
-        const { url } = state.request
-        if (!isCanonicalPath(url)) {
-          return Effect.succeed(withHeaders(routeNotFound(pathOf(url))))
-        }
-        return Effect.matchCauseEffect(app, {
-          onSuccess: (response) => Effect.succeed(withHeaders(response)),
-          onFailure: (cause) => Effect.map(fromCause(cause, state), withHeaders)
-        })
-      })
+      Effect.catchAllCause(app, (cause) => withCurrentRequest((state) => fromCause(cause, state)))
   })
 )

@@ -1,8 +1,7 @@
-import type { HttpApp, HttpServerRequest } from "@effect/platform"
+import type { HttpApp } from "@effect/platform"
 import { Context, type Duration, Effect, Layer, Schedule } from "effect"
 import { ServiceUnavailable } from "../Domain/ApiError.js"
-import { currentRequest } from "../Request/CurrentRequest.js"
-import { errorResponse, withRequestId } from "./ApiResponses.js"
+import { answeredEarly, errorResponse } from "./ApiResponses.js"
 
 const shuttingDown = errorResponse(
   new ServiceUnavailable({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 }),
@@ -22,7 +21,7 @@ const quietMillis = 250
 export class InFlightRequests extends Context.Tag("petstore/InFlightRequests")<
   InFlightRequests,
   {
-    readonly middleware: (app: HttpApp.Default) => HttpApp.Default<never, HttpServerRequest.HttpServerRequest>
+    readonly middleware: <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
     readonly drain: (timeout: Duration.DurationInput) => Effect.Effect<void>
   }
 >() {
@@ -35,7 +34,7 @@ export class InFlightRequests extends Context.Tag("petstore/InFlightRequests")<
         Effect.suspend(() => {
           if (draining) {
             lastRefusedAt = Date.now()
-            return Effect.map(currentRequest, withRequestId(shuttingDown))
+            return answeredEarly(shuttingDown)
           }
           running++
           // The platform runs the app uninterruptibly, so this handler always runs.

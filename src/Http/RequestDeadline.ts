@@ -1,8 +1,7 @@
 import type { HttpApp } from "@effect/platform"
 import { Cause, Duration, Effect, FiberId, HashSet } from "effect"
 import { ServiceUnavailable } from "../Domain/ApiError.js"
-import { currentRequest } from "../Request/CurrentRequest.js"
-import { errorResponse, withRequestId } from "./ApiResponses.js"
+import { answeredEarly, errorResponse } from "./ApiResponses.js"
 
 const timedOut = errorResponse(
   new ServiceUnavailable({
@@ -31,7 +30,7 @@ const deadlineFiberId = FiberId.make(-2, 0)
  */
 export const withDeadline = (deadline: Duration.Duration) => {
   const millis = Duration.toMillis(deadline)
-  return (app: HttpApp.Default): HttpApp.Default =>
+  return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
     Effect.withFiberRuntime((fiber) => {
       const timer = setTimeout(() => fiber.unsafeInterruptAsFork(deadlineFiberId), millis)
       return Effect.matchCauseEffect(Effect.interruptible(app), {
@@ -42,7 +41,7 @@ export const withDeadline = (deadline: Duration.Duration) => {
         onFailure: (cause) => {
           clearTimeout(timer)
           return HashSet.has(Cause.interruptors(cause), deadlineFiberId)
-            ? Effect.map(currentRequest, withRequestId(timedOut))
+            ? answeredEarly(timedOut)
             : Effect.failCause(cause)
         }
       })

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, type HttpApp, HttpMiddleware, HttpServerRequest, OpenApi } from "@effect/platform"
+import { HttpApiBuilder, type HttpApp, HttpMiddleware, HttpServer, OpenApi } from "@effect/platform"
 import { Effect, Layer, LogLevel, Option } from "effect"
 import { PetStoreApi } from "../Api.js"
 import { AuthenticationLive } from "../Auth/AuthenticationMiddleware.js"
@@ -9,15 +9,16 @@ import { makeSampler } from "../Observability/Sampler.js"
 import { TracingLive } from "../Observability/Tracing.js"
 import { PetsHttpLive, SunsetPolicyLive } from "../Pets/Http.js"
 import { makeClientAddress } from "../Request/ClientAddress.js"
-import { enterRequest } from "../Request/CurrentRequest.js"
-import { ApiResponses } from "./ApiResponses.js"
+import { enterRequest, withCurrentRequest } from "../Request/CurrentRequest.js"
+import { ApiResponses, routeNotFound } from "./ApiResponses.js"
 import { DocsLive } from "./Docs.js"
 import { InFlightRequests } from "./InFlightRequests.js"
 import { ObservedAuthentication, ObservedPetRepository } from "./ObservedServices.js"
 import { withDeadline } from "./RequestDeadline.js"
 import { makeRequestLog, RequestLines } from "./RequestLog.js"
 import { makeRequestObserver } from "./RequestObserver.js"
-import { ExactRoutes } from "./Routes.js"
+import { withResponseHeaders } from "./ResponseHeaders.js"
+import { ExactRoutes, isCanonicalPath, pathOf } from "./Routes.js"
 
 /** The API definition with this deployment's servers, for the OpenAPI document and the docs page. */
 const ApiLive = Layer.unwrapEffect(
@@ -30,25 +31,34 @@ const ApiLive = Layer.unwrapEffect(
   Layer.provide([AuthenticationLive, SunsetPolicyLive])
 )
 
-/** CORS for the listed browser origins; off when `CORS_ORIGINS` lists none. */
-const CorsLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, ({ corsOrigins }) =>
-    corsOrigins.length === 0 ? Layer.empty : HttpApiBuilder.middlewareCors({
-      allowedOrigins: corsOrigins,
-      allowedMethods: ["GET", "POST"],
-      allowedHeaders: ["authorization", "content-type", "idempotency-key", "x-request-id"],
-      exposedHeaders: ["link", "location", "deprecation", "sunset", "www-authenticate", "x-request-id"],
-      maxAge: 600
-    })
-  )
-)
+/** The API's handlers, its OpenAPI document and docs page, and the error bodies HttpApi cannot write. */
+export const AppLive = Layer.mergeAll(DocsLive, ApiResponses).pipe(Layer.provideMerge(ApiLive))
 
-/** The API's handlers, its OpenAPI document and docs page, error bodies and response headers. */
-export const AppLive = Layer.mergeAll(
-  DocsLive,
-  // Built after ApiResponses, so it wraps it and its headers reach error responses too.
-  CorsLive.pipe(Layer.provide(ApiResponses))
-).pipe(Layer.provideMerge(ApiLive))
+/**
+ * Around HttpApi's app (its router, its middlewares and its encoding of the errors it declares),
+ * before the server sends the response: a path spelled otherwise than a route declares it is 404
+ * before the router sees it, and every response gets the headers it leaves with
+ * (`ResponseHeaders.ts`) and, when `CORS_ORIGINS` lists origins, CORS. Here rather than among
+ * HttpApi's middlewares, whose failures HttpApi encodes after them, and rather than in the server
+ * middleware, which sees a response the server has already sent.
+ */
+export const answered = Effect.map(AppConfig, ({ corsOrigins }) => {
+  const cors = corsOrigins.length === 0 ? undefined : HttpMiddleware.cors({
+    allowedOrigins: corsOrigins,
+    allowedMethods: ["GET", "POST"],
+    allowedHeaders: ["authorization", "content-type", "idempotency-key", "x-request-id"],
+    exposedHeaders: ["link", "location", "deprecation", "sunset", "www-authenticate", "x-request-id"],
+    maxAge: 600
+  })
+  return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> => {
+    const withHeaders = withCurrentRequest((state) => {
+      const { url } = state.request
+      const finish = withResponseHeaders(state)
+      return isCanonicalPath(url) ? Effect.map(app, finish) : Effect.succeed(finish(routeNotFound(pathOf(url))))
+    })
+    return cors === undefined ? withHeaders : cors(withHeaders)
+  }
+})
 
 /**
  * Where every request enters, in this order: its record (`Request/CurrentRequest.ts`: its id, the
@@ -67,17 +77,24 @@ export const serverMiddleware = Effect.gen(function*() {
     ended: LogLevel.greaterThan(logLevel, LogLevel.Info) ? undefined : makeRequestLog((yield* RequestLines).add)
   })
   const deadline = withDeadline(requestTimeout)
-  return (app: HttpApp.Default): HttpApp.Default<never, HttpServerRequest.HttpServerRequest> => {
+  return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> => {
     const served = middleware(deadline(app))
     return enterRequest(clientAddress, (state) => observe(state, served))
   }
 })
 
 /**
- * The whole HTTP service. Needs an `HttpServer`, the stores, `InFlightRequests`, `RequestLines`,
- * `AppConfig` and `ObservabilityConfig`.
+ * The whole HTTP service: HttpApi's app, answered as above, served under the server middleware
+ * (what `HttpApiBuilder.serve` does, with the app wrapped first). Needs an `HttpServer`, the
+ * stores, `InFlightRequests`, `RequestLines`, `AppConfig` and `ObservabilityConfig`.
  */
-export const HttpLive = Layer.unwrapEffect(Effect.map(serverMiddleware, HttpApiBuilder.serve)).pipe(
+export const HttpLive = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const app = yield* HttpApiBuilder.httpApp
+    return HttpServer.serve((yield* answered)(app), yield* serverMiddleware)
+  })
+).pipe(
+  Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]),
   Layer.provide(AppLive),
   Layer.provide(ExactRoutes),
   // The platform's request tracer stays off: the request observer makes the server span, and
