@@ -36,6 +36,8 @@ const sampleEvery = 100
  */
 export const sampleEventLoopDelay = Effect.acquireRelease(
   Effect.sync(() => {
+    // Registered now, so that a scrape in the first 100 ms finds the histogram (with no sample yet).
+    eventLoopDelay.unsafeValue([])
     let due = performance.now() + sampleEvery
     const timer = setInterval(() => {
       const now = performance.now()
