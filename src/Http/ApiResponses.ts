@@ -65,9 +65,10 @@ const isApiError = (error: unknown): error is ApiError =>
  * Declared errors are written here by their own wire schema, the one the API declares them with
  * (`errorBodies`), rather than left to fail through to HttpApi's encoding of them: that encoding
  * (the failure squashed, the API's context provided, the union of every error schema run as an
- * effect) costs about 11 µs more CPU per 401, which took the 401 workload to 0.84× of its
- * throughput on SQLite and 0.82× on PostgreSQL (`bun scripts/bench.ts --ab`, 6 rounds of 4 s,
- * 24 November 2026; 51 µs per 401 before). Everything else of a declared error (its schema, its
+ * effect) costs about 11 µs more CPU per 401 (51 µs before), which took the 401 workload to
+ * 0.84× of this layout's throughput on SQLite and 0.82× on PostgreSQL, and to 0.94× of 8069bce's
+ * on SQLite, below the 0.95× the service keeps (`bun scripts/bench.ts --ab`, 6 rounds of 4 s,
+ * 24 November 2026; docs/benchmarks.md). Everything else of a declared error (its schema, its
  * status, the OpenAPI document) is HttpApi's.
  */
 export const ApiResponses = HttpApiBuilder.middleware(
