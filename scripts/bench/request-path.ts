@@ -5,8 +5,12 @@
  * rounds alternating between the folders in one process, so two commits are compared side by
  * side without the network's noise:
  *
- *   git archive 8069bce src | tar -x -C /tmp/a && ln -s "$PWD/node_modules" /tmp/a/node_modules
- *   bun scripts/bench/request-path.ts /tmp/a/src src
+ *   bun scripts/bench/request-path.ts /tmp/a/src /tmp/b/src
+ *
+ * Every folder must load one copy of the libraries: a commit whose dependencies differ from the
+ * working tree's (8069bce still had `@effect/opentelemetry`) is installed from its own lock file
+ * and this script run beside it, as the benchmarks page shows ("Counting instructions rather
+ * than time").
  *
  * `--only=<text>` keeps the workloads whose name holds it, `--rounds=N` (15), `--metrics` turns
  * metrics on, `--in-memory` puts the in-memory stores in place of SQLite. CPU time moves by 5–20%
