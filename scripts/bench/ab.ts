@@ -8,8 +8,9 @@
  * request, and B / A as the median of each round's own ratio: a shared host's load drifts from
  * round to round, and a round's two runs, seconds apart, see nearly the same.
  *
- * Usage: bun scripts/bench.ts --ab A B [--rounds N] [--duration SECONDS] [--only sqlite|postgres]
- * (A and B: anything `git rev-parse` reads, or `.` for the working tree as it is.)
+ * Usage: bun scripts/bench.ts --ab A B [--rounds N] [--duration SECONDS] [--only sqlite|postgres] [--fresh]
+ * (A and B: anything `git rev-parse` reads, or `.` for the working tree as it is; `--fresh`
+ * starts both servers anew for each round, below.)
  */
 import { Database } from "bun:sqlite"
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
@@ -24,13 +25,14 @@ const root = new URL("../..", import.meta.url).pathname
 const at = args.indexOf("--ab")
 const refs = [args[at + 1], args[at + 2]] as const
 if (refs.some((ref) => ref === undefined || ref.startsWith("--"))) {
-  console.error("Usage: bun scripts/bench.ts --ab A B [--rounds N] [--duration SECONDS] [--only sqlite|postgres]")
+  console.error("Usage: bun scripts/bench.ts --ab A B [--rounds N] [--duration SECONDS] [--only sqlite|postgres] [--fresh]")
   process.exit(1)
 }
 // One more round than measured: the first is dropped.
 const rounds = numberOption("--rounds", 3) + 1
 const duration = numberOption("--duration", 5)
 const only = args[args.indexOf("--only") + 1]
+const fresh = args.includes("--fresh")
 const cores = navigator.hardwareConcurrency
 const serverCore = "0"
 const loadCore = cores > 1 ? "1" : "0"
@@ -114,26 +116,55 @@ const start = async (side: (typeof sides)[number], env: Record<string, string>, 
 /** The benchmark's workloads (`scripts/bench/workloads.ts`), calling with `key`. */
 const workloads = (key: string, tag: string) => makeWorkloads(folder, key, tag)
 
-/** Every workload on both servers in turns; the order of the two alternates from round to round. */
-const measure = (engine: string, servers: readonly [Server, Server], key: string) =>
-  workloads(key, engine).map((workload) => {
-    const runs: [Array<WrkRun>, Array<WrkRun>] = [[], []]
+type Pair = readonly [Server, Server]
+
+/**
+ * Every workload on both servers in turns; the order of the two alternates from round to round.
+ * With `--fresh`, each round starts both servers anew and warms each up on the workload for as
+ * long as its run, before it: a process keeps its own luck for its life (where the JIT and the collector leave
+ * things), which moves one workload's figure by up to 10% between two runs of the same build, so
+ * only rounds of new processes are independent samples of it.
+ */
+const measure = async (engine: string, startPair: () => Promise<Pair>, key: string) => {
+  const list = workloads(key, engine)
+  const runs = list.map((): [Array<WrkRun>, Array<WrkRun>] => [[], []])
+  const runPair = (servers: Pair, w: number, round: number) => {
+    const workload = list[w]!
+    for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {
+      const server = servers[i]!
+      if (fresh) runWrk(server.url + workload.path, workload.script, loadCore, duration)
+      // A server's work after its run (a collection, a checkpoint) falls on no other's figures.
+      Bun.sleepSync(500)
+      const result = runWrk(server.url + workload.path, workload.script, loadCore, duration, [server.pid])
+      if (round > 0) runs[w]![i]!.push(result)
+    }
+  }
+  const stopPair = (servers: Pair) => Promise.all(servers.map((server) => server.stop()))
+  if (fresh) {
     for (let round = 0; round < rounds; round++) {
-      const order = round % 2 === 0 ? [0, 1] : [1, 0]
-      for (const i of order) {
-        const server = servers[i]!
-        // A server's work after its run (a collection, a checkpoint) falls on no other's figures.
-        Bun.sleepSync(500)
-        const result = runWrk(server.url + workload.path, workload.script, loadCore, duration, [server.pid])
-        if (round > 0) runs[i]!.push(result)
+      const servers = await startPair()
+      try {
+        for (let w = 0; w < list.length; w++) runPair(servers, w, round)
+      } finally {
+        await stopPair(servers)
       }
     }
-    const [a, b] = runs.map((side) => ({
+  } else {
+    const servers = await startPair()
+    try {
+      for (let w = 0; w < list.length; w++) for (let round = 0; round < rounds; round++) runPair(servers, w, round)
+    } finally {
+      await stopPair(servers)
+    }
+  }
+  return list.map((workload, w) => {
+    const [a, b] = runs[w]!.map((side) => ({
       rps: median(side.map((r) => r.rps)),
       cpuUs: median(side.map((r) => r.cpuUsPerRequest)),
       p99Ms: median(side.map((r) => r.p99))
     }))
-    const perRound = (of: (run: WrkRun) => number) => median(runs[1].map((run, i) => of(run) / of(runs[0][i]!)))
+    const [runsA, runsB] = runs[w]!
+    const perRound = (of: (run: WrkRun) => number) => median(runsB.map((run, i) => of(run) / of(runsA[i]!)))
     return {
       engine,
       workload: workload.name,
@@ -143,6 +174,7 @@ const measure = (engine: string, servers: readonly [Server, Server], key: string
       cpuRatio: perRound((run) => run.cpuUsPerRequest)
     }
   })
+}
 
 // Commits before the entry points moved to src/bin/ have the keys command at src/keys.ts.
 const keysCommand = (folder: string) => existsSync(join(folder, "src/bin/keys.ts")) ? "src/bin/keys.ts" : "src/keys.ts"
@@ -151,7 +183,7 @@ const createKey = (side: (typeof sides)[number], databaseUrl: string) =>
   run(["bun", keysCommand(side.folder), "create", "--name", "bench"], side.folder, { DATABASE_URL: databaseUrl, PETSTORE_ENV: "production" })
     .split("\n").at(-1)!
 
-const rows: Array<ReturnType<typeof measure>[number]> = []
+const rows: Array<Awaited<ReturnType<typeof measure>>[number]> = []
 
 if (only !== "postgres") {
   // Seeded by A's migrations: B opens a database A made, as an upgrade would.
@@ -165,21 +197,16 @@ if (only !== "postgres") {
   })()
   db.run("PRAGMA wal_checkpoint(TRUNCATE)")
   db.close()
-  const servers: Array<Server> = []
-  try {
-    for (const [i, side] of sides.entries()) {
-      copyFileSync(seed, join(folder, `${side.name}.db`))
-      servers.push(await start(side, { DATABASE_URL: join(folder, `${side.name}.db`) }, 3951 + i, key))
-    }
-    rows.push(...measure("SQLite", [servers[0]!, servers[1]!], key))
-  } finally {
-    await Promise.all(servers.map((server) => server.stop()))
-  }
+  for (const side of sides) copyFileSync(seed, join(folder, `${side.name}.db`))
+  const startPair = async (): Promise<Pair> => [
+    await start(sides[0]!, { DATABASE_URL: join(folder, "A.db") }, 3951, key),
+    await start(sides[1]!, { DATABASE_URL: join(folder, "B.db") }, 3952, key)
+  ]
+  rows.push(...await measure("SQLite", startPair, key))
 }
 
 if (only !== "sqlite") {
   const cluster = startPostgresCluster(3960)
-  const servers: Array<Server> = []
   try {
     // The database's processes share wrk's core; the services have theirs, as on SQLite.
     const postmaster = readFileSync(`${cluster.dataDirectory}/postmaster.pid`, "utf8").split("\n")[0]!.trim()
@@ -203,10 +230,12 @@ if (only !== "sqlite") {
       )
       psql(url, "VACUUM ANALYZE")
     }
-    for (const [i, side] of sides.entries()) servers.push(await start(side, { DATABASE_URL: urls[i]! }, 3971 + i, key))
-    rows.push(...measure("PostgreSQL", [servers[0]!, servers[1]!], key))
+    const startPair = async (): Promise<Pair> => [
+      await start(sides[0]!, { DATABASE_URL: urls[0]! }, 3971, key),
+      await start(sides[1]!, { DATABASE_URL: urls[1]! }, 3972, key)
+    ]
+    rows.push(...await measure("PostgreSQL", startPair, key))
   } finally {
-    await Promise.all(servers.map((server) => server.stop()))
     cluster.stop()
   }
 }
@@ -214,7 +243,8 @@ if (only !== "sqlite") {
 const cell = (value: string, width: number) => value.padStart(width)
 console.log(
   `\nwrk 1 thread, 32 connections, ${duration}s per run, median of ${rounds - 1} rounds after a dropped one, ` +
-    `A and B in turns, B/A the median of the rounds' own ratios; servers on core ${serverCore}, wrk on core ${loadCore}\n`
+    `A and B in turns${fresh ? `, new processes each round, each warmed up for ${duration}s before its run` : ""}, ` +
+    `B/A the median of the rounds' own ratios; servers on core ${serverCore}, wrk on core ${loadCore}\n`
 )
 console.log(
   ["engine".padEnd(11), "workload".padEnd(24), cell("A rps", 8), cell("B rps", 8), cell("B/A", 6), cell("A µs", 7), cell("B µs", 7), cell("µs B/A", 7)].join(" ")
