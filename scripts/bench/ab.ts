@@ -121,9 +121,10 @@ type Pair = readonly [Server, Server]
 /**
  * Every workload on both servers in turns; the order of the two alternates from round to round.
  * With `--fresh`, each round starts both servers anew and warms each up on the workload for as
- * long as its run, before it: a process keeps its own luck for its life (where the JIT and the collector leave
- * things), which moves one workload's figure by up to 10% between two runs of the same build, so
- * only rounds of new processes are independent samples of it.
+ * long as its run, before it. A process keeps for its life what its start left it (where the JIT
+ * and the collector put things), and runs of the same two builds' code have read one workload at
+ * 0.99 and at 0.91, so rounds of one pair of processes are not independent samples; rounds of new
+ * ones are.
  */
 const measure = async (engine: string, startPair: () => Promise<Pair>, key: string) => {
   const list = workloads(key, engine)
@@ -164,13 +165,17 @@ const measure = async (engine: string, startPair: () => Promise<Pair>, key: stri
       p99Ms: median(side.map((r) => r.p99))
     }))
     const [runsA, runsB] = runs[w]!
-    const perRound = (of: (run: WrkRun) => number) => median(runsB.map((run, i) => of(run) / of(runsA[i]!)))
+    const ratios = (of: (run: WrkRun) => number) => runsB.map((run, i) => of(run) / of(runsA[i]!))
+    const perRound = (of: (run: WrkRun) => number) => median(ratios(of))
     return {
       engine,
       workload: workload.name,
       a: a!,
       b: b!,
       ratio: perRound((run) => run.rps),
+      // How far the rounds' own ratios spread: the figure is no surer than this.
+      lowest: Math.min(...ratios((run) => run.rps)),
+      highest: Math.max(...ratios((run) => run.rps)),
       cpuRatio: perRound((run) => run.cpuUsPerRequest)
     }
   })
@@ -247,7 +252,7 @@ console.log(
     `B/A the median of the rounds' own ratios; servers on core ${serverCore}, wrk on core ${loadCore}\n`
 )
 console.log(
-  ["engine".padEnd(11), "workload".padEnd(24), cell("A rps", 8), cell("B rps", 8), cell("B/A", 6), cell("A µs", 7), cell("B µs", 7), cell("µs B/A", 7)].join(" ")
+  ["engine".padEnd(11), "workload".padEnd(24), cell("A rps", 8), cell("B rps", 8), cell("B/A", 6), cell("rounds", 12), cell("A µs", 7), cell("B µs", 7), cell("µs B/A", 7)].join(" ")
 )
 for (const row of rows) {
   console.log(
@@ -257,6 +262,7 @@ for (const row of rows) {
       cell(row.a.rps.toFixed(0), 8),
       cell(row.b.rps.toFixed(0), 8),
       cell(row.ratio.toFixed(3), 6),
+      cell(`${row.lowest.toFixed(2)}–${row.highest.toFixed(2)}`, 12),
       cell(row.a.cpuUs.toFixed(1), 7),
       cell(row.b.cpuUs.toFixed(1), 7),
       cell(row.cpuRatio.toFixed(3), 7)
