@@ -118,6 +118,17 @@ const workloads = (key: string, tag: string) => makeWorkloads(folder, key, tag)
 
 type Pair = readonly [Server, Server]
 
+/** A on `port` and B on the next, each on its database; A is stopped again if B does not start. */
+const startPair = async (databaseUrls: readonly [string, string], port: number, key: string): Promise<Pair> => {
+  const a = await start(sides[0]!, { DATABASE_URL: databaseUrls[0] }, port, key)
+  try {
+    return [a, await start(sides[1]!, { DATABASE_URL: databaseUrls[1] }, port + 1, key)]
+  } catch (error) {
+    await a.stop()
+    throw error
+  }
+}
+
 /**
  * Every workload on both servers in turns; the order of the two alternates from round to round.
  * With `--fresh`, each round starts both servers anew and warms each up on the workload for as
@@ -126,7 +137,7 @@ type Pair = readonly [Server, Server]
  * 0.99 and at 0.91, so rounds of one pair of processes are not independent samples; rounds of new
  * ones are.
  */
-const measure = async (engine: string, startPair: () => Promise<Pair>, key: string) => {
+const measure = async (engine: string, databaseUrls: readonly [string, string], port: number, key: string) => {
   const list = workloads(key, engine)
   const runs = list.map((): [Array<WrkRun>, Array<WrkRun>] => [[], []])
   const runPair = (servers: Pair, w: number, round: number) => {
@@ -143,7 +154,7 @@ const measure = async (engine: string, startPair: () => Promise<Pair>, key: stri
   const stopPair = (servers: Pair) => Promise.all(servers.map((server) => server.stop()))
   if (fresh) {
     for (let round = 0; round < rounds; round++) {
-      const servers = await startPair()
+      const servers = await startPair(databaseUrls, port, key)
       try {
         for (let w = 0; w < list.length; w++) runPair(servers, w, round)
       } finally {
@@ -151,7 +162,7 @@ const measure = async (engine: string, startPair: () => Promise<Pair>, key: stri
       }
     }
   } else {
-    const servers = await startPair()
+    const servers = await startPair(databaseUrls, port, key)
     try {
       for (let w = 0; w < list.length; w++) for (let round = 0; round < rounds; round++) runPair(servers, w, round)
     } finally {
@@ -166,17 +177,17 @@ const measure = async (engine: string, startPair: () => Promise<Pair>, key: stri
     }))
     const [runsA, runsB] = runs[w]!
     const ratios = (of: (run: WrkRun) => number) => runsB.map((run, i) => of(run) / of(runsA[i]!))
-    const perRound = (of: (run: WrkRun) => number) => median(ratios(of))
+    const rpsRatios = ratios((run) => run.rps)
     return {
       engine,
       workload: workload.name,
       a: a!,
       b: b!,
-      ratio: perRound((run) => run.rps),
+      ratio: median(rpsRatios),
       // How far the rounds' own ratios spread: the figure is no surer than this.
-      lowest: Math.min(...ratios((run) => run.rps)),
-      highest: Math.max(...ratios((run) => run.rps)),
-      cpuRatio: perRound((run) => run.cpuUsPerRequest)
+      lowest: Math.min(...rpsRatios),
+      highest: Math.max(...rpsRatios),
+      cpuRatio: median(ratios((run) => run.cpuUsPerRequest))
     }
   })
 }
@@ -203,11 +214,7 @@ if (only !== "postgres") {
   db.run("PRAGMA wal_checkpoint(TRUNCATE)")
   db.close()
   for (const side of sides) copyFileSync(seed, join(folder, `${side.name}.db`))
-  const startPair = async (): Promise<Pair> => [
-    await start(sides[0]!, { DATABASE_URL: join(folder, "A.db") }, 3951, key),
-    await start(sides[1]!, { DATABASE_URL: join(folder, "B.db") }, 3952, key)
-  ]
-  rows.push(...await measure("SQLite", startPair, key))
+  rows.push(...await measure("SQLite", [join(folder, "A.db"), join(folder, "B.db")], 3951, key))
 }
 
 if (only !== "sqlite") {
@@ -235,11 +242,7 @@ if (only !== "sqlite") {
       )
       psql(url, "VACUUM ANALYZE")
     }
-    const startPair = async (): Promise<Pair> => [
-      await start(sides[0]!, { DATABASE_URL: urls[0]! }, 3971, key),
-      await start(sides[1]!, { DATABASE_URL: urls[1]! }, 3972, key)
-    ]
-    rows.push(...await measure("PostgreSQL", startPair, key))
+    rows.push(...await measure("PostgreSQL", [urls[0]!, urls[1]!], 3971, key))
   } finally {
     cluster.stop()
   }

@@ -34,7 +34,8 @@ export const makeCallSiteCompiler = (
   compile: (strings: TemplateStringsArray, args: ReadonlyArray<unknown>) => Compiled
 ) => {
   // Keyed by the strings of a template in the code, never by a request: at most one entry per
-  // `sql` call site of the service, whatever the traffic.
+  // `sql` call site of the service, whatever the traffic. Weak, so that strings built at run time
+  // rather than written in the code are not kept once their caller lets them go.
   const sites = new WeakMap<TemplateStringsArray, CallSite | null>()
   const learn = (args: ReadonlyArray<unknown>, [sql, binds]: Compiled): CallSite | null => {
     const fragments: Array<Statement.Fragment | undefined> = []
