@@ -8,9 +8,15 @@
  * request, and B / A as the median of each round's own ratio: a shared host's load drifts from
  * round to round, and a round's two runs, seconds apart, see nearly the same.
  *
- * Usage: bun scripts/bench.ts --ab A B [--rounds N] [--duration SECONDS] [--only sqlite|postgres] [--fresh]
+ * Usage: bun scripts/bench.ts --ab A B [--rounds N] [--duration SECONDS] [--only sqlite|postgres] [--fresh] [--at-once]
  * (A and B: anything `git rev-parse` reads, or `.` for the working tree as it is; `--fresh`
  * starts both servers anew for each round, below.)
+ *
+ * `--at-once` loads A and B at the same time instead, a wrk of its own for each (on the load's
+ * core, 32 connections each), both servers sharing their core: whatever the host takes from that
+ * core at any moment it takes from both, so their ratio does not move with a load that drifts
+ * within seconds, which in turns it does (rounds of the same commit against itself have spread
+ * from 0.62 to 1.50 that way).
  */
 import { Database } from "bun:sqlite"
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
@@ -18,14 +24,14 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { startPostgresCluster } from "../../test/support/PostgresCluster.js"
 import { args, numberOption } from "../options.js"
-import { median, runWrk, type WrkRun } from "./wrk.js"
+import { median, runWrk, runWrkSideBySide, type WrkRun } from "./wrk.js"
 import { makeWorkloads } from "./workloads.js"
 
 const root = new URL("../..", import.meta.url).pathname
 const at = args.indexOf("--ab")
 const refs = [args[at + 1], args[at + 2]] as const
 if (refs.some((ref) => ref === undefined || ref.startsWith("--"))) {
-  console.error("Usage: bun scripts/bench.ts --ab A B [--rounds N] [--duration SECONDS] [--only sqlite|postgres] [--fresh]")
+  console.error("Usage: bun scripts/bench.ts --ab A B [--rounds N] [--duration SECONDS] [--only sqlite|postgres] [--fresh] [--at-once]")
   process.exit(1)
 }
 // One more round than measured: the first is dropped.
@@ -33,6 +39,7 @@ const rounds = numberOption("--rounds", 3) + 1
 const duration = numberOption("--duration", 5)
 const only = args[args.indexOf("--only") + 1]
 const fresh = args.includes("--fresh")
+const atOnce = args.includes("--at-once")
 const cores = navigator.hardwareConcurrency
 const serverCore = "0"
 const loadCore = cores > 1 ? "1" : "0"
@@ -140,8 +147,16 @@ const startPair = async (databaseUrls: readonly [string, string], port: number, 
 const measure = async (engine: string, databaseUrls: readonly [string, string], port: number, key: string) => {
   const list = workloads(key, engine)
   const runs = list.map((): [Array<WrkRun>, Array<WrkRun>] => [[], []])
-  const runPair = (servers: Pair, w: number, round: number) => {
+  const runPair = async (servers: Pair, w: number, round: number) => {
     const workload = list[w]!
+    if (atOnce) {
+      const targets = servers.map((server) => ({ url: server.url + workload.path, script: workload.script, pid: server.pid }))
+      if (fresh) await runWrkSideBySide(targets, loadCore, duration)
+      Bun.sleepSync(500)
+      const results = await runWrkSideBySide(targets, loadCore, duration)
+      if (round > 0) results.forEach((result, i) => runs[w]![i]!.push(result))
+      return
+    }
     for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {
       const server = servers[i]!
       if (fresh) runWrk(server.url + workload.path, workload.script, loadCore, duration)
@@ -156,7 +171,7 @@ const measure = async (engine: string, databaseUrls: readonly [string, string], 
     for (let round = 0; round < rounds; round++) {
       const servers = await startPair(databaseUrls, port, key)
       try {
-        for (let w = 0; w < list.length; w++) runPair(servers, w, round)
+        for (let w = 0; w < list.length; w++) await runPair(servers, w, round)
       } finally {
         await stopPair(servers)
       }
@@ -164,7 +179,7 @@ const measure = async (engine: string, databaseUrls: readonly [string, string], 
   } else {
     const servers = await startPair(databaseUrls, port, key)
     try {
-      for (let w = 0; w < list.length; w++) for (let round = 0; round < rounds; round++) runPair(servers, w, round)
+      for (let w = 0; w < list.length; w++) for (let round = 0; round < rounds; round++) await runPair(servers, w, round)
     } finally {
       await stopPair(servers)
     }
@@ -251,7 +266,7 @@ if (only !== "sqlite") {
 const cell = (value: string, width: number) => value.padStart(width)
 console.log(
   `\nwrk 1 thread, 32 connections, ${duration}s per run, median of ${rounds - 1} rounds after a dropped one, ` +
-    `A and B in turns${fresh ? `, new processes each round, each warmed up for ${duration}s before its run` : ""}, ` +
+    `${atOnce ? "A and B at the same time, a wrk each" : "A and B in turns"}${fresh ? `, new processes each round, each warmed up for ${duration}s before its run` : ""}, ` +
     `B/A the median of the rounds' own ratios; servers on core ${serverCore}, wrk on core ${loadCore}\n`
 )
 console.log(

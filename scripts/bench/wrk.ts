@@ -53,6 +53,18 @@ export const runWrk = (
   return { ...run, cpuUsPerRequest: pids.length === 0 ? NaN : (cpuOf(pids) - cpuBefore) / run.requests }
 }
 
+/** wrk on each target at the same moment, with `connections` each; each run's figures, in order. */
+const runAtOnce = (
+  targets: ReadonlyArray<{ readonly url: string; readonly script: string }>,
+  onCores: string,
+  seconds: number,
+  connections: number
+) =>
+  Promise.all(targets.map(({ script, url }) => {
+    const proc = Bun.spawn(command(url, script, onCores, seconds, connections), { stdout: "pipe" })
+    return new Response(proc.stdout).text().then(parse)
+  }))
+
 /**
  * wrk on several servers at once, the 32 connections split between them: requests per second
  * added up, the worst of their latencies, and the CPU time of every server per request.
@@ -64,10 +76,7 @@ export const runWrkTogether = async (
 ): Promise<WrkRun> => {
   const pids = targets.map((target) => target.pid)
   const cpuBefore = cpuOf(pids)
-  const outputs = await Promise.all(targets.map(({ script, url }) => {
-    const proc = Bun.spawn(command(url, script, onCores, seconds, 32 / targets.length), { stdout: "pipe" })
-    return new Response(proc.stdout).text().then(parse)
-  }))
+  const outputs = await runAtOnce(targets, onCores, seconds, 32 / targets.length)
   const cpu = cpuOf(pids) - cpuBefore
   const requests = outputs.reduce((sum, run) => sum + run.requests, 0)
   return {
@@ -78,6 +87,21 @@ export const runWrkTogether = async (
     non2xx: outputs.reduce((sum, run) => sum + run.non2xx, 0),
     cpuUsPerRequest: cpu / requests
   }
+}
+
+/**
+ * Several servers each loaded by a wrk of its own (1 thread, 32 connections) over the same
+ * seconds: each server's run, with its own CPU time per request. Sharing one core, the servers
+ * share whatever the host gives it at each moment, so their ratio is not moved by the host's load.
+ */
+export const runWrkSideBySide = async (
+  targets: ReadonlyArray<{ readonly url: string; readonly script: string; readonly pid: number }>,
+  onCores: string,
+  seconds: number
+): Promise<Array<WrkRun>> => {
+  const cpuBefore = targets.map((target) => cpuMicros(target.pid))
+  const outputs = await runAtOnce(targets, onCores, seconds, 32)
+  return outputs.map((run, i) => ({ ...run, cpuUsPerRequest: (cpuMicros(targets[i]!.pid) - cpuBefore[i]!) / run.requests }))
 }
 
 export const median = (values: ReadonlyArray<number>) => {
