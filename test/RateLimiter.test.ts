@@ -138,32 +138,59 @@ describe("RateLimiter state is bounded", () => {
       yield* limiter.take(small, "d")
       expect((yield* limiter.take(small, "a")).allowed).toBe(false)
       expect(yield* limiter.take(small, "b")).toMatchObject({ allowed: true, remaining: 1 })
-    }).pipe(Effect.provide(RateLimiter.inMemory({ maxBuckets: 3 }))))
+    }).pipe(Effect.provide(RateLimiter.inMemory({ maxBuckets: 4 }))))
+
+  it.effect("keeps each policy's buckets apart, under the same key", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter
+      const one = { name: "one", perSecond: 1, burst: 1 }
+      const other = { name: "other", perSecond: 1, burst: 1 }
+      expect((yield* limiter.take(one, "10.0.0.1")).allowed).toBe(true)
+      expect((yield* limiter.take(one, "10.0.0.1")).allowed).toBe(false)
+      expect((yield* limiter.take(other, "10.0.0.1")).allowed).toBe(true)
+    }).pipe(Effect.provide(RateLimiter.InMemory)))
 })
 
 describe("RecentMap, the bounded map behind the buckets", () => {
-  it("drops the oldest entries that are idle as new ones come, without waiting for the cap", () => {
-    const fullAt = new RecentMap<number>(10, (at, now) => at <= now)
-    fullAt.set("a", 100, 0)
-    fullAt.set("b", 100, 0)
-    fullAt.set("c", 500, 0)
-    expect(fullAt.size).toBe(3)
-    fullAt.set("d", 900, 150)
-    expect([fullAt.get("a"), fullAt.get("b"), fullAt.size]).toEqual([undefined, undefined, 2])
-  })
-
-  it("at its capacity forgets the least recently used, a read or a write making an entry the newest", () => {
-    const never = new RecentMap<number>(3, () => false)
+  it("at its capacity forgets the least recently used, a read or a write keeping an entry", () => {
+    const never = new RecentMap<number>(4, () => false)
     for (const key of ["a", "b", "c"]) never.set(key, 1, 0)
     never.get("a")
     never.set("d", 1, 0)
     expect(["a", "b", "c", "d"].map((key) => never.get(key))).toEqual([1, undefined, 1, 1])
     never.set("c", 2, 0)
     never.delete("a")
-    never.set("e", 1, 0)
-    never.set("f", 1, 0)
-    expect(["c", "d", "e", "f"].map((key) => never.get(key))).toEqual([2, undefined, 1, 1])
-    expect(never.size).toBe(3)
+    for (const key of ["e", "f", "g"]) never.set(key, 1, 0)
+    expect(["c", "d", "e", "f", "g"].map((key) => never.get(key))).toEqual([undefined, undefined, 1, 1, 1])
+  })
+
+  it("never holds more than its capacity, nor less than half of it once that many came", () => {
+    const never = new RecentMap<number>(100, () => false)
+    const sizes: Array<number> = []
+    for (let i = 0; i < 1000; i++) {
+      never.set(`k${i}`, i, 0)
+      if (i % 7 === 0) never.get(`k${i >> 1}`)
+      if (i >= 50) sizes.push(never.size)
+    }
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(100)
+    expect(Math.min(...sizes)).toBeGreaterThanOrEqual(50)
+    // The newest half is always kept.
+    expect(Array.from({ length: 50 }, (_, i) => never.get(`k${999 - i}`))).not.toContain(undefined)
+  })
+
+  it("drops the idle entries of its older half as new ones come, before that half is due to go", () => {
+    const fullAt = new RecentMap<number>(10, (at, now) => at <= now)
+    for (const [key, at] of [["a", 100], ["b", 100], ["c", 500], ["x", 900], ["y", 900]] as const) fullAt.set(key, at, 0)
+    expect(fullAt.size).toBe(5)
+    // "d" makes those five the older half; each new key sweeps two of it.
+    fullAt.set("d", 900, 150)
+    expect([fullAt.get("a"), fullAt.get("b"), fullAt.size]).toEqual([undefined, undefined, 4])
+    fullAt.set("e", 900, 600)
+    expect([fullAt.get("c"), fullAt.get("x"), fullAt.size]).toEqual([undefined, 900, 4])
+  })
+
+  it("refuses a capacity under 2, which could not keep its bound", () => {
+    expect(() => new RecentMap<number>(1, () => false)).toThrow(RangeError)
   })
 })
 

@@ -21,14 +21,7 @@ export interface RateLimitDecision {
   readonly retryAfterSeconds: number
 }
 
-interface Bucket {
-  tokens: number
-  updatedAt: number
-  /** When it is full again if nothing is taken: from then on it is the same as no bucket. */
-  fullAt: number
-}
-
-/** Buckets kept in one process; past this many, the least recently used are forgotten. */
+/** Buckets kept in one process per policy; past this many, the least recently used are forgotten. */
 export const defaultMaxBuckets = 100_000
 
 /**
@@ -44,29 +37,32 @@ export class RateLimiter extends Context.Tag("petstore/RateLimiter")<
 >() {
   /**
    * Buckets in this process's memory. Idle buckets are forgotten once they would be full again
-   * (the same as none), and at most `maxBuckets` are kept (least recently used first), so a flood
-   * of new addresses costs bounded memory.
+   * (the same as none), and at most `maxBuckets` per policy are kept (least recently used first),
+   * so a flood of new addresses costs bounded memory.
    */
   static readonly inMemory = (options: { readonly maxBuckets?: number } = {}) =>
     Layer.sync(RateLimiter, () => {
-      const buckets = new RecentMap<Bucket>(options.maxBuckets ?? defaultMaxBuckets, (bucket, now) => bucket.fullAt <= now)
+      // A bucket is one number, the time it is full again if nothing is taken: its tokens follow
+      // from it and the policy, and from then on it is the same as no bucket. Each policy has its
+      // own map, keyed by the caller's own string, so a flood of new addresses costs a map entry
+      // each and no object or string besides.
+      const byPolicy = new Map<string, RecentMap<number>>()
+      const bucketsOf = (policy: RateLimitPolicy) => {
+        let fullAt = byPolicy.get(policy.name)
+        if (fullAt === undefined) {
+          fullAt = new RecentMap<number>(options.maxBuckets ?? defaultMaxBuckets, (at, now) => at <= now)
+          byPolicy.set(policy.name, fullAt)
+        }
+        return fullAt
+      }
       const decide = (policy: RateLimitPolicy, key: string, now: number): RateLimitDecision => {
-        const id = `${policy.name}\u0000${key}`
-        const bucket = buckets.get(id)
-        let tokens = bucket === undefined
-          ? policy.burst
-          : Math.min(policy.burst, bucket.tokens + ((now - bucket.updatedAt) / 1000) * policy.perSecond)
+        const fullAt = bucketsOf(policy)
+        const at = fullAt.get(key)
+        let tokens = at === undefined || at <= now ? policy.burst : policy.burst - ((at - now) / 1000) * policy.perSecond
         const allowed = tokens >= 1
         if (allowed) tokens -= 1
-        const fullAt = now + ((policy.burst - tokens) / policy.perSecond) * 1000
-        if (bucket === undefined) {
-          buckets.set(id, { tokens, updatedAt: now, fullAt }, now)
-        } else {
-          bucket.tokens = tokens
-          bucket.updatedAt = now
-          bucket.fullAt = fullAt
-        }
-        return decision(policy, allowed, tokens)
+        fullAt.set(key, now + ((policy.burst - tokens) / policy.perSecond) * 1000, now)
+        return decision(policy, allowed, Math.max(0, tokens))
       }
       return RateLimiter.of({
         take: (policy, key) => Effect.clockWith((clock) => Effect.succeed(decide(policy, key, clock.unsafeCurrentTimeMillis())))
