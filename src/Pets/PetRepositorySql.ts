@@ -79,7 +79,8 @@ export const makeSqlPetRepository = Effect.gen(function*() {
           ? sql`SELECT ${columns} FROM pets WHERE id > ${afterId} ORDER BY id LIMIT ${limit + 1}`
           : sql`SELECT ${columns} FROM pets WHERE status = ${status} AND id > ${afterId} ORDER BY id LIMIT ${limit + 1}`,
         (rows) => {
-          const pets = rows.slice(0, limit).map(toPet)
+          const pets: Array<Pet> = []
+          for (let i = 0; i < rows.length && i < limit; i++) pets.push(toPet(rows[i]))
           return { pets, hasMore: rows.length > limit }
         }
       ),
@@ -97,9 +98,10 @@ const statuses: ReadonlySet<unknown> = new Set(PetStatus.literals)
  * Schema costs more than the query on a page of 100.
  */
 const toPet = (row: any): Pet => {
-  const id = Number(row.id)
-  const categoryId = Number(row.category_id)
-  const { name, status } = row
+  const { category_id, id: rowId, name, status } = row
+  // Numbers as SQLite gives them; only PostgreSQL's text is converted.
+  const id = typeof rowId === "number" ? rowId : Number(rowId)
+  const categoryId = typeof category_id === "number" ? category_id : Number(category_id)
   if (
     !Number.isSafeInteger(id) || typeof name !== "string" || !Number.isSafeInteger(categoryId) ||
     (status !== null && !statuses.has(status))
