@@ -10,7 +10,7 @@
  * all of it is kept. An exact order (a linked list of entry objects beside one map) put an object
  * per entry among each request's garbage, and the collector could hand back none of the blocks
  * those pinned: a million addresses grew the resident memory of the in-memory rate limiter by
- * 75–90 MiB, against about 20 MiB now, where an entry is the map's slots, the key and the value.
+ * 62–106 MiB, against 16–23 MiB now, where an entry is the map's slots, the key and the value.
  *
  * Idle entries of the older half are swept two per new key by an iterator made when the half
  * turned older, so a sweep never rescans what it has passed (a map keeps deleted slots at its
