@@ -63,8 +63,10 @@ const fromAddress = (address: IpAddress): ClientAddress => ({ text: formatIp(add
 export const makeClientAddress = (trusted: ReadonlyArray<IpRange>) => {
   const isTrusted = (address: IpAddress) => trusted.some((range) => inRange(address, range))
   return (request: HttpServerRequest.HttpServerRequest): ClientAddress => {
-    if (Option.isNone(request.remoteAddress)) return unknown
-    const peer = parseIp(request.remoteAddress.value)
+    // Read once: the platform asks the server for the socket's address at each read.
+    const remoteAddress = request.remoteAddress
+    if (Option.isNone(remoteAddress)) return unknown
+    const peer = parseIp(remoteAddress.value)
     if (peer === undefined) return unknown
     if (trusted.length === 0 || !isTrusted(peer)) return fromAddress(peer)
     // X-Forwarded-For first: the header common proxies append to. A proxy that writes only one of
