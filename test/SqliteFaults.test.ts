@@ -1,8 +1,13 @@
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Database } from "bun:sqlite"
+import { Cause, Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import { copyFileSync, renameSync, rmSync } from "node:fs"
 import { open } from "node:fs/promises"
 import { join } from "node:path"
+import { AppConfig } from "../src/Config/AppConfig.js"
+import { databaseUnavailable } from "../src/Sql/DatabaseErrors.js"
+import { SqliteConnection } from "../src/Sql/SqliteConnection.js"
 import { createKey, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 // Short, so that the bound is seen without waiting out the production default (3 s).
@@ -118,6 +123,37 @@ describe("another process holds SQLite's write lock (as a backup or a sqlite3 sh
       other.close()
       await server.stop()
     }
+  })
+})
+
+describe("a transaction meeting another process's write lock", () => {
+  it("fails with SQLite's busy answer once the bound has passed (a 503), not with a rollback of a transaction never begun (a 500); the next one is stored", async () => {
+    using folder = temporaryFolder()
+    const path = join(folder.path, "petstore.db")
+    const connection = SqliteConnection.pipe(
+      Layer.provide(AppConfig.make({ databaseUrl: path, databaseStatementTimeout: Duration.millis(200) }))
+    )
+    const program = Effect.gen(function*() {
+      const sql = Context.get(yield* Layer.build(connection), SqlClient.SqlClient)
+      const insert = (name: string) => sql.withTransaction(sql`INSERT INTO settings (name, value) VALUES (${name}, 'x')`)
+      const other = new Database(path)
+      try {
+        other.exec("BEGIN IMMEDIATE")
+        const exit = yield* Effect.exit(insert("refused"))
+        other.exec("COMMIT")
+        expect(Exit.isFailure(exit)).toBe(true)
+        if (Exit.isFailure(exit)) {
+          expect([...Cause.defects(exit.cause)]).toEqual([])
+          expect(Option.getOrUndefined(databaseUnavailable(exit.cause))).toMatch(/locked|busy/i)
+        }
+        yield* insert("stored")
+        const rows = yield* sql<{ name: string }>`SELECT name FROM settings WHERE value = 'x'`
+        expect(rows.map((row) => row.name)).toEqual(["stored"])
+      } finally {
+        other.close()
+      }
+    })
+    await Effect.runPromise(Effect.scoped(program))
   })
 })
 

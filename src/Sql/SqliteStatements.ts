@@ -140,10 +140,13 @@ export const makeSqliteClient = (connection: Connection, options: SqliteClientOp
     // Open while no transaction holds the connection; statements outside one wait on it.
     const connectionFree = yield* Effect.makeLatch(true)
     let inTransaction = false
+    // Whether the transaction holding the connection got past its `BEGIN`.
+    let begun = false
     let running = 0
     const durationOf = statementDurations("sqlite")
     const release = () => {
       inTransaction = false
+      begun = false
       connectionFree.unsafeOpen()
     }
     // A statement is one synchronous call into SQLite, which nothing can stop halfway: it runs
@@ -196,6 +199,7 @@ export const makeSqliteClient = (connection: Connection, options: SqliteClientOp
       running === 0 ? Effect.void : Effect.zipRight(Effect.yieldNow(), statementsEnded)
     )
     const beginStatement = "BEGIN IMMEDIATE"
+    const rollbackStatement = "ROLLBACK"
     // The transaction's `BEGIN`: the connection is taken for each try and given back if another
     // process holds the lock, so reads go on while the transaction waits.
     const begin = (waitedSince = 0, delay = 1): Effect.Effect<ReadonlyArray<any>, SqlError> =>
@@ -205,6 +209,9 @@ export const makeSqliteClient = (connection: Connection, options: SqliteClientOp
         connectionFree.unsafeClose()
         return statementsEnded.pipe(
           Effect.zipRight(observe(beginStatement, connection.executeUnprepared(beginStatement, [], undefined), false, false)),
+          Effect.tap(() => {
+            begun = true
+          }),
           Effect.catchIf(
             (error) => isBusy(error) && performance.now() + delay - since < lockWaitMillis,
             () => {
@@ -219,8 +226,15 @@ export const makeSqliteClient = (connection: Connection, options: SqliteClientOp
       executeRaw: (sql, params) => observe(sql, connection.executeRaw(sql, params), counted),
       executeValues: (sql, params) => observe(sql, connection.executeValues(sql, params), counted),
       executeUnprepared: (sql, params, transformRows) =>
-        !counted && sql === beginStatement
+        counted
+          ? observe(sql, connection.executeUnprepared(sql, params, transformRows), counted)
+          : sql === beginStatement
           ? begin()
+          // `@effect/sql` rolls back a transaction whose `BEGIN` failed too; SQLite would answer
+          // that no transaction is active, and that defect would take the place of the reason
+          // (a lock held past the wait: a 503) in the caller's failure.
+          : sql === rollbackStatement && !begun
+          ? Effect.succeed([])
           : observe(sql, connection.executeUnprepared(sql, params, transformRows), counted),
       executeStream: (sql, params, transformRows) => connection.executeStream(sql, params, transformRows)
     })
@@ -234,6 +248,7 @@ export const makeSqliteClient = (connection: Connection, options: SqliteClientOp
         )
       ).pipe(Effect.as(through(false))),
       beginTransaction: beginStatement,
+      rollback: rollbackStatement,
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"], ["db.system", "sqlite"]]
     })
