@@ -54,9 +54,10 @@ export const RateLimiterPostgres = (
 
       const leaseFromDatabase = (policy: RateLimitPolicy, bucket: string, want: number, now: number) => {
         const perMilli = policy.perSecond / 1000
-        // Numbers only, written into the statement so the expression can be repeated.
+        // The policy's numbers only, written into the statement so the expression can be repeated;
+        // the time is the inserted row's (`excluded`), so each policy's statement has one text.
         const refilledText =
-          `LEAST(${policy.burst}::float8, b.tokens + GREATEST(0, ${now}::bigint - b.updated_at) * ${perMilli}::float8)`
+          `LEAST(${policy.burst}::float8, b.tokens + GREATEST(0, excluded.updated_at - b.updated_at) * ${perMilli}::float8)`
         const refilled = sql.literal(refilledText)
         const granted = sql.literal(`LEAST(FLOOR(${refilledText}), ${want})::int`)
         return sql<{ granted: number; tokens: number }>`
