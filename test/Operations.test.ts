@@ -91,6 +91,9 @@ describe("served beside the API", () => {
       })
       expect(preflight.status).toBe(204)
       expect(preflight.headers["access-control-allow-origin"]).toBe("https://app.example")
+      // Answered by the CORS middleware itself, and still with every response's headers.
+      expect(preflight.headers["x-request-id"]).toBeDefined()
+      expect(preflight.headers["cache-control"]).toBe("no-store")
       expect(preflight.headers["access-control-allow-headers"]).toContain("authorization")
       const allowed = yield* send("GET", "/v1/pets", { key, headers: { origin: "https://app.example" } })
       expect(allowed.headers["access-control-allow-origin"]).toBe("https://app.example")

@@ -51,12 +51,16 @@ export const answered = Effect.map(AppConfig, ({ corsOrigins }) => {
     maxAge: 600
   })
   return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> => {
-    const withHeaders = withCurrentRequest((state) => {
+    // CORS inside the headers: its preflight answers (which it writes itself) leave with them too.
+    const served = cors === undefined ? app : cors(app)
+    const notFound = (url: string) => {
+      const response = Effect.succeed(routeNotFound(pathOf(url)))
+      return cors === undefined ? response : cors(response)
+    }
+    return withCurrentRequest((state) => {
       const { url } = state.request
-      const finish = withResponseHeaders(state)
-      return isCanonicalPath(url) ? Effect.map(app, finish) : Effect.succeed(finish(routeNotFound(pathOf(url))))
+      return Effect.map(isCanonicalPath(url) ? served : notFound(url), withResponseHeaders(state))
     })
-    return cors === undefined ? withHeaders : cors(withHeaders)
   }
 })
 
