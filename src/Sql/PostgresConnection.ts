@@ -41,8 +41,6 @@ const cannotConnect = (databaseUrl: string, error: unknown): Error => {
   )
 }
 
-const durationOf = statementDurations("postgresql")
-
 /** A transaction left idle this long is ended by the server, freeing its locks and connection. */
 const idleInTransactionMillis = 10_000
 
@@ -53,22 +51,26 @@ const isRefused = (error: SqlError) =>
   Predicate.hasProperty(error.cause, "code") && ["ECONNREFUSED", "57P03"].includes(String(error.cause.code))
 
 /**
- * A connection of the pool whose statements are timed (`db_client_operation_duration_seconds`):
- * `pg`'s pool makes its connections from the class it is given. `@effect/sql-pg` runs every
- * statement through the callback form of `query`.
+ * The class of a pool's connections, whose statements are timed
+ * (`db_client_operation_duration_seconds`): `pg`'s pool makes its connections from the class it
+ * is given. `@effect/sql-pg` runs every statement through the callback form of `query`. Each pool
+ * keeps its own statements' histograms.
  */
-class TimedClient extends Pg.Client {
-  override query(...args: Array<any>): any {
-    const callback = args.at(-1)
-    const text = typeof args[0] === "string" ? args[0] : args[0]?.text
-    if (typeof text !== "string" || typeof callback !== "function") return Reflect.apply(super.query, this, args)
-    const histogram = durationOf(text)
-    const start = performance.now()
-    args[args.length - 1] = (...results: Array<unknown>) => {
-      histogram.unsafeUpdate((performance.now() - start) / 1000, [])
-      return callback(...results)
+const timedClient = () => {
+  const durationOf = statementDurations("postgresql")
+  return class TimedClient extends Pg.Client {
+    override query(...args: Array<any>): any {
+      const callback = args.at(-1)
+      const text = typeof args[0] === "string" ? args[0] : args[0]?.text
+      if (typeof text !== "string" || typeof callback !== "function") return Reflect.apply(super.query, this, args)
+      const histogram = durationOf(text)
+      const start = performance.now()
+      args[args.length - 1] = (...results: Array<unknown>) => {
+        histogram.unsafeUpdate((performance.now() - start) / 1000, [])
+        return callback(...results)
+      }
+      return Reflect.apply(super.query, this, args)
     }
-    return Reflect.apply(super.query, this, args)
   }
 }
 
@@ -103,7 +105,7 @@ const pgPool = (options: {
           connectionString: options.url,
           max: options.max,
           application_name: options.applicationName,
-          Client: TimedClient,
+          Client: timedClient(),
           connectionTimeoutMillis: Duration.toMillis(options.connectTimeout),
           statement_timeout: statementMillis,
           query_timeout: statementMillis + 500,
