@@ -47,6 +47,9 @@ export const RateLimiterPostgres = (
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const maxShared = options.maxSharedBuckets ?? defaultMaxSharedBuckets
+      // Idle leases (no refill running, no tokens left, not known empty) are swept as new buckets
+      // come; past the cap the least recently used half goes whole, and a lease dropped with
+      // tokens unspent leaves its client refused up to one lease early, as another instance's would.
       const leases = new RecentMap<Lease>(
         options.maxBuckets ?? defaultMaxBuckets,
         (lease, now) => lease.pending === undefined && lease.emptyUntil <= now && lease.tokens < 1
