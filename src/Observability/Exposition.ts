@@ -1,4 +1,4 @@
-import { Metric, MetricState, Option } from "effect"
+import { Context, Effect, Layer, Metric, MetricState, Option, type Scope } from "effect"
 
 /** One labelled series of a metric, in a form that crosses processes as JSON and adds up. */
 export type Series =
@@ -52,16 +52,38 @@ export const registrySeries = (): Array<Series> => {
   return series
 }
 
-const collectors = new Set<() => ReadonlyArray<Series>>()
-
-/** Adds series read at each scrape (a pool's connections, say); answers how to remove them. */
-export const addCollector = (collect: () => ReadonlyArray<Series>) => {
-  collectors.add(collect)
-  return () => void collectors.delete(collect)
+/**
+ * Series read at each scrape from the layers that added them (a pool's connections, the trace
+ * export queue), beside Effect's own metrics: one per process, provided where its metrics are
+ * served.
+ */
+export class MetricsCollectors extends Context.Tag("petstore/MetricsCollectors")<MetricsCollectors, {
+  readonly add: (collect: () => ReadonlyArray<Series>) => () => void
+  /** The series of every collector added, read now. */
+  readonly series: () => Array<Series>
+}>() {
+  static readonly layer = Layer.sync(MetricsCollectors, () => {
+    // Bounded by the layers alive: each adds one and removes it when released.
+    const collectors = new Set<() => ReadonlyArray<Series>>()
+    return {
+      add: (collect) => {
+        collectors.add(collect)
+        return () => void collectors.delete(collect)
+      },
+      series: () => [...collectors].flatMap((collect) => collect())
+    }
+  })
 }
 
-/** The series of every collector added, read now. */
-export const collectedSeries = (): Array<Series> => [...collectors].flatMap((collect) => collect())
+/**
+ * Adds series read at each scrape for as long as the scope lasts; nothing where no metrics are
+ * served (a command-line tool, a test of a store alone).
+ */
+export const addCollector = (collect: () => ReadonlyArray<Series>): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.flatMap(Effect.serviceOption(MetricsCollectors), (collectors) =>
+    Option.isNone(collectors)
+      ? Effect.void
+      : Effect.acquireRelease(Effect.sync(() => collectors.value.add(collect)), (remove) => Effect.sync(remove)))
 
 const seriesKey = (series: Series) => series.name + "\u0000" + series.labels.map(([k, v]) => `${k}=${v}`).join("\u0000")
 

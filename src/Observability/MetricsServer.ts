@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { addUp, collectedSeries, contentType, registrySeries, render, type Series } from "./Exposition.js"
+import { addUp, contentType, MetricsCollectors, registrySeries, render, type Series } from "./Exposition.js"
 import { processSeries, sampleEventLoopDelay } from "./ProcessMetrics.js"
 
 /** Set in the workers' environment: the folder where each worker serves its metrics on a socket. */
@@ -11,7 +11,11 @@ export const metricsFolderVariable = "PETSTORE_METRICS_FOLDER"
 const socketOf = (folder: string, worker: number) => join(folder, `worker-${worker}.sock`)
 
 /** This process's series: its Effect metrics, what collectors read now, and its memory and CPU time. */
-const ownSeries = (): Array<Series> => [...registrySeries(), ...collectedSeries(), ...processSeries()]
+const ownSeries = Effect.map(MetricsCollectors, (collectors) => (): Array<Series> => [
+  ...registrySeries(),
+  ...collectors.series(),
+  ...processSeries()
+])
 
 const notFound = () => new Response("Not Found: metrics are at /metrics\n", { status: 404 })
 
@@ -38,22 +42,23 @@ const listen = (host: string, port: number, exposition: () => Promise<string> | 
 
 /** One process serving its own metrics on `host:port`. */
 export const serveMetrics = (host: string, port: number) =>
-  Effect.zipRight(sampleEventLoopDelay, listen(host, port, () => render(ownSeries())))
+  Effect.flatMap(ownSeries, (own) => Effect.zipRight(sampleEventLoopDelay, listen(host, port, () => render(own()))))
 
 /** A worker: its series as JSON on its socket in `folder`, for the supervisor to add up. */
 export const serveWorkerMetrics = (folder: string, worker: number) =>
-  Effect.zipRight(
-    sampleEventLoopDelay,
-    Effect.acquireRelease(
-      Effect.sync(() => {
-        const path = socketOf(folder, worker)
-        // A socket left by this worker's predecessor (killed) would refuse the new listener.
-        rmSync(path, { force: true })
-        return Bun.serve({ unix: path, fetch: () => Response.json({ pid: process.pid, series: ownSeries() }) })
-      }),
-      (server) => Effect.promise(() => server.stop(true))
-    )
-  )
+  Effect.flatMap(ownSeries, (own) =>
+    Effect.zipRight(
+      sampleEventLoopDelay,
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          const path = socketOf(folder, worker)
+          // A socket left by this worker's predecessor (killed) would refuse the new listener.
+          rmSync(path, { force: true })
+          return Bun.serve({ unix: path, fetch: () => Response.json({ pid: process.pid, series: own() }) })
+        }),
+        (server) => Effect.promise(() => server.stop(true))
+      )
+    ))
 
 const isTotal = (series: Series) => series.kind !== "gauge"
 
@@ -65,6 +70,7 @@ const isTotal = (series: Series) => series.kind !== "gauge"
  */
 export const serveGroupMetrics = (host: string, port: number, count: number) =>
   Effect.gen(function*() {
+    const own = yield* ownSeries
     const folder = yield* Effect.acquireRelease(
       Effect.sync(() => mkdtempSync(join(tmpdir(), "petstore-metrics-"))),
       (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
@@ -87,7 +93,7 @@ export const serveGroupMetrics = (host: string, port: number, count: number) =>
         .catch(() => undefined)
     const exposition = async () => {
       const answers = await Promise.all(slots.map((_, index) => scrape(index + 1)))
-      const groups: Array<ReadonlyArray<Series>> = [ownSeries()]
+      const groups: Array<ReadonlyArray<Series>> = [own()]
       answers.forEach((answer, index) => {
         const slot = slots[index]!
         if (answer !== undefined && answer.pid !== slot.pid) {

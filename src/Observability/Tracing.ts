@@ -254,7 +254,7 @@ const exportingTracer = (tracing: Tracing) =>
       "telemetry.sdk.language": "nodejs"
     }))
     const queue = makeSpanQueue<string>(tracing.batch, makeSender(tracing.exporter, resource))
-    yield* Effect.acquireRelease(Effect.sync(() => addCollector(queue.series)), (remove) => Effect.sync(remove))
+    yield* addCollector(queue.series)
     yield* Effect.addFinalizer(() =>
       Effect.promise(queue.flush).pipe(
         Effect.timeoutOption("3 seconds"),

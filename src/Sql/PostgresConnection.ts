@@ -136,15 +136,10 @@ const pgPool = (options: {
         )
       })
     )
-    yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        addCollector(() => [
-          connectionsUsage("used", pool.totalCount - pool.idleCount),
-          connectionsUsage("idle", pool.idleCount)
-        ])
-      ),
-      (remove) => Effect.sync(remove)
-    )
+    yield* addCollector(() => [
+      connectionsUsage("used", pool.totalCount - pool.idleCount),
+      connectionsUsage("idle", pool.idleCount)
+    ])
     return pool
   })
 

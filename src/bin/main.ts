@@ -5,6 +5,7 @@ import { InFlightRequests } from "../Http/InFlightRequests.js"
 import { RequestLines } from "../Http/RequestLog.js"
 import { HttpLive } from "../Http/Server.js"
 import { summarizeCause } from "../Observability/CauseSummary.js"
+import { MetricsCollectors } from "../Observability/Exposition.js"
 import { metricsFolderVariable, serveGroupMetrics, serveMetrics, serveWorkerMetrics } from "../Observability/MetricsServer.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { stopDeadline, stopMargin } from "../Service/StopDeadline.js"
@@ -60,7 +61,7 @@ const main = Effect.gen(function*() {
   return yield* supervise(workers, env, Duration.sum(drainTimeout, Duration.millis(Duration.toMillis(stopMargin) / 2)))
 }).pipe(
   Effect.scoped,
-  Effect.provide([AppConfig.layer, ObservabilityConfig.layer]),
+  Effect.provide([AppConfig.layer, ObservabilityConfig.layer, MetricsCollectors.layer]),
   Effect.tapErrorCause((cause) =>
     Effect.logError(
       Option.match(Cause.failureOption(cause).pipe(Option.filter(ConfigError.isConfigError)), {
