@@ -30,13 +30,16 @@ const isTextOnly = (arg: unknown): arg is Statement.Fragment =>
  * time. Building and compiling a statement costs about a fifth of a SQLite read through the
  * service's client; the cache is bounded by the number of call sites in the code.
  */
+/** Call sites learnt at most: the service has a few dozen. */
+const maxCallSites = 1000
+
 export const makeCallSiteCompiler = (
   compile: (strings: TemplateStringsArray, args: ReadonlyArray<unknown>) => Compiled
 ) => {
-  // Keyed by the strings of a template in the code, never by a request: at most one entry per
-  // `sql` call site of the service, whatever the traffic. Weak, so that strings built at run time
-  // rather than written in the code are not kept once their caller lets them go.
-  const sites = new WeakMap<TemplateStringsArray, CallSite | null>()
+  // A cache keyed by the strings of a template in the code, never by a request: one entry per
+  // `sql` call site of the service (a few dozen), whatever the traffic. Past the bound (strings
+  // built at run time rather than written in the code), statements are compiled each time.
+  const sites = new Map<TemplateStringsArray, CallSite | null>()
   const learn = (args: ReadonlyArray<unknown>, [sql, binds]: Compiled): CallSite | null => {
     const fragments: Array<Statement.Fragment | undefined> = []
     const params: Array<unknown> = []
@@ -57,7 +60,7 @@ export const makeCallSiteCompiler = (
     const site = sites.get(strings)
     if (site === undefined) {
       const compiled = compile(strings, args)
-      sites.set(strings, learn(args, compiled))
+      if (sites.size < maxCallSites) sites.set(strings, learn(args, compiled))
       return compiled
     }
     if (site === null || site.fragments.length !== args.length) return compile(strings, args)
