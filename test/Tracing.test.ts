@@ -306,7 +306,9 @@ describe("traces over OTLP/HTTP", () => {
     })).status).toBe(200)
     const repository = await receiver.waitFor((span) => span.name === "PetRepository.list" && span.traceId === callerTraceId)
     const statement = await receiver.waitFor((span) => span.parentSpanId === repository.spanId && span.kind === 3)
-    expect(statement.attributes["db.query.text"]).toContain("pets")
+    expect(statement.name).toBe("SELECT pets")
+    expect(statement.attributes).toMatchObject({ "db.system": "postgresql", "db.collection.name": "pets" })
+    expect(statement.attributes["db.query.text"]).toBe("SELECT id, name, category_id, status FROM pets WHERE id > $1 ORDER BY id LIMIT $2")
     expect(receiver.spans.filter((span) => span.traceId === unsampledTrace)).toEqual([])
     // Nor did the unsampled request's statements start traces of their own: every trace has its server span.
     const traces = new Set(receiver.spans.filter((span) => span.kind === 2).map((span) => span.traceId))

@@ -5,6 +5,7 @@ import { Duration, Effect, Layer, Predicate, Schedule } from "effect"
 import Pg from "pg"
 import { AppConfig } from "../Config/AppConfig.js"
 import { addCollector, type Series } from "../Observability/Exposition.js"
+import { connectionOutsideTransactions, makeDirectClient } from "./DirectStatements.js"
 import { runMigrations } from "./Migrations.js"
 import { statementDurations } from "./StatementTiming.js"
 
@@ -144,13 +145,12 @@ const pgPool = (options: {
   })
 
 /**
- * The PostgreSQL database a `postgres://` `DATABASE_URL` names, as the `SqlClient` every store
- * runs on, through a pool of connections, with the numbered migrations applied before anything is
+ * `@effect/sql-pg`'s client on the pool, with the numbered migrations applied before anything is
  * served. Instances starting together queue on an advisory lock held by one connection while the
  * migrator runs on the others, so the first migrates and the rest find nothing left to do; the
  * lock goes with its session if an instance dies meanwhile.
  */
-export const PostgresConnection: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, Error, AppConfig> = Layer
+const MigratedPgClient: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, Error, AppConfig> = Layer
   .unwrapEffect(
     Effect.map(AppConfig, (config) =>
       PgClient.layerFromPool({
@@ -203,3 +203,17 @@ export const PostgresConnection: Layer.Layer<SqlClient.SqlClient | PgClient.PgCl
       }).pipe(Effect.scoped, Effect.provide(context))
     )
   )
+
+/**
+ * The PostgreSQL database a `postgres://` `DATABASE_URL` names, as the `SqlClient` every store
+ * runs on, through a pool of connections, migrated as above. Statements run as SQLite's do
+ * (`DirectStatements.ts`), on `@effect/sql-pg`'s own connection.
+ */
+export const PostgresConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConfig> = Layer.effect(
+  SqlClient.SqlClient,
+  Effect.gen(function*() {
+    const client = yield* PgClient.PgClient
+    const outside = yield* Effect.orDie(connectionOutsideTransactions(client))
+    return makeDirectClient(client, "postgresql", (sql, params) => outside.execute(sql, params, undefined))
+  })
+).pipe(Layer.provide(MigratedPgClient))

@@ -1,107 +1,10 @@
 import { SqlClient, Statement } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
-import { Cause, Context, Duration, Effect, Effectable, Predicate } from "effect"
-import { statementSummary } from "../Observability/Metrics.js"
-import { inChildSpan } from "../Observability/Tracing.js"
-import { type Compiled, makeCallSiteCompiler } from "./CallSites.js"
+import { Cause, Duration, Effect, Predicate } from "effect"
 import { withDatabaseReason } from "./DatabaseErrors.js"
+import { makeDirectClient } from "./DirectStatements.js"
 import { statementDurations } from "./StatementTiming.js"
-
-type Run = (sql: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<any>, SqlError>
-
-/** A statement's span: named by its operation and table, with its text (`?` placeholders, never values). */
-const spanOf = (sql: string): readonly [name: string, attributes: Readonly<Record<string, unknown>>] => {
-  const { operation, table } = statementSummary(sql)
-  const summary = table === undefined ? operation : `${operation} ${table}`
-  return [summary, {
-    "db.system": "sqlite",
-    "db.system.name": "sqlite",
-    "db.operation.name": operation,
-    ...(table === undefined ? {} : { "db.collection.name": table }),
-    "db.query.summary": summary,
-    "db.query.text": sql
-  }]
-}
-// The statements are the service's own: a few dozen texts. Bounded all the same.
-const spansByText = new Map<string, ReturnType<typeof spanOf>>()
-const cachedSpanOf = (sql: string) => {
-  let span = spansByText.get(sql)
-  if (span === undefined) {
-    span = spanOf(sql)
-    if (spansByText.size < 1000) spansByText.set(sql, span)
-  }
-  return span
-}
-
-/** How the client's statements are made, compiled and run outside a transaction; one per client. */
-interface StatementSource {
-  readonly build: (strings: TemplateStringsArray, args: ReadonlyArray<unknown>) => Statement.Statement<unknown>
-  readonly compile: (strings: TemplateStringsArray, args: ReadonlyArray<unknown>) => Compiled
-  readonly runOutside: Run
-}
-
-/**
- * A statement run straight on the connection: `@effect/sql` runs each statement in a span and a
- * scope of its own and finds its connection through the context, about 15 µs of CPU per
- * statement where a SQLite statement costs 4 (measured with an in-process loop). Its text comes
- * from its call site (`CallSites.ts`); the library's own statement is built only when asked for
- * (`raw`, `stream`, …). Inside a transaction it runs on the transaction's connection. In a
- * sampled trace it has a child span of its own.
- */
-class DirectStatement<A> extends Effectable.Class<ReadonlyArray<A>, SqlError> implements Statement.Statement<A> {
-  constructor(
-    private readonly source: StatementSource,
-    private readonly strings: TemplateStringsArray | undefined,
-    private readonly args: ReadonlyArray<unknown>,
-    private built?: Statement.Statement<A>
-  ) {
-    super()
-  }
-  get statement(): Statement.Statement<A> {
-    return this.built ??= this.source.build(this.strings!, this.args) as Statement.Statement<A>
-  }
-  get [Statement.FragmentId]() {
-    return this.statement[Statement.FragmentId]
-  }
-  get segments() {
-    return this.statement.segments
-  }
-  get raw() {
-    return this.statement.raw
-  }
-  get withoutTransform() {
-    return this.statement.withoutTransform
-  }
-  get stream() {
-    return this.statement.stream
-  }
-  get values() {
-    return this.statement.values
-  }
-  get unprepared() {
-    return this.statement.unprepared
-  }
-  compile(withoutTransform?: boolean | undefined) {
-    return this.statement.compile(withoutTransform)
-  }
-  commit(): Effect.Effect<ReadonlyArray<A>, SqlError> {
-    return Effect.withFiberRuntime((fiber) => {
-      const [sql, params] = this.built === undefined
-        ? this.source.compile(this.strings!, this.args)
-        : this.built.compile()
-      const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-      const run = transaction._tag === "Some"
-        ? transaction.value[0].execute(sql, params, undefined)
-        : this.source.runOutside(sql, params)
-      // Outside a request, or in a trace not sampled: a span would only cost.
-      const parent = fiber.currentSpan
-      if (parent?.sampled !== true) return run
-      const [name, attributes] = cachedSpanOf(sql)
-      return inChildSpan(fiber.currentTracer, parent, name, "client", attributes, run)
-    })
-  }
-}
 
 /** SQLite's answer when another connection holds the lock a statement needs. */
 const isBusy = (error: SqlError): boolean => {
@@ -252,28 +155,5 @@ export const makeSqliteClient = (connection: Connection, options: SqliteClientOp
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"], ["db.system", "sqlite"]]
     })
-    const build = (strings: TemplateStringsArray, args: ReadonlyArray<unknown>) =>
-      Reflect.apply(client, undefined, [strings, ...args]) as Statement.Statement<unknown>
-    const source: StatementSource = {
-      build,
-      compile: makeCallSiteCompiler((strings, args) => build(strings, args).compile()),
-      runOutside: (sql, params) => outside.execute(sql, params, undefined)
-    }
-    // Rows are used as SQLite gives them: no transform is configured.
-    const direct = Object.assign(
-      function sql(strings: unknown, ...args: Array<unknown>): unknown {
-        // `sql("name")` is an identifier, not a statement.
-        return Array.isArray(strings) && "raw" in strings
-          ? new DirectStatement(source, strings as unknown as TemplateStringsArray, args)
-          : Reflect.apply(client, undefined, [strings, ...args])
-      },
-      client,
-      {
-        unsafe: (sql: string, params?: ReadonlyArray<unknown>) =>
-          new DirectStatement(source, undefined, [], client.unsafe(sql, params))
-      }
-    )
-    // The library's helpers (`literal`, `in`, `withTransaction`, …) as they are; only the
-    // template's statements differ, which its call signatures cannot say of a plain function.
-    return Object.assign(direct, { safe: direct }) as unknown as SqlClient.SqlClient
+    return makeDirectClient(client, "sqlite", (sql, params) => outside.execute(sql, params, undefined))
   })
