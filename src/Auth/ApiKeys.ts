@@ -2,7 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Context, Data, Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { AppConfig, type Environment } from "../Config/AppConfig.js"
-import { rowsOrDie } from "../Sql/Rows.js"
+import { rowsOrDie } from "../Sql/DirectStatements.js"
 import { RecentMap } from "./RecentMap.js"
 
 export class ApiKeyRecord extends Schema.Class<ApiKeyRecord>("ApiKeyRecord")({

@@ -5,7 +5,7 @@ import type { NewPet, Pet } from "../Domain/Pet.js"
 import { PetStatus } from "../Domain/Pet.js"
 import { ClaimTakenOver, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
 import type { PetRepository } from "./PetRepository.js"
-import { rowsOrDie } from "../Sql/Rows.js"
+import { rowsOrDie } from "../Sql/DirectStatements.js"
 
 /**
  * Pets in the `pets` table, on SQLite or PostgreSQL alike. A reservation is one statement (insert,

@@ -214,6 +214,6 @@ export const PostgresConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConf
   Effect.gen(function*() {
     const client = yield* PgClient.PgClient
     const outside = yield* Effect.orDie(connectionOutsideTransactions(client))
-    return makeDirectClient(client, "postgresql", (sql, params) => outside.execute(sql, params, undefined))
+    return makeDirectClient(client, "postgresql", { run: (sql, params) => outside.execute(sql, params, undefined) })
   })
 ).pipe(Layer.provide(MigratedPgClient))

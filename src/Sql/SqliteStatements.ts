@@ -6,6 +6,9 @@ import { withDatabaseReason } from "./DatabaseErrors.js"
 import { makeDirectClient } from "./DirectStatements.js"
 import { statementDurations } from "./StatementTiming.js"
 
+/** A statement's failure: its error, or a defect when its rows were to be mapped (`rowsOrDie`). */
+const failed = (error: SqlError, mapRows: unknown) => mapRows === undefined ? Effect.fail(error) : Effect.die(error)
+
 /** SQLite's answer when another connection holds the lock a statement needs. */
 const isBusy = (error: SqlError): boolean => {
   const cause: unknown = error.cause
@@ -63,16 +66,17 @@ export const makeSqliteClient = (connection: Connection, options: SqliteClientOp
       run: Effect.Effect<A, SqlError>,
       counted: boolean,
       retryBusy = true,
+      mapRows?: (rows: A) => unknown,
       waitedSince = 0,
       delay = 1
     ): Effect.Effect<A, SqlError> =>
       Effect.uninterruptibleMask((restore) => {
         const reason = unusable()
         if (reason !== undefined) {
-          return Effect.fail(new SqlError({ message: reason, cause: { code: "SQLITE_CANTOPEN", message: reason } }))
+          return failed(new SqlError({ message: reason, cause: { code: "SQLITE_CANTOPEN", message: reason } }), mapRows)
         }
         if (counted && inTransaction) {
-          return restore(Effect.zipRight(connectionFree.await, observe(sql, run, counted, retryBusy, waitedSince, delay)))
+          return restore(Effect.zipRight(connectionFree.await, observe(sql, run, counted, retryBusy, mapRows, waitedSince, delay)))
         }
         if (counted) running++
         const start = timed ? performance.now() : 0
@@ -89,13 +93,18 @@ export const makeSqliteClient = (connection: Connection, options: SqliteClientOp
               if (performance.now() + delay - since < lockWaitMillis) {
                 return restore(Effect.zipRight(
                   Effect.sleep(delay),
-                  observe(sql, run, counted, true, since, Math.min(delay * 2, 32))
+                  observe(sql, run, counted, true, mapRows, since, Math.min(delay * 2, 32))
                 ))
               }
             }
-            return Effect.failCause(withDatabaseReason(cause))
+            const reasoned = withDatabaseReason(cause)
+            const error = Cause.failureOption(reasoned)
+            return mapRows === undefined || error._tag === "None" ? Effect.failCause(reasoned) : Effect.die(error.value)
           },
-          onSuccess: (rows) => (done(), Effect.succeed(rows))
+          onSuccess: (rows) => {
+            done()
+            return Effect.succeed(mapRows === undefined ? rows : mapRows(rows) as A)
+          }
         })
       })
     const statementsEnded: Effect.Effect<void> = Effect.suspend(() =>
@@ -155,5 +164,9 @@ export const makeSqliteClient = (connection: Connection, options: SqliteClientOp
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"], ["db.system", "sqlite"]]
     })
-    return makeDirectClient(client, "sqlite", (sql, params) => outside.execute(sql, params, undefined))
+    return makeDirectClient(client, "sqlite", {
+      run: (sql, params) => outside.execute(sql, params, undefined),
+      // The rows made into the caller's value in the statement's own last step.
+      mapRowsOrDie: (sql, params, f) => observe(sql, connection.execute(sql, params, undefined), true, true, f) as Effect.Effect<any>
+    })
   })
