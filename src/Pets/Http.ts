@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, Exit, Layer, Option } from "effect"
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 import { PetStoreApi } from "../Api.js"
 import { getPetDeprecatedAt, getPetReplacementFragment, getPetSunsetAt, SunsetPolicy } from "../Api/Deprecation.js"
 import { docsPath } from "../Api/DocumentPaths.js"
@@ -37,7 +37,7 @@ const newPetFields = Object.keys(NewPet.fields) as ReadonlyArray<keyof NewPet>
  * so a field added to the schema is part of it without a change here.
  */
 const fingerprint = (pet: NewPet) =>
-  createHash("sha256").update(JSON.stringify(newPetFields.map((field) => pet[field] ?? null))).digest("hex")
+  hash("sha256", JSON.stringify(newPetFields.map((field) => pet[field] ?? null)), "hex")
 
 const inProgress = new Conflict({
   code: "idempotency_request_in_progress",
