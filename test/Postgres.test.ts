@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Logger, Option, Redacted } from "effect"
 import { AppConfig } from "../src/Config/AppConfig.js"
 import { ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
 import { databaseUnavailable } from "../src/Sql/DatabaseErrors.js"
@@ -18,6 +18,16 @@ describe("the PostgreSQL database", () => {
         Effect.provide(sql!)
       )
       expect(migrations.map((row) => row.migration_id)).toEqual([1, 2, 3, 4, 5, 6])
+    }).pipe(Effect.scoped))
+
+  it.live("an instance that finds the migrations' lock free does not say it waits for another", () =>
+    Effect.gen(function*() {
+      const databaseUrl = yield* temporaryDatabase
+      const messages: Array<unknown> = []
+      yield* Layer.build(PostgresConnection.pipe(Layer.provide(AppConfig.make({ databaseUrl })))).pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => messages.push(message))))
+      )
+      expect(messages.flat().filter((message) => String(message).includes("waiting for another instance"))).toEqual([])
     }).pipe(Effect.scoped))
 
   it.live("every connection carries the statement and idle-in-transaction timeouts, and a transaction left idle past its timeout is ended by the server", () =>

@@ -177,17 +177,16 @@ const MigratedPgClient: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, Err
           (result) => (result as unknown as Pg.QueryResult<{ readonly locked: boolean }>).rows[0]?.locked === true
         )
         // Polled rather than waited for in one statement, which the statement timeout would cut;
-        // interruptible, so that its bound and a stop signal can end the wait.
+        // said every 5 s while another instance holds it.
+        const lock = (polls: number): Effect.Effect<void, SqlError> =>
+          Effect.flatMap(tryLock, (locked) =>
+            locked ? Effect.void : Effect.zipRight(
+              polls % 20 === 0 ? Effect.logInfo("waiting for another instance to finish the migrations") : Effect.void,
+              Effect.delay(Effect.suspend(() => lock(polls + 1)), "250 millis")
+            ))
+        // Interruptible, so that its bound and a stop signal can end the wait.
         yield* Effect.acquireRelease(
-          Effect.interruptible(tryLock.pipe(
-            Effect.repeat({
-              until: (locked) => locked,
-              schedule: Schedule.spaced("250 millis").pipe(
-                Schedule.tapOutput((n) =>
-                  n % 20 === 0 ? Effect.logInfo("waiting for another instance to finish the migrations") : Effect.void
-                )
-              )
-            }),
+          Effect.interruptible(lock(0).pipe(
             Effect.timeoutFail({
               duration: databaseStartTimeout,
               onTimeout: () =>
