@@ -41,9 +41,9 @@ interface StatementSource {
 /**
  * A statement run straight on its connection. `@effect/sql`'s own statement runs in a span and a
  * scope of its own, compiles its fragments each time and finds its connection through the
- * context: about 15 µs of CPU per statement on SQLite, where the statement itself costs 4, and on
- * PostgreSQL 62 against 39 µs with the network's work included (`pg`'s side of a one-row read,
- * in process, 16 at a time). Here its text comes from its call site (`CallSites.ts`), and the
+ * context: on SQLite several times the statement's own work, on PostgreSQL a third of a one-row
+ * read's CPU on the service's side, network included (60 against 40 µs per read:
+ * `scripts/bench/statements.ts`). Here its text comes from its call site (`CallSites.ts`), and the
  * library's own statement is built only when asked for (`raw`, `stream`, …). Inside a
  * transaction it runs on the transaction's connection, which `withTransaction` put in the
  * context. In a sampled trace it has a child span of its own.
@@ -91,7 +91,7 @@ class DirectStatement<A> extends Effectable.Class<ReadonlyArray<A>, SqlError> im
   mapRowsOrDie<B>(f: (rows: ReadonlyArray<A>) => B): Effect.Effect<B> {
     return Effect.withFiberRuntime((fiber) => {
       const mapOutside = this.source.outside.mapRowsOrDie
-      // The common case in one step fewer on each side: outside a transaction, with no span.
+      // The common case, outside a transaction and with no span: mapped in the statement's own last step.
       if (
         mapOutside !== undefined && fiber.currentSpan?.sampled !== true &&
         !Context.getOption(fiber.currentContext, SqlClient.TransactionConnection).pipe(Option.isSome)
