@@ -20,6 +20,9 @@ const isTextOnly = (arg: unknown): arg is Statement.Fragment =>
   Statement.isFragment(arg) &&
   arg.segments.every((segment) => segment._tag === "Literal" && (segment.params === undefined || segment.params.length === 0))
 
+/** Call sites learnt at most: the service has a few dozen. */
+const maxCallSites = 1000
+
 /**
  * Compiles a template statement (`` sql`…` ``) by its call site. A template literal passes the same
  * strings object on every call from one place in the code, so a statement whose arguments are
@@ -30,9 +33,6 @@ const isTextOnly = (arg: unknown): arg is Statement.Fragment =>
  * time. Building and compiling a statement costs about a fifth of a SQLite read through the
  * service's client; the cache is bounded by the number of call sites in the code.
  */
-/** Call sites learnt at most: the service has a few dozen. */
-const maxCallSites = 1000
-
 export const makeCallSiteCompiler = (
   compile: (strings: TemplateStringsArray, args: ReadonlyArray<unknown>) => Compiled
 ) => {

@@ -6,6 +6,7 @@ import { statementSummary } from "../Observability/Metrics.js"
 import { inChildSpan } from "../Observability/Tracing.js"
 import { type Compiled, makeCallSiteCompiler } from "./CallSites.js"
 import type { DatabaseSystem } from "./StatementTiming.js"
+import { cachedByText } from "./TextCache.js"
 
 /** How a statement outside a transaction is run: its text and parameters on the engine's connection. */
 export interface Outside {
@@ -147,20 +148,11 @@ export const makeDirectClient = <Client extends SqlClient.SqlClient>(
 ): Client => {
   const build = (strings: TemplateStringsArray, args: ReadonlyArray<unknown>) =>
     Reflect.apply(client, undefined, [strings, ...args]) as Statement.Statement<unknown>
-  // The service's statements are a few dozen texts. Bounded all the same.
-  const spans = new Map<string, Span>()
   const source: StatementSource = {
     build,
     compile: makeCallSiteCompiler((strings, args) => build(strings, args).compile()),
     outside,
-    spanOf: (sql) => {
-      let span = spans.get(sql)
-      if (span === undefined) {
-        span = spanOf(system, sql)
-        if (spans.size < 1000) spans.set(sql, span)
-      }
-      return span
-    }
+    spanOf: cachedByText((sql) => spanOf(system, sql))
   }
   const direct = Object.assign(
     function sql(strings: unknown, ...args: Array<unknown>): unknown {
