@@ -1,8 +1,7 @@
-import { HttpApi, OpenApi } from "@effect/platform"
+import { HttpApi, OpenApi } from "effect/http-api"
 import { HealthApi } from "./Api/Health.js"
 import { finishDocument } from "./Api/OpenApiDocument.js"
 import { PetsApi } from "./Api/Pets.js"
-import { InternalErrorBody } from "./Domain/ApiError.js"
 
 /**
  * The Pet Store API: the single definition the server, the derived client, the OpenAPI document and
@@ -11,7 +10,6 @@ import { InternalErrorBody } from "./Domain/ApiError.js"
 export class PetStoreApi extends HttpApi.make("petstore")
   .add(PetsApi)
   .add(HealthApi)
-  .addError(InternalErrorBody)
   .annotate(OpenApi.Title, "Pet Store")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(OpenApi.Description, "A catalogue of animals held in a store.")

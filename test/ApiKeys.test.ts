@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted } from "effect"
-import { AppConfig } from "../src/Config/AppConfig.js"
+import { SqlClient } from "effect/sql"
 import { ApiKeyAlreadyRevoked, ApiKeyNotFound, ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
-import { SqlClient } from "@effect/sql"
+import { AppConfig } from "../src/Config/AppConfig.js"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 

@@ -70,7 +70,7 @@ describe("authentication", () => {
   it.effect("the derived client sees the 401 as the typed Unauthorized error", () =>
     Effect.gen(function*() {
       const client = yield* clientWith(undefined)
-      const error = yield* Effect.flip(client.pets.listPets({ urlParams: {} }))
+      const error = yield* Effect.flip(client.pets.listPets({ query: {} }))
       expect(error).toMatchObject({ _tag: "Unauthorized", ...missing })
     }).pipe(Effect.provide(TestServer)))
 })

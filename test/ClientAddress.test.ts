@@ -1,10 +1,11 @@
-import { HttpServerRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
+import { Option } from "effect"
+import { HttpServerRequest } from "effect/http"
 import { makeClientAddress, parseTrustedProxies } from "../src/Request/ClientAddress.js"
 import { formatIp, parseIp } from "../src/Request/IpAddress.js"
 
 const request = (peer: string, headers: Record<string, string> = {}) =>
-  HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets", { headers })).modify({ remoteAddress: peer })
+  HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets", { headers })).modify({ remoteAddress: Option.some(peer) })
 
 const behind = (trusted: string) => makeClientAddress(parseTrustedProxies(trusted).ranges)
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
 import { createKey, publicBaseUrl, send, TestServer } from "./support/TestServer.js"
 
 const sunset = Date.parse("2030-12-05T00:00:00Z")

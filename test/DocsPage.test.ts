@@ -1,6 +1,7 @@
-import { HttpServer } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect } from "effect"
+import { HttpServer } from "effect/http"
+import type { NetAddress } from "effect/net"
 import { createHash } from "node:crypto"
 import { brotliDecompressSync, gunzipSync } from "node:zlib"
 import { AppConfig } from "../src/Config/AppConfig.js"
@@ -13,7 +14,7 @@ import { createKey, send, TestServer } from "./support/TestServer.js"
  */
 const raw = (path: string, headers: Record<string, string> = {}) =>
   Effect.gen(function*() {
-    const address = (yield* HttpServer.HttpServer).address as HttpServer.TcpAddress
+    const address = (yield* HttpServer.HttpServer).address as NetAddress.InetAddress
     return yield* Effect.promise(async () => {
       const response = await fetch(`http://127.0.0.1:${address.port}${path}`, { headers, decompress: false, redirect: "manual" })
       return { status: response.status, headers: response.headers, body: new Uint8Array(await response.arrayBuffer()) }
@@ -91,7 +92,7 @@ describe("the docs page and the OpenAPI document", () => {
       expect(page.headers["x-frame-options"]).toBe("DENY")
       expect(page.headers["referrer-policy"]).toBe("no-referrer")
       const policy = Object.fromEntries(
-        page.headers["content-security-policy"]!.split(";").map((d) => d.trim().split(" ")).map(([name, ...values]) => [name, values])
+        page.headers["content-security-policy"]!.split(";").map((d: string) => d.trim().split(" ")).map(([name, ...values]) => [name, values])
       )
       expect(policy["frame-ancestors"]).toEqual(["'none'"])
       expect(policy["default-src"]).toEqual(["'none'"])
@@ -135,7 +136,7 @@ describe("the docs page and the OpenAPI document", () => {
 describe("the OpenAPI servers", () => {
   const serversFrom = (env: Record<string, string>) =>
     Effect.map(AppConfig.config, ({ servers }) => servers).pipe(
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
     )
 
   it.effect("put this instance (PUBLIC_BASE_URL) first, labelled with its environment, then the other environment", () =>

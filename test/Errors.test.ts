@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Logger } from "effect"
+import { Cause, Effect, Layer, Logger, References } from "effect"
 import { PetRepository } from "../src/Pets/PetRepository.js"
 import { createKey, makeTestServer, send, TestServer } from "./support/TestServer.js"
 
@@ -179,12 +179,12 @@ describe("every error answers with exactly {code, message, status}", () => {
       createOnce: () => Effect.die(new Error("disk on fire")),
       isReady: Effect.succeed(false)
     })
-    const capture = Logger.replace(
-      Logger.defaultLogger,
-      Logger.make(({ annotations, cause, message }) => {
-        logged.push(JSON.stringify({ message, annotations: Object.fromEntries(annotations), cause: String(cause) }))
+    const capture = Logger.layer([
+      Logger.make(({ cause, fiber, message }) => {
+        const annotations = fiber.getRef(References.CurrentLogAnnotations)
+        logged.push(JSON.stringify({ message, annotations, cause: Cause.pretty(cause) }))
       })
-    )
+    ])
     return Effect.gen(function*() {
       const { key } = yield* createKey()
       const response = yield* send("POST", "/v1/pets", {

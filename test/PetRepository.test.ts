@@ -1,9 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Database } from "bun:sqlite"
 import { Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
 import { statSync } from "node:fs"
 import type { NewPet } from "../src/Domain/Pet.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
-import { SqlClient } from "@effect/sql"
+import { DatabaseUnavailable } from "../src/Sql/DatabaseErrors.js"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
@@ -78,7 +80,8 @@ describe("SQLite database", () => {
       expect(details).not.toContain("TEMP B-TREE")
     }).pipe(Effect.provide(TemporarySqlite)))
 
-  it.effect("the WAL is checkpointed as pets are created: it stays near SQLite's 1,000-page mark", () =>
+  // Live clock: the store's sweep sleeps meanwhile, and a test clock left alone that long warns.
+  it.live("the WAL is checkpointed as pets are created: it stays near SQLite's 1,000-page mark", () =>
     Effect.gen(function*() {
       const pets = yield* PetRepository
       const sql = yield* SqlClient.SqlClient
@@ -87,6 +90,24 @@ describe("SQLite database", () => {
       for (let i = 0; i < 4000; i++) yield* pets.create(rex)
       expect(statSync(`${file}-wal`).size).toBeLessThan(8 * 1024 * 1024)
     }).pipe(Effect.provide(PetRepository.Sql.pipe(Layer.provideMerge(TemporarySqlite)))))
+
+  // Live clock: the store waits for the lock on Effect's clock, up to the statement timeout.
+  it.live("a write lock another connection holds past the wait: DatabaseUnavailable (busy), not a defect", () =>
+    Effect.gen(function*() {
+      const pets = yield* PetRepository
+      const sql = yield* SqlClient.SqlClient
+      const [{ file }] = yield* sql<{ file: string }>`SELECT file FROM pragma_database_list WHERE name = 'main'`
+      const other = yield* Effect.acquireRelease(
+        Effect.sync(() => new Database(file)),
+        (db) => Effect.sync(() => db.close())
+      )
+      other.run("BEGIN IMMEDIATE")
+      const refused = yield* Effect.flip(pets.create(rex))
+      expect(refused).toBeInstanceOf(DatabaseUnavailable)
+      expect(refused.reason).toBe("busy")
+      other.run("ROLLBACK")
+      expect((yield* pets.create(rex)).id).toBe(1)
+    }).pipe(Effect.provide(PetRepository.Sql.pipe(Layer.provideMerge(TemporarySqlite)))), 20_000)
 
   it.effect("ids are never reused, even after the highest row is deleted", () =>
     Effect.gen(function*() {

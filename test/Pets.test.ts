@@ -9,7 +9,7 @@ describe("createPet, POST /v1/pets", () => {
   it.effect("answers 201 with the stored pet and its Location", () =>
     Effect.gen(function*() {
       const client = yield* authorizedClient
-      const [pet, response] = yield* client.pets.createPet({ headers: {}, payload: newPet, withResponse: true })
+      const [pet, response] = yield* client.pets.createPet({ headers: {}, payload: newPet, responseMode: "decoded-and-response" })
       expect(response.status).toBe(201)
       expect(pet).toEqual({ id: 1, ...newPet })
       expect(response.headers["location"]).toBe("/v1/pets/1")
@@ -52,7 +52,7 @@ describe("getPet, GET /v1/pets/{petId}", () => {
     Effect.gen(function*() {
       const client = yield* authorizedClient
       const created = yield* client.pets.createPet({ headers: {}, payload: newPet })
-      const [pet, response] = yield* client.pets.getPet({ path: { petId: created.id }, withResponse: true })
+      const [pet, response] = yield* client.pets.getPet({ params: { petId: created.id }, responseMode: "decoded-and-response" })
       expect(response.status).toBe(200)
       expect(pet).toEqual(created)
     }).pipe(Effect.provide(TestServer)))
@@ -60,7 +60,7 @@ describe("getPet, GET /v1/pets/{petId}", () => {
   it.effect("answers 404 pet_not_found for an unknown id", () =>
     Effect.gen(function*() {
       const client = yield* authorizedClient
-      const error = yield* Effect.flip(client.pets.getPet({ path: { petId: 42 } }))
+      const error = yield* Effect.flip(client.pets.getPet({ params: { petId: 42 } }))
       expect(error).toMatchObject({ _tag: "NotFound", code: "pet_not_found", status: 404 })
       expect(error.message).toContain("42")
     }).pipe(Effect.provide(TestServer)))
@@ -82,7 +82,7 @@ describe("listPets, GET /v1/pets", () => {
   it.effect("returns a bare array in ascending id order, 20 by default", () =>
     Effect.gen(function*() {
       const client = yield* seed(25)
-      const pets = yield* client.pets.listPets({ urlParams: {} })
+      const pets = yield* client.pets.listPets({ query: {} })
       expect(pets.map((pet) => pet.id)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
       const { key } = yield* createKey()
       const raw = yield* send("GET", "/v1/pets?limit=1", { key })
@@ -92,7 +92,7 @@ describe("listPets, GET /v1/pets", () => {
   it.effect("links the next page, keeping limit and status; the last page has no Link", () =>
     Effect.gen(function*() {
       const client = yield* seed(10)
-      const [first, response] = yield* client.pets.listPets({ urlParams: { limit: 3, status: "available" }, withResponse: true })
+      const [first, response] = yield* client.pets.listPets({ query: { limit: 3, status: "available" }, responseMode: "decoded-and-response" })
       expect(first.map((pet) => pet.id)).toEqual([1, 2, 4])
       const link = response.headers["link"]!
       const next = new URL(/^<([^>]+)>; rel="next"$/.exec(link)![1]!)
@@ -101,14 +101,14 @@ describe("listPets, GET /v1/pets", () => {
       expect(next.searchParams.get("status")).toBe("available")
       const cursor = next.searchParams.get("cursor")!
       const [second, secondResponse] = yield* client.pets.listPets({
-        urlParams: { limit: 3, status: "available", cursor },
-        withResponse: true
+        query: { limit: 3, status: "available", cursor },
+        responseMode: "decoded-and-response"
       })
       expect(second.map((pet) => pet.id)).toEqual([5, 7, 8])
       expect(secondResponse.headers["link"]).toBeDefined()
       const [pets, lastResponse] = yield* client.pets.listPets({
-        urlParams: { limit: 100, status: "available", cursor },
-        withResponse: true
+        query: { limit: 100, status: "available", cursor },
+        responseMode: "decoded-and-response"
       })
       expect(pets.map((pet) => pet.id)).toEqual([5, 7, 8, 10])
       expect(lastResponse.headers["link"]).toBeUndefined()
@@ -121,7 +121,7 @@ describe("listPets, GET /v1/pets", () => {
       let cursor: string | undefined
       let added = 0
       do {
-        const [page, response] = yield* client.pets.listPets({ urlParams: { limit: 2, cursor }, withResponse: true })
+        const [page, response] = yield* client.pets.listPets({ query: { limit: 2, ...(cursor === undefined ? {} : { cursor }) }, responseMode: "decoded-and-response" })
         seen.push(...page.map((pet) => pet.id))
         if (added++ < 3) yield* client.pets.createPet({ headers: {}, payload: newPet })
         const link = response.headers["link"]
@@ -133,12 +133,12 @@ describe("listPets, GET /v1/pets", () => {
   it.effect("refuses a tampered cursor, or one reused with another status filter, with 400 invalid_cursor", () =>
     Effect.gen(function*() {
       const client = yield* seed(5)
-      const [, response] = yield* client.pets.listPets({ urlParams: { limit: 1, status: "available" }, withResponse: true })
+      const [, response] = yield* client.pets.listPets({ query: { limit: 1, status: "available" }, responseMode: "decoded-and-response" })
       const cursor = new URL(/<([^>]+)>/.exec(response.headers["link"]!)![1]!).searchParams.get("cursor")!
       const [payload, signature] = cursor.split(".")
       const forged = `${Buffer.from("3.available").toString("base64url")}.${signature}`
       for (
-        const [urlParams, reason] of [
+        const [query, reason] of [
           [{ cursor: forged, status: "available" }, "forged position"],
           [{ cursor: `${payload}.AAAA${signature!.slice(4)}`, status: "available" }, "altered signature"],
           [{ cursor: "not-a-cursor" }, "garbage"],
@@ -146,7 +146,7 @@ describe("listPets, GET /v1/pets", () => {
           [{ cursor }, "no status"]
         ] as const
       ) {
-        const error = yield* Effect.flip(client.pets.listPets({ urlParams }))
+        const error = yield* Effect.flip(client.pets.listPets({ query }))
         expect(error, reason).toMatchObject({ _tag: "BadRequest", code: "invalid_cursor", status: 400 })
       }
     }).pipe(Effect.provide(TestServer)))

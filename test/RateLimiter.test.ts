@@ -1,6 +1,7 @@
-import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
 import { leaseSize, RateLimiterPostgres } from "../src/Auth/RateLimiterPostgres.js"
 import { RecentMap } from "../src/Auth/RecentMap.js"
@@ -48,10 +49,10 @@ describe("RateLimiter on PostgreSQL", () => {
         Array.from({ length: instances }),
         () => Layer.build(RateLimiterPostgres(options).pipe(Layer.provide(Layer.succeedContext(database))))
       )
-      return { database, limiters: limiters.map((context) => context.unsafeMap.get(RateLimiter.key) as RateLimiter["Type"]) }
+      return { database, limiters: limiters.map((context) => Context.get(context, RateLimiter)) }
     })
 
-  it.scoped("is one set of buckets for every instance on the database", () =>
+  it.effect("is one set of buckets for every instance on the database", () =>
     Effect.gen(function*() {
       const { limiters: [one, two] } = yield* sharedBy(2)
       yield* one!.take(policy, "dave")
@@ -60,7 +61,7 @@ describe("RateLimiter on PostgreSQL", () => {
       expect((yield* two!.take(policy, "dave")).allowed).toBe(false)
     }))
 
-  it.scoped("two instances spending one bucket at once never exceed it, and lose at most a lease each", () =>
+  it.effect("two instances spending one bucket at once never exceed it, and lose at most a lease each", () =>
     Effect.gen(function*() {
       const wide = { name: "wide", perSecond: 0.001, burst: 100 }
       const { limiters } = yield* sharedBy(2)
@@ -74,39 +75,43 @@ describe("RateLimiter on PostgreSQL", () => {
       expect(allowed).toBeGreaterThanOrEqual(100 - 2 * leaseSize(wide))
     }))
 
-  it.scoped("writes once per lease, not once per request", () =>
+  it.effect("writes once per lease, not once per request", () =>
     Effect.gen(function*() {
       const wide = { name: "wide", perSecond: 1000, burst: 200 }
       const { database, limiters: [one] } = yield* sharedBy(1)
-      const sql = database.unsafeMap.get(SqlClient.SqlClient.key) as SqlClient.SqlClient
-      const [before] = yield* sql<{ n: string }>`SELECT n_tup_ins + n_tup_upd AS n FROM pg_stat_user_tables
+      const sql = Context.get(database, SqlClient.SqlClient)
+      const [before] = yield* sql<{ n: bigint }>`SELECT n_tup_ins + n_tup_upd AS n FROM pg_stat_user_tables
         WHERE relname = 'rate_limit_buckets'`
       yield* Effect.forEach(Array.from({ length: 200 }), () => one!.take(wide, "frank"))
       yield* sql`SELECT pg_stat_force_next_flush()`
-      const [after] = yield* sql<{ n: string }>`SELECT n_tup_ins + n_tup_upd AS n FROM pg_stat_user_tables
+      const [after] = yield* sql<{ n: bigint }>`SELECT n_tup_ins + n_tup_upd AS n FROM pg_stat_user_tables
         WHERE relname = 'rate_limit_buckets'`
       expect(Number(after!.n) - Number(before!.n)).toBe(200 / leaseSize(wide))
     }))
 
-  it.scoped("keeps at most the cap of buckets in the table, and deletes full ones", () =>
+  it.effect("keeps at most the cap of buckets in the table, and deletes full ones", () =>
     Effect.gen(function*() {
       const { database, limiters: [one] } = yield* sharedBy(1, { maxSharedBuckets: 50, purgeEvery: "100 millis" })
-      const sql = database.unsafeMap.get(SqlClient.SqlClient.key) as SqlClient.SqlClient
+      const sql = Context.get(database, SqlClient.SqlClient)
       yield* Effect.forEach(Array.from({ length: 400 }, (_, i) => `10.0.${i >> 8}.${i & 255}`), (address) =>
         one!.take(policy, address), { concurrency: 16 })
-      const count = sql<{ n: string }>`SELECT count(*) AS n FROM rate_limit_buckets`.pipe(Effect.map(([row]) => Number(row!.n)))
+      const count = sql<{ n: bigint }>`SELECT count(*) AS n FROM rate_limit_buckets`.pipe(Effect.map(([row]) => Number(row!.n)))
       expect(yield* count).toBe(400)
-      // The purge, woken by the TestClock, runs its statements in real time: read until they are done.
-      const countReaches = (expected: number, until = Date.now() + 5000): Effect.Effect<number, unknown> =>
+      // The purge, woken by the TestClock, runs its statements in real time and sleeps again only
+      // when they are done: read until they are, moving the clock on by `step` between reads.
+      const countReaches = (expected: number, step = 0, until = Date.now() + 5000): Effect.Effect<number, unknown> =>
         Effect.flatMap(count, (n) =>
           n === expected || Date.now() > until
             ? Effect.succeed(n)
-            : Effect.zipRight(Effect.promise(() => Bun.sleep(20)), countReaches(expected, until)))
+            : Effect.promise(() => Bun.sleep(20)).pipe(
+              Effect.andThen(TestClock.adjust(step)),
+              Effect.andThen(countReaches(expected, step, until))
+            ))
       yield* TestClock.adjust("200 millis")
       expect(yield* countReaches(50)).toBe(50)
       // A bucket refills at 2 a second: after 1 s every one is full again, the same as no row.
       yield* TestClock.adjust("1 second")
-      expect(yield* countReaches(0)).toBe(0)
+      expect(yield* countReaches(0, 100)).toBe(0)
     }))
 })
 

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
 import { parseTrustedProxies } from "../src/Request/ClientAddress.js"
-import { registrySeries, render } from "../src/Observability/Exposition.js"
-import { Effect, Fiber, TestClock } from "effect"
+import { Context, Effect, Fiber } from "effect"
+import { PrometheusMetrics } from "effect/observability"
+import { TestClock } from "effect/testing"
 import { answeredOrAsleep, createKey, makeTestServer, send } from "./support/TestServer.js"
 
 describe("the rate limit per API key (token bucket)", () => {
@@ -40,11 +41,11 @@ describe("failed authentications per client address", () => {
       for (let i = 0; i < 3; i++) expect((yield* send("GET", "/v1/pets", { headers: wrong })).status).toBe(401)
       // The next ones wait 200 ms, then 400 ms, then 600 ms.
       for (const wait of [200, 400, 600]) {
-        const attempt = yield* Effect.fork(send("GET", "/v1/pets", { headers: wrong }))
+        const attempt = yield* Effect.forkChild(send("GET", "/v1/pets", { headers: wrong }))
         yield* answeredOrAsleep(attempt)
         yield* TestClock.adjust(wait - 1)
         yield* Effect.promise(() => Bun.sleep(50))
-        expect(attempt.unsafePoll(), `still waiting before ${wait} ms`).toBeNull()
+        expect(attempt.pollUnsafe(), `still waiting before ${wait} ms`).toBeUndefined()
         yield* TestClock.adjust(1)
         expect((yield* Fiber.join(attempt)).status).toBe(401)
       }
@@ -62,13 +63,13 @@ describe("failed authentications per client address", () => {
     Effect.gen(function*() {
       const wrong = { authorization: "Bearer ps_test_guess" }
       for (let i = 0; i < 2; i++) {
-        const attempt = yield* Effect.fork(send("GET", "/v1/pets", { headers: wrong }))
+        const attempt = yield* Effect.forkChild(send("GET", "/v1/pets", { headers: wrong }))
         yield* answeredOrAsleep(attempt)
-        expect(attempt.unsafePoll(), `failure ${i + 1} answered without waiting`).not.toBeNull()
+        expect(attempt.pollUnsafe(), `failure ${i + 1} answered without waiting`).not.toBeUndefined()
       }
-      const third = yield* Effect.fork(send("GET", "/v1/pets", { headers: wrong }))
+      const third = yield* Effect.forkChild(send("GET", "/v1/pets", { headers: wrong }))
       yield* answeredOrAsleep(third)
-      expect(third.unsafePoll()).toBeNull()
+      expect(third.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust(200)
       expect((yield* Fiber.join(third)).status).toBe(401)
     }).pipe(Effect.provide(makeTestServer(undefined, { authFailuresPerMinute: 6 }, RateLimiter.InMemoryShare(2)))))
@@ -84,7 +85,7 @@ describe("failed authentications behind a trusted proxy", () => {
       const { key } = yield* createKey()
       const attacker = from("203.0.113.9", wrong)
       for (let i = 0; i < 4; i++) {
-        const attempt = yield* Effect.fork(send("GET", "/v1/pets", { headers: attacker }))
+        const attempt = yield* Effect.forkChild(send("GET", "/v1/pets", { headers: attacker }))
         yield* answeredOrAsleep(attempt)
         yield* TestClock.adjust("2 seconds")
         expect((yield* Fiber.join(attempt)).status).toBe(401)
@@ -99,7 +100,7 @@ describe("failed authentications behind a trusted proxy", () => {
   it.effect("group IPv6 clients by their /64", () =>
     Effect.gen(function*() {
       for (let i = 0; i < 4; i++) {
-        const attempt = yield* Effect.fork(send("GET", "/v1/pets", { headers: from(`2001:db8:1:2::${i + 1}`, wrong) }))
+        const attempt = yield* Effect.forkChild(send("GET", "/v1/pets", { headers: from(`2001:db8:1:2::${i + 1}`, wrong) }))
         yield* answeredOrAsleep(attempt)
         yield* TestClock.adjust("2 seconds")
         expect((yield* Fiber.join(attempt)).status).toBe(401)
@@ -111,7 +112,7 @@ describe("failed authentications behind a trusted proxy", () => {
   it.effect("ignore forwarding headers from a peer that is not trusted", () =>
     Effect.gen(function*() {
       for (let i = 0; i < 4; i++) {
-        const attempt = yield* Effect.fork(send("GET", "/v1/pets", { headers: from(`203.0.113.${i}`, wrong) }))
+        const attempt = yield* Effect.forkChild(send("GET", "/v1/pets", { headers: from(`203.0.113.${i}`, wrong) }))
         yield* answeredOrAsleep(attempt)
         yield* TestClock.adjust("2 seconds")
         expect((yield* Fiber.join(attempt)).status).toBe(401)
@@ -133,7 +134,7 @@ describe("failed authentications behind a trusted proxy", () => {
 
 describe("refusals in the metrics", () => {
   const count = (series: string) => {
-    const line = render(registrySeries()).split("\n").find((l) => l.startsWith(series + " "))
+    const line = PrometheusMetrics.formatUnsafe(Context.empty()).split("\n").find((l) => l.startsWith(series + " "))
     return line === undefined ? 0 : Number(line.slice(series.length + 1))
   }
   const series = [

@@ -1,6 +1,6 @@
-import { HttpApiBuilder } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
+import { HttpRouter } from "effect/http"
 import { ApiKeys } from "../src/Auth/ApiKeys.js"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
 import { AppConfig } from "../src/Config/AppConfig.js"
@@ -11,26 +11,50 @@ import { ObservabilityConfig } from "../src/Observability/ObservabilityConfig.js
 import { Cursors } from "../src/Pets/Cursors.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
 
-/** The routes the platform's router holds once the service is built: the API's and whatever else registers one. */
-const registeredRoutes = Effect.map(HttpApiBuilder.Router.router, (router) =>
-  Chunk.toReadonlyArray(router.routes).map(({ method, path }) => ({ method, path }))).pipe(
-    Effect.provide(
+/** The router, noting every route added to it (the router itself lists none). */
+const recordingRouter = (registered: Array<{ readonly method: string; readonly path: string }>) =>
+  Layer.effect(
+    HttpRouter.HttpRouter,
+    Effect.map(HttpRouter.make, (router) => {
+      const recording = (inner: HttpRouter.HttpRouter): HttpRouter.HttpRouter =>
+        HttpRouter.HttpRouter.of({
+          ...inner,
+          prefixed: (prefix) => recording(inner.prefixed(prefix)),
+          add: (method, path, handler, options) => {
+            registered.push({ method, path })
+            return inner.add(method, path, handler, options)
+          },
+          addAll: (routes) => {
+            for (const { method, path } of routes) registered.push({ method, path })
+            return inner.addAll(routes)
+          }
+        })
+      return recording(router)
+    })
+  )
+
+/** The routes the router holds once the service is built: the API's and whatever else registers one. */
+const registeredRoutes = Effect.suspend(() => {
+  const registered: Array<{ readonly method: string; readonly path: string }> = []
+  return Effect.as(
+    Layer.build(
       AppLive.pipe(
-        Layer.provideMerge(HttpApiBuilder.Router.Live),
-        Layer.provide(HttpApiBuilder.Middleware.layer),
+        Layer.provide(recordingRouter(registered)),
         Layer.provide(
           Layer.mergeAll(PetRepository.InMemory, ApiKeys.InMemory, Cursors.InMemory, RateLimiter.InMemory).pipe(
             Layer.provideMerge(Layer.mergeAll(AppConfig.make(), ObservabilityConfig.make()))
           )
         )
       )
-    )
+    ),
+    registered
   )
+})
 
 describe("one route table, read from the API definition", () => {
   it.effect("holds exactly the routes the router serves, so no route is declared anywhere else", () =>
     Effect.gen(function*() {
-      const registered = yield* registeredRoutes
+      const registered = yield* Effect.scoped(registeredRoutes)
       const key = ({ method, path }: { readonly method: string; readonly path: string }) => `${method} ${path}`
       expect(routes.map(key).sort()).toEqual(registered.map(key).sort())
     }))

@@ -1,8 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Headers } from "@effect/platform"
+import { Context, Effect, Exit, Layer, Option } from "effect"
+import { Headers } from "effect/http"
+import { PrometheusMetrics } from "effect/observability"
+import { ObservabilityConfig, type Tracing } from "../src/Observability/ObservabilityConfig.js"
 import { makeSampler } from "../src/Observability/Sampler.js"
-import { makeSpanQueue } from "../src/Observability/SpanQueue.js"
-import { callerSpanOf } from "../src/Observability/TraceContext.js"
+import { callerSpanOf, externalSpanOf } from "../src/Observability/TraceContext.js"
+import { serverSpan, TracingLive, withSampledSpan } from "../src/Observability/Tracing.js"
+import { startOtlpReceiver } from "./support/OtlpReceiver.js"
 
 const traceId = "0af7651916cd43dd8448eb211c80319c"
 const parent = (sampled: boolean, id = traceId) => ({ traceId: id, sampled })
@@ -43,14 +47,13 @@ describe("sampling", () => {
 describe("traceparent", () => {
   const read = (headers: Record<string, string>) => callerSpanOf(Headers.fromInput(headers))
 
-  it("reads version 00 and a later version's first four fields, with tracestate as it came", () => {
-    expect(read({ traceparent: `00-${traceId}-b7ad6b7169203331-01`, tracestate: " rojo=00f067aa0ba902b7,congo=t61rcWkgMzE " }))
-      .toEqual({ traceId, spanId: "b7ad6b7169203331", sampled: true, traceState: "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE" })
+  it("reads version 00 and a later version's first four fields", () => {
+    expect(read({ traceparent: ` 00-${traceId}-b7ad6b7169203331-01 ` })).toEqual({ traceId, spanId: "b7ad6b7169203331", sampled: true })
     expect(read({ traceparent: `00-${traceId}-b7ad6b7169203331-00` })?.sampled).toBe(false)
     expect(read({ traceparent: `cc-${traceId}-b7ad6b7169203331-09-what-comes-later` })?.sampled).toBe(true)
   })
 
-  it("ignores what the W3C calls invalid, and a tracestate over 512 characters", () => {
+  it("ignores what the W3C calls invalid, and B3 headers", () => {
     for (
       const traceparent of [
         `00-${"0".repeat(32)}-b7ad6b7169203331-01`,
@@ -62,50 +65,134 @@ describe("traceparent", () => {
         "garbage"
       ]
     ) expect(read({ traceparent })).toBeUndefined()
-    expect(read({ traceparent: `00-${traceId}-b7ad6b7169203331-01`, tracestate: `a=${"x".repeat(600)}` })?.traceState)
-      .toBeUndefined()
+    expect(read({ b3: `${traceId}-b7ad6b7169203331-1` })).toBeUndefined()
   })
 })
 
-describe("the span export queue", () => {
-  const settings = { maxQueueSize: 10, maxExportBatchSize: 4, scheduleDelayMillis: 5, exportTimeoutMillis: 1000 }
-
-  it("exports in batches, one at a time; beyond its size a span is dropped and counted, never made", async () => {
-    const batches: Array<Array<number>> = []
-    // The first export waits for the test's word; the others succeed at once.
-    let release = () => {}
-    const queue = makeSpanQueue<number>(settings, (batch) => {
-      batches.push(batch)
-      return batches.length > 1 ? Promise.resolve(undefined) : new Promise((resolve) => (release = () => resolve(undefined)))
+/** Tracing exporting to `url`, every trace sampled at the edge, its queue and batches small. */
+const tracingTo = (url: string, overrides: Partial<Tracing["batch"]> = {}, timeoutMillis = 1000) =>
+  TracingLive.pipe(Layer.provide(ObservabilityConfig.make({
+    tracing: Option.some({
+      serviceName: "sampling-test",
+      resourceAttributes: { "deployment.environment.name": "test" },
+      sampler: "always_on",
+      ratio: 1,
+      batch: { maxQueueSize: 10, maxExportBatchSize: 4, scheduleDelayMillis: 20, ...overrides },
+      exporter: { url: `${url}/v1/traces`, headers: {}, timeoutMillis, gzip: false }
     })
-    let made = 0
-    for (let i = 0; i < 20; i++) queue.offer(() => (made++, i))
-    expect(made).toBe(10)
-    await new Promise((resolve) => setImmediate(resolve))
-    // One batch in flight, taken from the queue, which fills again behind it; the rest are dropped before being made.
-    expect(batches).toEqual([[0, 1, 2, 3]])
-    for (let i = 20; i < 30; i++) queue.offer(() => (made++, i))
-    expect(made).toBe(14)
-    const value = (name: string, errorType?: string) =>
-      queue.series().find((s) => s.name === name && s.labels.some(([k, v]) => k === "error_type" && v === errorType) === (errorType !== undefined))
-    expect(value("otel_sdk_processor_span_processed_total", "queue_full")).toMatchObject({ value: 16 })
-    expect(value("otel_sdk_processor_span_queue_size")).toMatchObject({ value: 10 })
-    release()
-    await queue.flush()
-    expect(batches.flat()).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 20, 21, 22, 23])
-    expect(value("otel_sdk_exporter_span_exported_total")).toMatchObject({ value: 14 })
+  })))
+
+/** A request as the request observer runs one: sampled, its server span with `children` below it. */
+const sampledRequest = (name: string, children: number) =>
+  Effect.gen(function*() {
+    const span = yield* serverSpan(name, undefined)
+    yield* Effect.withParentSpan(
+      Effect.forEach(Array.from({ length: children }, (_, i) => i), (i) => withSampledSpan(`child ${i}`, { i })(Effect.void)),
+      span
+    )
+    span.end(BigInt(Date.now()) * 1_000_000n, Exit.void)
+    return span
   })
 
-  it("counts a failed export's spans by its error, and waits before the next", async () => {
-    const sent: Array<number> = []
-    const queue = makeSpanQueue<number>(settings, (batch) => (sent.push(Date.now()), Promise.resolve(batch.length > 0 ? "ECONNREFUSED" : undefined)))
-    for (let i = 0; i < 8; i++) queue.offer(() => i)
-    await new Promise((resolve) => setTimeout(resolve, 300))
-    // The first batch failed: the second waits a second rather than following at once.
-    expect(sent.length).toBe(1)
-    expect(queue.series().find((s) => s.labels.some(([, v]) => v === "ECONNREFUSED"))).toMatchObject({ value: 4 })
-    // A stop tries once more, and gives up at the first failure rather than waiting it out.
-    await queue.flush()
-    expect(sent.length).toBe(2)
+/** A series' value in this process's exposition, or undefined when it is absent. */
+const valueOf = (series: string) => {
+  const line = PrometheusMetrics.formatUnsafe(Context.empty()).split("\n").find((l) => l.startsWith(series + " "))
+  return line === undefined ? undefined : Number(line.slice(series.length + 1))
+}
+const processor = `otel_component_type="batching_span_processor"`
+const exporter = `otel_component_type="otlp_http_json_span_exporter"`
+
+describe("the tracer", () => {
+  it("records a trace only from where the edge sampled it: spans without a parent are not made, nor those below them", async () => {
+    const receiver = startOtlpReceiver()
+    try {
+      const caller = externalSpanOf({ traceId, spanId: "b7ad6b7169203331", sampled: false })
+      const request = await Effect.gen(function*() {
+        // Background work, and a request not sampled: a library's span has no parent.
+        const orphan = yield* Effect.withSpan(Effect.currentSpan, "library work")
+        const below = yield* Effect.withSpan(Effect.withSpan(Effect.currentSpan, "inner"), "outer")
+        expect([orphan.sampled, below.sampled, below === orphan]).toEqual([false, false, true])
+        // The sampler's choice holds even when the caller's flag said no.
+        const span = yield* serverSpan("GET /v1/pets", caller)
+        const statement = Effect.withSpan(Effect.void, "sqlite", {
+          kind: "client",
+          attributes: { "db.query.text": "SELECT id, name FROM pets WHERE id = ?" }
+        })
+        yield* Effect.withParentSpan(Effect.withSpan(withSampledSpan("authenticate", { "code.function.name": "x" })(statement), "outer"), span)
+        span.attribute("http.route", "/v1/pets")
+        span.end(BigInt(Date.now()) * 1_000_000n, Exit.void)
+        yield* Effect.promise(() => receiver.waitFor(() => receiver.spans.length === 4))
+        expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter}}`)).toBe(4)
+        expect(valueOf(`otel_sdk_processor_span_processed_total{${processor}}`)).toBe(4)
+        return span
+      }).pipe(Effect.provide(tracingTo(receiver.endpoint)), Effect.runPromise)
+
+      const exported = await receiver.waitFor((span) => span.kind === 2)
+      expect(exported).toMatchObject({ name: "GET /v1/pets", traceId, spanId: request.spanId, parentSpanId: "b7ad6b7169203331" })
+      expect(exported.attributes["http.route"]).toBe("/v1/pets")
+      expect(exported.resource).toMatchObject({ "service.name": "sampling-test", "deployment.environment.name": "test" })
+      const outer = await receiver.waitFor((span) => span.name === "outer")
+      expect(outer.parentSpanId).toBe(request.spanId)
+      const authentication = await receiver.waitFor((span) => span.name === "authenticate")
+      expect(authentication.parentSpanId).toBe(outer.spanId)
+      // A statement's span (effect/sql names it after its database) is named by what it does.
+      const statement = await receiver.waitFor((span) => span.kind === 3)
+      expect(statement).toMatchObject({ name: "SELECT pets", parentSpanId: authentication.spanId })
+      expect(statement.attributes).toMatchObject({ "db.operation.name": "SELECT", "db.collection.name": "pets" })
+      expect(receiver.spans.map((span) => span.name).sort()).toEqual(["GET /v1/pets", "SELECT pets", "authenticate", "outer"])
+    } finally {
+      receiver.stop()
+    }
+  })
+
+  it("a collector that refuses: the batch is counted by its error, new spans are held back and counted, never made", async () => {
+    const receiver = startOtlpReceiver()
+    receiver.stop()
+    const made = await Effect.gen(function*() {
+      const first = yield* Effect.forEach(Array.from({ length: 3 }), () => sampledRequest("GET /v1/pets", 1))
+      // The first batch's refusal pauses recording: a trace then made is dropped whole, every span counted.
+      for (let attempt = 0; attempt < 100 && valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="ECONNREFUSED"}`) === undefined; attempt++) {
+        yield* Effect.sleep("20 millis")
+      }
+      expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="ECONNREFUSED"}`)).toBeGreaterThanOrEqual(4)
+      const later = yield* Effect.forEach(Array.from({ length: 5 }), () => sampledRequest("GET /v1/pets", 2))
+      expect(later.every((span) => !span.sampled)).toBe(true)
+      expect(valueOf(`otel_sdk_processor_span_processed_total{${processor},error_type="queue_full"}`)).toBe(15)
+      expect(valueOf(`otel_sdk_processor_span_queue_capacity{${processor}}`)).toBe(10)
+      expect(valueOf(`otel_sdk_processor_span_queue_size{${processor}}`)).toBeLessThanOrEqual(10)
+      expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter}}`)).toBe(0)
+      return first
+    }).pipe(Effect.provide(tracingTo(receiver.endpoint)), Effect.runPromise)
+    expect(made.every((span) => span.sampled)).toBe(true)
+    // The layer released, its series go with it.
+    expect(valueOf(`otel_sdk_processor_span_queue_capacity{${processor}}`)).toBeUndefined()
+  })
+
+  it("beyond the queue a sampled trace's spans are dropped; a collector that never answers times out, and a stop waits 3 s at most", async () => {
+    const hung = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Promise<Response>(() => {}) })
+    try {
+      const stopping = await Effect.gen(function*() {
+        // Twelve spans for a queue of ten, with no batch taken yet (every 10 s, or 20 spans).
+        const requests = yield* Effect.forEach(Array.from({ length: 4 }), () => sampledRequest("GET /v1/pets", 2))
+        expect(requests.map((span) => span.sampled)).toEqual([true, true, true, true])
+        expect(valueOf(`otel_sdk_processor_span_queue_size{${processor}}`)).toBe(10)
+        expect(valueOf(`otel_sdk_processor_span_processed_total{${processor},error_type="queue_full"}`)).toBe(2)
+        return performance.now()
+      }).pipe(
+        Effect.provide(tracingTo(`http://127.0.0.1:${hung.port}`, { maxExportBatchSize: 20, scheduleDelayMillis: 10_000 }, 300)),
+        Effect.runPromise
+      )
+      expect(performance.now() - stopping).toBeLessThan(4000)
+
+      await Effect.gen(function*() {
+        yield* Effect.forEach(Array.from({ length: 2 }), () => sampledRequest("GET /v1/pets", 1))
+        for (let attempt = 0; attempt < 100 && valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="timeout"}`) === undefined; attempt++) {
+          yield* Effect.sleep("20 millis")
+        }
+        expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="timeout"}`)).toBe(4)
+      }).pipe(Effect.provide(tracingTo(`http://127.0.0.1:${hung.port}`, {}, 300)), Effect.runPromise)
+    } finally {
+      hung.stop(true)
+    }
   })
 })

@@ -1,12 +1,13 @@
-import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Database } from "bun:sqlite"
-import { Cause, Context, Duration, Effect, Exit, Layer, Option } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { isSqlError } from "effect/sql/SqlError"
 import { copyFileSync, renameSync, rmSync } from "node:fs"
 import { open } from "node:fs/promises"
 import { join } from "node:path"
 import { AppConfig } from "../src/Config/AppConfig.js"
-import { databaseUnavailable } from "../src/Sql/DatabaseErrors.js"
+import { toUnavailable } from "../src/Sql/DatabaseErrors.js"
 import { SqliteConnection } from "../src/Sql/SqliteConnection.js"
 import { createKey, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
@@ -143,8 +144,9 @@ describe("a transaction meeting another process's write lock", () => {
         other.exec("COMMIT")
         expect(Exit.isFailure(exit)).toBe(true)
         if (Exit.isFailure(exit)) {
-          expect([...Cause.defects(exit.cause)]).toEqual([])
-          expect(Option.getOrUndefined(databaseUnavailable(exit.cause))).toMatch(/locked|busy/i)
+          expect(Cause.hasDies(exit.cause)).toBe(false)
+          const failure = Cause.squash(exit.cause)
+          expect(isSqlError(failure) ? toUnavailable(failure) : undefined).toMatchObject({ reason: "busy", message: "database is locked" })
         }
         yield* insert("stored")
         const rows = yield* sql<{ name: string }>`SELECT name FROM settings WHERE value = 'x'`

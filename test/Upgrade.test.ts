@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
 import { spawnSync } from "node:child_process"
 import { copyFileSync, readFileSync } from "node:fs"
 import { join } from "node:path"

@@ -7,19 +7,24 @@
  *
  *   bun scripts/bench/request-path.ts /tmp/a/src /tmp/b/src
  *
+ * Each folder's `HttpLive` (`Http/Server.ts`, the app under the server middleware as `main.ts`
+ * serves it) is served by an `HttpServer` that makes a web handler of what it is given
+ * (`HttpEffect.toWebHandlerWith`, what `HttpRouter.toWebHandler` runs) instead of listening.
+ *
  * Every folder must load one copy of the libraries: a commit whose dependencies differ from the
- * working tree's (8069bce still had `@effect/opentelemetry`) is installed from its own lock file
- * and this script run beside it, as the benchmarks page shows ("Counting instructions rather
- * than time").
+ * working tree's is installed from its own lock file and this script run beside it, as the
+ * benchmarks page shows ("Counting instructions rather than time"). A commit on another major
+ * version of effect has neither this layout nor this API: measure it with its own copy of this
+ * script, in a process of its own (`scripts/bench/instructions.ts` runs one folder per process).
  *
  * `--only=<text>` keeps the workloads whose name holds it, `--rounds=N` (15), `--metrics` turns
  * metrics on, `--in-memory` puts the in-memory stores in place of SQLite. CPU time moves by 5–20%
  * on a shared machine; the count of instructions per request (`scripts/bench/instructions.ts`,
- * which runs this script) moves by under 1%. Both the layout before the redesign (`src/Http.ts`,
- * `src/Stores.ts`) and the one after are read.
+ * which runs this script) moves by under 1%.
  */
-import { HttpApiBuilder, type HttpApp, HttpMiddleware, HttpServer } from "@effect/platform"
-import { Effect, Layer, Option, Redacted, Scope } from "effect"
+import { Context, Deferred, Effect, Layer, Option, Redacted, Scope } from "effect"
+import { HttpEffect, HttpServer, type HttpServerRequest } from "effect/http"
+import { NetAddress } from "effect/net"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
@@ -36,22 +41,29 @@ process.on("exit", () => rmSync(dataFolder, { recursive: true, force: true }))
 // Never closed: the process exits when the rounds are done.
 const scope = Effect.runSync(Scope.make())
 
-/** The first of the paths (one per layout) that the folder holds. */
-const load = (src: string, ...paths: Array<string>) => {
-  const path = paths.map((path) => join(src, path)).find(existsSync)
-  if (path === undefined) throw new Error(`${src} holds none of ${paths.join(", ")}`)
-  return import(path)
+const load = (src: string, path: string) => {
+  if (!existsSync(join(src, path))) throw new Error(`${src} holds no ${path}`)
+  return import(join(src, path))
 }
 
+type Handler = (request: Request) => Promise<Response>
+
+/** An `HttpServer` that listens nowhere: what it is asked to serve becomes a web handler. */
+const webHandlerServer = (handler: Deferred.Deferred<Handler>) =>
+  Layer.succeed(HttpServer.HttpServer)(HttpServer.make({
+    address: NetAddress.inetAddressFromIpStringUnsafe("127.0.0.1", 80),
+    serve: (app, middleware) =>
+      Effect.flatMap(Effect.context<never>(), (context) =>
+        Deferred.succeed(handler, HttpEffect.toWebHandlerWith<never, HttpServerRequest.HttpServerRequest | Scope.Scope>(context)(app, middleware) as Handler))
+  }))
+
 const handlerOf = async (src: string, index: number) => {
-  const { AppLive, answered, serverMiddleware } = await load(src, "Http/Server.ts", "Http.ts")
-  const { StoresLive } = await load(src, "Service/Stores.ts", "Stores.ts")
-  const { ExactRoutes } = await load(src, "Http/Routes.ts")
+  const { HttpLive } = await load(src, "Http/Server.ts")
+  const { StoresLive } = await load(src, "Service/Stores.ts")
   const { InFlightRequests } = await load(src, "Http/InFlightRequests.ts")
   const { RequestLines } = await load(src, "Http/RequestLog.ts")
-  const { AppConfig } = await load(src, "Config/AppConfig.ts", "AppConfig.ts")
+  const { AppConfig } = await load(src, "Config/AppConfig.ts")
   const { ObservabilityConfig } = await load(src, "Observability/ObservabilityConfig.ts")
-  const { TracingLive } = await load(src, "Observability/Tracing.ts")
   const { ApiKeys } = await load(src, "Auth/ApiKeys.ts")
   const { PetRepository } = await load(src, "Pets/PetRepository.ts")
   const { Cursors } = await load(src, "Pets/Cursors.ts")
@@ -71,28 +83,22 @@ const handlerOf = async (src: string, index: number) => {
     ))
   )
   return Effect.runPromise(Effect.gen(function*() {
-    const context = yield* Layer.buildWithScope(base, scope)
-    const served = (yield* Effect.provide(serverMiddleware, context)) as (app: HttpApp.Default) => HttpApp.Default
-    // Where the app is wrapped before the server sends its response (`answered`, since the errors
-    // went to HttpApi's encoding), the wrapping runs here inside the server middleware: the same
-    // steps, though its headers come after the web handler has answered.
-    const around = answered === undefined
-      ? (app: HttpApp.Default) => app
-      : (yield* Effect.provide(answered, context)) as (app: HttpApp.Default) => HttpApp.Default
-    const middleware = (app: HttpApp.Default) => served(around(app))
-    const { key } = yield* Effect.provide(Effect.flatMap(ApiKeys, (keys: any) => keys.create("bench")), context) as any
+    const context = (yield* Layer.buildWithScope(base, scope)) as Context.Context<never>
+    const { key } = yield* Effect.provideContext(Effect.flatMap(ApiKeys, (keys: any) => keys.create("bench")), context) as any
     for (let i = 0; i < 200; i++) {
-      yield* Effect.provide(Effect.flatMap(PetRepository, (pets: any) => pets.create({ name: `Rex ${i}`, categoryId: 1 })), context)
+      yield* Effect.provideContext(
+        Effect.flatMap(PetRepository, (pets: any) => pets.create({ name: `Rex ${i}`, categoryId: 1 })),
+        context
+      )
     }
-    const app = Layer.mergeAll(AppLive, HttpServer.layerContext).pipe(
-      Layer.provide(ExactRoutes),
-      HttpMiddleware.withTracerDisabledWhen(() => true),
-      Layer.provide(TracingLive),
+    const handler = yield* Deferred.make<Handler>()
+    const served = (HttpLive as Layer.Layer<never, unknown, any>).pipe(
+      Layer.provide(webHandlerServer(handler)),
       Layer.provide(Layer.succeedContext(context))
     )
-    const { handler } = HttpApiBuilder.toWebHandler(app as any, { middleware: middleware as any })
-    return { handler, authorization: `Bearer ${Redacted.value(key)}` }
-  }) as Effect.Effect<{ handler: (request: Request) => Promise<Response>; authorization: string }>)
+    yield* Layer.buildWithScope(served, scope)
+    return { handler: yield* Deferred.await(handler), authorization: `Bearer ${Redacted.value(key)}` }
+  }) as Effect.Effect<{ handler: Handler; authorization: string }, unknown>)
 }
 
 const servers = await Promise.all(folders.map(async (folder, index) => ({ folder, ...(await handlerOf(folder, index)) })))
@@ -114,7 +120,7 @@ const requests: Record<string, (authorization: string) => Request> = {
   "GET /v1/pets (401)": () => new Request("http://petstore.test/v1/pets", { headers: { authorization: "Bearer nope" } })
 }
 
-const perRequest = async (handler: (request: Request) => Promise<Response>, make: () => Request, count: number) => {
+const perRequest = async (handler: Handler, make: () => Request, count: number) => {
   const start = process.cpuUsage()
   for (let i = 0; i < count; i++) await (await handler(make())).arrayBuffer()
   const used = process.cpuUsage(start)
@@ -126,6 +132,12 @@ const only = args.find((arg) => arg.startsWith("--only="))?.slice(7)
 for (const [label, make] of Object.entries(requests)) {
   if (only !== undefined && !label.includes(only)) continue
   const results = new Map<string, Array<number>>(servers.map(({ folder }) => [folder, []]))
+  // A workload measures what its name says: the status in its name, or a success.
+  const expected = /\((\d{3})\)/.exec(label)?.[1]
+  for (const { authorization, folder, handler } of servers) {
+    const { status } = await handler(make(authorization))
+    if (expected === undefined ? status >= 300 : status !== Number(expected)) throw new Error(`${folder}: ${label} answered ${status}`)
+  }
   for (const { authorization, handler } of servers) await perRequest(handler, () => make(authorization), 1000)
   for (let round = 0; round < rounds; round++) {
     // Each folder first in every other round: the one run first tends to run faster.

@@ -4,27 +4,29 @@
  *
  *   bun scripts/bench/statements.ts [--rounds N] [--only sqlite|postgres]
  *
- * SQLite (a file of its own, 1,000 pets): the service's client (`makeSqliteClient`, statements
- * timed, the row mapped by `rowsOrDie`), `@effect/sql-sqlite-bun`'s own connection called directly,
- * and a prepared `bun:sqlite` statement in `Effect.sync`, the floor. PostgreSQL (a throwaway
- * cluster on a loopback port): `@effect/sql-pg`'s own statement (its span, scope and compile) and
- * the service's (`PostgresConnection`'s client), both on the service's tracer; the figures include
- * `pg`'s work on the wire.
+ * SQLite (a file of its own, 1,000 pets): the service's client (`src/Sql/SqliteClient.ts`, the row
+ * taken and the failure mapped by `unavailableOrDie`) with its statements timed (metrics on) and
+ * untimed, and a prepared `bun:sqlite` statement in `Effect.sync`, the floor. PostgreSQL (a
+ * throwaway cluster on a loopback port): `@effect/sql-pg`'s own client, and the service's
+ * (`PostgresConnection`, the same library with the service's settings). All run on the service's
+ * tracing layer as configured by default (tracing off); the PostgreSQL figures include the
+ * client's work on the wire.
  */
-import { Reactivity } from "@effect/experimental"
-import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Database } from "bun:sqlite"
-import { Context, Duration, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { Reactivity } from "effect/reactivity"
+import { SqlClient } from "effect/sql"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { AppConfig } from "../../src/Config/AppConfig.js"
-import { makeTracer } from "../../src/Observability/Tracing.js"
-import { rowsOrDie } from "../../src/Sql/DirectStatements.js"
+import { ObservabilityConfig } from "../../src/Observability/ObservabilityConfig.js"
+import { TracingLive } from "../../src/Observability/Tracing.js"
+import { unavailableOrDie } from "../../src/Sql/DatabaseErrors.js"
 import { PostgresConnection } from "../../src/Sql/PostgresConnection.js"
-import { makeSqliteClient } from "../../src/Sql/SqliteStatements.js"
+import * as SqliteClient from "../../src/Sql/SqliteClient.js"
+import { statementDurations } from "../../src/Sql/StatementTiming.js"
 import { startPostgresCluster } from "../../test/support/PostgresCluster.js"
 import { args, numberOption } from "../options.js"
 
@@ -69,9 +71,10 @@ const compare = (engine: string, ways: Record<string, Read>) =>
     }
   })
 
-const byIdSql = (sql: SqlClient.SqlClient) => {
+/** A read by id as the stores write it: the first row, a database that cannot serve a typed failure. */
+const byIdOf = (sql: SqlClient.SqlClient) => {
   const columns = sql.literal("id, name, category_id, status")
-  return (id: number) => sql`SELECT ${columns} FROM pets WHERE id = ${id}`
+  return (id: number) => unavailableOrDie(Effect.map(sql`SELECT ${columns} FROM pets WHERE id = ${id}`, (rows) => rows[0]))
 }
 
 const sqlite = Effect.gen(function*() {
@@ -80,22 +83,18 @@ const sqlite = Effect.gen(function*() {
     (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
   )
   const filename = join(folder, "pets.sqlite")
-  const driver = yield* SqliteClient.make({ filename })
-  const connection = yield* driver.reserve
-  const sql = yield* makeSqliteClient(connection, { timed: true, lockWait: Duration.seconds(5), unusable: () => undefined })
-  yield* sql`CREATE TABLE pets (id INTEGER PRIMARY KEY, name TEXT NOT NULL, category_id INTEGER NOT NULL, status TEXT)`
-  yield* sql`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${pets})
+  const timed = yield* SqliteClient.make({ filename, timer: statementDurations("sqlite") })
+  const untimed = yield* SqliteClient.make({ filename })
+  yield* timed`CREATE TABLE pets (id INTEGER PRIMARY KEY, name TEXT NOT NULL, category_id INTEGER NOT NULL, status TEXT)`
+  yield* timed`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${pets})
     INSERT INTO pets (name, category_id, status) SELECT 'Rex ' || i, 1, 'available' FROM n`
-  const text = "SELECT id, name, category_id, status FROM pets WHERE id = ?"
   const prepared = yield* Effect.acquireRelease(
     Effect.sync(() => new Database(filename, { readonly: true })),
     (db) => Effect.sync(() => db.close())
-  ).pipe(Effect.map((db) => db.query(text)))
-  const byId = byIdSql(sql)
+  ).pipe(Effect.map((db) => db.query("SELECT id, name, category_id, status FROM pets WHERE id = ?")))
   yield* compare("SQLite", {
-    "the service's client, rowsOrDie": (id) => rowsOrDie(byId(id), (rows) => rows[0]),
-    "@effect/sql-sqlite-bun's connection": (id) =>
-      Effect.orDie(Effect.map(connection.execute(text, [id], undefined), (rows) => rows[0])),
+    "the service's client, timed": byIdOf(timed),
+    "the service's client, untimed": byIdOf(untimed),
     "a prepared bun:sqlite statement": (id) => Effect.sync(() => prepared.get(id))
   })
 }).pipe(Effect.scoped, Effect.provide(Reactivity.layer))
@@ -112,11 +111,9 @@ const postgres = Effect.gen(function*() {
   )
   const library = yield* PgClient.make({ url: Redacted.make(cluster.url), maxConnections: 20 })
   yield* library`INSERT INTO pets (name, category_id, status) SELECT 'Rex ' || i, 1, 'available' FROM generate_series(1, ${pets}) AS i`
-  const libraryById = byIdSql(library)
-  const serviceById = byIdSql(service)
   yield* compare("PostgreSQL", {
-    "@effect/sql-pg's statement": (id) => Effect.orDie(libraryById(id)),
-    "the service's client, rowsOrDie": (id) => rowsOrDie(serviceById(id), (rows) => rows[0])
+    "@effect/sql-pg's own client": byIdOf(library),
+    "the service's client": byIdOf(service)
   })
 }).pipe(Effect.scoped, Effect.provide(Reactivity.layer))
 
@@ -124,5 +121,5 @@ await Effect.runPromise(
   Effect.gen(function*() {
     if (only !== "postgres") yield* sqlite
     if (only !== "sqlite") yield* postgres
-  }).pipe(Effect.withTracer(makeTracer(() => {})))
+  }).pipe(Effect.provide(TracingLive.pipe(Layer.provide(ObservabilityConfig.make()))))
 )

@@ -1,4 +1,4 @@
-import { HttpApiMiddleware } from "@effect/platform"
+import { HttpApiMiddleware } from "effect/http-api"
 import { GoneBody } from "../Domain/ApiError.js"
 
 /** When getPet was deprecated (RFC 9745 `Deprecation`) and when it is removed (RFC 8594 `Sunset`). */
@@ -13,6 +13,6 @@ export const getPetReplacementFragment = "#tag/pets/get/v1/pets"
  * documentation of its replacement, and answers 410 from the sunset on. It wraps authentication,
  * so even a caller without a key learns of the deprecation.
  */
-export class SunsetPolicy extends HttpApiMiddleware.Tag<SunsetPolicy>()("SunsetPolicy", {
-  failure: GoneBody
+export class SunsetPolicy extends HttpApiMiddleware.Service<SunsetPolicy>()("SunsetPolicy", {
+  error: GoneBody
 }) {}

@@ -1,23 +1,20 @@
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ServiceUnavailableBody } from "../Domain/ApiError.js"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { InternalErrorBody, ServiceUnavailableBody } from "../Domain/ApiError.js"
 
 export const Health = Schema.Struct({
-  status: Schema.Literal("ok").annotations({ description: "Always `ok` when the probe succeeds.", examples: ["ok"] })
-}).annotations({ identifier: "Health", description: "A successful probe." })
+  status: Schema.Literal("ok").annotate({ description: "Always `ok` when the probe succeeds.", examples: ["ok"] })
+}).annotate({ identifier: "Health", description: "A successful probe." })
 
 /** Probes for process supervisors and load balancers; they need no API key. */
 export class HealthApi extends HttpApiGroup.make("health")
   .add(
-    HttpApiEndpoint.get("livez", "/livez")
-      .addSuccess(Health)
+    HttpApiEndpoint.get("livez", "/livez", { success: Health, error: InternalErrorBody })
       .annotate(OpenApi.Summary, "Liveness")
       .annotate(OpenApi.Description, "Answers 200 while the process serves requests.")
   )
   .add(
-    HttpApiEndpoint.get("readyz", "/readyz")
-      .addSuccess(Health)
-      .addError(ServiceUnavailableBody)
+    HttpApiEndpoint.get("readyz", "/readyz", { success: Health, error: [ServiceUnavailableBody, InternalErrorBody] })
       .annotate(OpenApi.Summary, "Readiness")
       .annotate(OpenApi.Description, "Answers 200 when the database answers, 503 when it cannot.")
   )

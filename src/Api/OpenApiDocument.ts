@@ -1,32 +1,28 @@
-
 type Json = Record<string, any>
 
-const decodeErrorRef = "#/components/schemas/HttpApiDecodeError"
-
 /**
- * HttpApi declares its internal decode error on every operation; the service never sends it (it
- * answers with the Error body instead), so the document describes only what is sent.
+ * Declares the schema of a parameter whose wire form is text but whose value is not (an integer
+ * in the path or the query string), as clients and generators should see it.
  */
-export const withoutInternalDecodeError = (spec: Json): Json => {
+export const withParameterSchemas = (schemas: Record<string, Json>) => (operation: Json): Json => {
+  for (const parameter of operation.parameters ?? []) {
+    const schema = schemas[parameter.name]
+    if (schema !== undefined) parameter.schema = schema
+  }
+  return operation
+}
+
+/** Every parameter carries its schema's description, where documentation viewers look for it. */
+const withParameterDescriptions = (spec: Json): Json => {
   for (const operations of Object.values<Json>(spec.paths)) {
     for (const operation of Object.values<Json>(operations)) {
-      const badRequest = operation.responses?.["400"]
-      const content = badRequest?.content?.["application/json"]
-      if (!content) continue
-      const members: Array<Json> = content.schema.anyOf ?? [content.schema]
-      const kept = members.filter((member) => member.$ref !== decodeErrorRef)
-      if (kept.length === members.length) continue
-      if (kept.length === 0) {
-        delete operation.responses["400"]
-        continue
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.description === undefined && parameter.schema?.description !== undefined) {
+          parameter.description = parameter.schema.description
+        }
       }
-      content.schema = kept.length === 1 ? kept[0] : { anyOf: kept }
-      badRequest.description = kept[0]!.description ?? badRequest.description
     }
   }
-  delete spec.components.schemas.HttpApiDecodeError
-  delete spec.components.schemas.Issue
-  delete spec.components.schemas.PropertyKey
   return spec
 }
 
@@ -90,5 +86,5 @@ const withCommonHeaders = (spec: Json): Json => {
 }
 
 /** The finishing touches of the generated document, in order. */
-export const finishDocument = (spec: Json): Json => withCommonHeaders(withoutInternalDecodeError(spec))
+export const finishDocument = (spec: Json): Json => withCommonHeaders(withParameterDescriptions(spec))
 

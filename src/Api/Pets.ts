@@ -1,91 +1,95 @@
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { Schema } from "effect"
+import { flow, Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import {
   BadRequestBody,
   ConflictBody,
+  InternalErrorBody,
   NotFoundBody,
   PayloadTooLargeBody,
   ServiceUnavailableBody,
   UnprocessableContentBody,
   UnsupportedMediaTypeBody
 } from "../Domain/ApiError.js"
-import { DecimalIntFromString, NewPet, Pet, Pets, PetStatus } from "../Domain/Pet.js"
+import { DecimalIntFromString, NewPet, newPetParseOptions, Pet, Pets, PetStatus } from "../Domain/Pet.js"
 import { Authentication } from "./Authentication.js"
 import { getPetReplacementFragment, getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
-import { withResponseHeaders } from "./OpenApiDocument.js"
+import { withParameterSchemas, withResponseHeaders } from "./OpenApiDocument.js"
+import { SchemaErrors } from "./SchemaErrors.js"
 
 export const defaultLimit = 20
 
+const limitMessage = "must be an integer from 1 to 100"
+const limitDescription = `Maximum number of animals returned, 1 to 100; ${defaultLimit} when absent.`
+
 export const ListPetsParams = Schema.Struct({
-  limit: Schema.optional(
-    DecimalIntFromString.pipe(Schema.compose(Schema.Int.pipe(Schema.between(1, 100)))).annotations({
-      description: `Maximum number of animals returned, 1 to 100; ${defaultLimit} when absent.`,
-      // Written as text in the query string, but an integer to every client.
-      jsonSchema: {
-        type: "integer",
-        minimum: 1,
-        maximum: 100,
-        default: defaultLimit,
-        examples: [defaultLimit],
-        description: `Maximum number of animals returned, 1 to 100; ${defaultLimit} when absent.`
-      },
-      message: () => ({ message: "must be an integer from 1 to 100", override: true })
-    })
+  limit: Schema.optionalKey(
+    DecimalIntFromString(limitMessage, Schema.isBetween({ minimum: 1, maximum: 100 }, { message: limitMessage }))
+      .annotate({ description: limitDescription })
   ),
-  status: Schema.optional(PetStatus.annotations({
-    description: "Return only animals with this status.",
-    message: () => ({ message: "must be one of available, pending, sold", override: true })
-  })),
-  cursor: Schema.optional(Schema.String.annotations({
+  status: Schema.optionalKey(PetStatus.annotate({ description: "Return only animals with this status." })),
+  cursor: Schema.optionalKey(Schema.String.annotate({
     description: "Opaque position from the `Link: rel=\"next\"` header of the previous page.",
     examples: ["MjAuYXZhaWxhYmxl.x8KfQ2m1bV0sZ3pTnE4yLw"]
   }))
 })
 
+const idempotencyKeyMessage = "must be 1 to 255 printable ASCII characters"
+
 /** `Idempotency-Key`: 1 to 255 printable ASCII characters, chosen by the client per operation. */
 export const CreatePetHeaders = Schema.Struct({
-  "idempotency-key": Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^[\x20-\x7e]{1,255}$/)).annotations({
+  "idempotency-key": Schema.optionalKey(
+    Schema.String.annotate({
       description: "Makes a retried create safe: the same key with the same body returns the first answer and " +
         "creates nothing. Kept at least 24 hours, per API key.",
       examples: ["8e0f6a2c-create-rex"],
-      message: () => ({ message: "must be 1 to 255 printable ASCII characters", override: true })
-    })
+      message: idempotencyKeyMessage
+    }).check(Schema.isPattern(/^[\x20-\x7e]{1,255}$/u, { message: idempotencyKeyMessage }))
   )
 })
 
+const petIdDescription = "Identifier of the animal to retrieve."
+
 export const GetPetPath = Schema.Struct({
-  petId: DecimalIntFromString.annotations({
-    description: "Identifier of the animal to retrieve.",
-    jsonSchema: { type: "integer", format: "int64", examples: [1], description: "Identifier of the animal to retrieve." },
-    message: () => ({
-      message: "must be a decimal integer in the safe range, written canonically (no +, no leading zeros, no -0)",
-      override: true
-    })
-  })
+  petId: DecimalIntFromString(
+    "must be a decimal integer in the safe range, written canonically (no +, no leading zeros, no -0)"
+  ).annotate({ description: petIdDescription })
 })
 
 /**
  * `GET /v1/pets`: animals in ascending id order, `limit` (1–100, default 20) at a time, optionally
  * only those with `status`; the next page is linked by `Link: <…>; rel="next"`.
  */
-export const listPets = HttpApiEndpoint.get("listPets", "/pets")
-  .setUrlParams(ListPetsParams)
-  .addSuccess(Pets)
-  .addError(BadRequestBody)
-  .addError(ServiceUnavailableBody)
+export const listPets = HttpApiEndpoint.get("listPets", "/pets", {
+  query: ListPetsParams,
+  success: Pets,
+  error: [BadRequestBody, ServiceUnavailableBody, InternalErrorBody]
+})
   .annotate(OpenApi.Summary, "List animals")
   .annotate(
     OpenApi.Transform,
-    withResponseHeaders({
-      "200": {
-        Link: {
-          description: "The next page, when more animals match: an absolute URL keeping limit and status, with a cursor.",
-          example: "<https://petstore.example.com/v1/pets?limit=20&status=available&cursor=MjAu.x8Kf>; rel=\"next\""
+    flow(
+      // Written as text in the query string, but an integer to every client.
+      withParameterSchemas({
+        limit: {
+          type: "integer",
+          minimum: 1,
+          maximum: 100,
+          default: defaultLimit,
+          examples: [defaultLimit],
+          description: limitDescription
         }
-      },
-      "503": { "Retry-After": { description: "Seconds after which the request may be retried.", example: "1" } }
-    })
+      }),
+      withResponseHeaders({
+        "200": {
+          Link: {
+            description:
+              "The next page, when more animals match: an absolute URL keeping limit and status, with a cursor.",
+            example: "<https://petstore.example.com/v1/pets?limit=20&status=available&cursor=MjAu.x8Kf>; rel=\"next\""
+          }
+        },
+        "503": { "Retry-After": { description: "Seconds after which the request may be retried.", example: "1" } }
+      })
+    )
   )
   .annotate(
     OpenApi.Description,
@@ -94,16 +98,21 @@ export const listPets = HttpApiEndpoint.get("listPets", "/pets")
   )
 
 /** `POST /v1/pets`: adds an animal and answers 201 with it and `Location: /v1/pets/{id}`. */
-export const createPet = HttpApiEndpoint.post("createPet", "/pets")
-  .setPayload(NewPet)
-  .setHeaders(CreatePetHeaders)
-  .addSuccess(Pet, { status: 201 })
-  .addError(BadRequestBody)
-  .addError(ConflictBody)
-  .addError(PayloadTooLargeBody)
-  .addError(UnsupportedMediaTypeBody)
-  .addError(UnprocessableContentBody)
-  .addError(ServiceUnavailableBody)
+export const createPet = HttpApiEndpoint.post("createPet", "/pets", {
+  payload: NewPet,
+  headers: CreatePetHeaders,
+  success: Pet.pipe(HttpApiSchema.status(201)),
+  error: [
+    BadRequestBody,
+    ConflictBody,
+    PayloadTooLargeBody,
+    UnsupportedMediaTypeBody,
+    UnprocessableContentBody,
+    ServiceUnavailableBody,
+    InternalErrorBody
+  ]
+})
+  .annotate(HttpApi.PayloadParseOptions, newPetParseOptions)
   .annotate(OpenApi.Summary, "Add an animal")
   .annotate(
     OpenApi.Transform,
@@ -125,26 +134,36 @@ export const createPet = HttpApiEndpoint.post("createPet", "/pets")
  * `GET /v1/pets/{petId}`: one animal, or 404.
  * @deprecated Removed on 5 December 2030 (410 from then on): use `listPets` with `status`.
  */
-export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId")
-  .setPath(GetPetPath)
-  .addSuccess(Pet)
-  .addError(BadRequestBody)
-  .addError(NotFoundBody)
-  .addError(ServiceUnavailableBody)
+export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {
+  params: GetPetPath,
+  success: Pet,
+  error: [BadRequestBody, NotFoundBody, ServiceUnavailableBody, InternalErrorBody]
+})
+  // Its own order of the group's middleware and the sunset policy: a middleware wraps those added
+  // before it, so the policy runs outside authentication and even a caller without a key learns
+  // of the deprecation (the group adds neither again).
+  .middleware(SchemaErrors)
+  .middleware(Authentication)
   .middleware(SunsetPolicy)
   .annotate(OpenApi.Deprecated, true)
   .annotate(
     OpenApi.Transform,
-    withResponseHeaders({
-      "*": {
-        Deprecation: { description: "When this endpoint was deprecated (RFC 9745).", example: "@1767225600" },
-        Sunset: { description: "When this endpoint is removed (RFC 8594).", example: "Thu, 05 Dec 2030 00:00:00 GMT" },
-        Link: {
-          description: "The documentation of the replacement, `GET /v1/pets` with the status filter.",
-          example: `<https://petstore.example.com/docs${getPetReplacementFragment}>; rel="deprecation"; type="text/html"`
+    flow(
+      // Written as text in the path, but an integer to every client.
+      withParameterSchemas({
+        petId: { type: "integer", format: "int64", examples: [1], description: petIdDescription }
+      }),
+      withResponseHeaders({
+        "*": {
+          Deprecation: { description: "When this endpoint was deprecated (RFC 9745).", example: "@1767225600" },
+          Sunset: { description: "When this endpoint is removed (RFC 8594).", example: "Thu, 05 Dec 2030 00:00:00 GMT" },
+          Link: {
+            description: "The documentation of the replacement, `GET /v1/pets` with the status filter.",
+            example: `<https://petstore.example.com/docs${getPetReplacementFragment}>; rel="deprecation"; type="text/html"`
+          }
         }
-      }
-    })
+      })
+    )
   )
   .annotate(OpenApi.Summary, "Fetch one animal (deprecated)")
   .annotate(
@@ -153,11 +172,13 @@ export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId")
       "from then on it answers 410 `endpoint_removed`."
   )
 
-/** The animal catalogue: every operation requires a bearer API key. */
+/**
+ * The animal catalogue: every operation requires a bearer API key, and a request HttpApi cannot
+ * decode answers with the interface's Error body.
+ */
 export class PetsApi extends HttpApiGroup.make("pets")
-  .add(listPets)
-  .add(createPet)
-  .add(getPet)
+  .add(listPets, createPet, getPet)
+  .middleware(SchemaErrors)
   .middleware(Authentication)
   .prefix("/v1")
   .annotate(OpenApi.Description, "The catalogue of animals held in the store.")

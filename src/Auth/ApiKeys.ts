@@ -1,8 +1,8 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Context, Data, Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { hash, randomBytes } from "node:crypto"
 import { AppConfig, type Environment } from "../Config/AppConfig.js"
-import { rowsOrDie } from "../Sql/DirectStatements.js"
+import { type DatabaseUnavailable, unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import { RecentMap } from "./RecentMap.js"
 
 export class ApiKeyRecord extends Schema.Class<ApiKeyRecord>("ApiKeyRecord")({
@@ -10,8 +10,8 @@ export class ApiKeyRecord extends Schema.Class<ApiKeyRecord>("ApiKeyRecord")({
   name: Schema.String,
   /** The first characters of the key, enough for a person to recognise it; never the key. */
   prefix: Schema.String,
-  createdAt: Schema.Date,
-  revokedAt: Schema.OptionFromNullOr(Schema.Date)
+  createdAt: Schema.DateFromString,
+  revokedAt: Schema.OptionFromNullOr(Schema.DateFromString)
 }) {}
 
 /** No key has the id a revocation named. */
@@ -58,19 +58,20 @@ export const hashKey = (key: string): string => hash("sha256", key, "hex")
 
 /**
  * The API keys that may call the service. A key is shown once, when it is created; the store keeps
- * only its SHA-256 hash.
+ * only its SHA-256 hash. A database that cannot serve now fails a method with `DatabaseUnavailable`.
  */
-export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
-  ApiKeys,
-  {
-    readonly create: (name: string) => Effect.Effect<{ readonly key: Redacted.Redacted; readonly record: ApiKeyRecord }>
-    readonly list: Effect.Effect<ReadonlyArray<ApiKeyRecord>>
-    /** Revokes a key, once: a second revocation fails and keeps the first one's time. */
-    readonly revoke: (id: number) => Effect.Effect<ApiKeyRecord, ApiKeyNotFound | ApiKeyAlreadyRevoked>
-    /** The holder of an unrevoked key with this hash. */
-    readonly findActiveByHash: (hash: string) => Effect.Effect<Option.Option<KeyHolder>>
-  }
->() {
+export class ApiKeys extends Context.Service<ApiKeys, {
+  readonly create: (
+    name: string
+  ) => Effect.Effect<{ readonly key: Redacted.Redacted; readonly record: ApiKeyRecord }, DatabaseUnavailable>
+  readonly list: Effect.Effect<ReadonlyArray<ApiKeyRecord>, DatabaseUnavailable>
+  /** Revokes a key, once: a second revocation fails and keeps the first one's time. */
+  readonly revoke: (
+    id: number
+  ) => Effect.Effect<ApiKeyRecord, ApiKeyNotFound | ApiKeyAlreadyRevoked | DatabaseUnavailable>
+  /** The holder of an unrevoked key with this hash. */
+  readonly findActiveByHash: (hash: string) => Effect.Effect<Option.Option<KeyHolder>, DatabaseUnavailable>
+}>()("petstore/ApiKeys") {
   static readonly InMemory = Layer.effect(
     ApiKeys,
     Effect.gen(function*() {
@@ -103,7 +104,7 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
           })),
         findActiveByHash: (hash) =>
           Effect.map(Ref.get(keys), (all) =>
-            Option.fromNullable(all.find((entry) => entry.hash === hash && Option.isNone(entry.record.revokedAt))).pipe(
+            Option.fromUndefinedOr(all.find((entry) => entry.hash === hash && Option.isNone(entry.record.revokedAt))).pipe(
               Option.map(({ record }) => ({ keyId: record.id, name: record.name }))
             ))
       })
@@ -125,104 +126,70 @@ export class ApiKeys extends Context.Tag("petstore/ApiKeys")<
       const columns = sql.literal("id, name, prefix, created_at, revoked_at")
       // How long a valid key found is trusted without asking again.
       const trustFoundKeysMillis = sql.onDialectOrElse({ pg: () => 500, orElse: () => 0 })
-      const insert = SqlSchema.single({
-        Request: Schema.Struct({ name: Schema.String, prefix: Schema.String, hash: Schema.String, at: Schema.String }),
-        Result: ApiKeyRow,
-        execute: ({ at, hash, name, prefix }) =>
-          sql`INSERT INTO api_keys (name, prefix, key_hash, created_at) VALUES (${name}, ${prefix}, ${hash}, ${at})
-            RETURNING ${columns}`
-      })
-      const all = SqlSchema.findAll({
-        Request: Schema.Void,
-        Result: ApiKeyRow,
-        execute: () => sql`SELECT ${columns} FROM api_keys ORDER BY id`
-      })
-      // Only an unrevoked key is updated, so of two revocations exactly one succeeds.
-      const revoke = SqlSchema.findOne({
-        Request: Schema.Struct({ id: Schema.Number, at: Schema.String }),
-        Result: ApiKeyRow,
-        execute: ({ at, id }) =>
-          sql`UPDATE api_keys SET revoked_at = ${at} WHERE id = ${id} AND revoked_at IS NULL RETURNING ${columns}`
-      })
-      const byId = SqlSchema.findOne({
-        Request: Schema.Number,
-        Result: ApiKeyRow,
-        execute: (id) => sql`SELECT ${columns} FROM api_keys WHERE id = ${id}`
-      })
       const recentlyFound = new RecentMap<{ readonly holder: Option.Option<KeyHolder>; readonly until: number }>(
         10_000,
         (entry, now) => entry.until <= now
       )
       const activeByHash = (hash: string) =>
-        rowsOrDie(
+        unavailableOrDie(Effect.map(
           sql<{ id: unknown; name: string }>`SELECT id, name FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`,
           (rows): Option.Option<KeyHolder> =>
             rows.length === 0 ? Option.none() : Option.some({ keyId: Number(rows[0]!.id), name: rows[0]!.name })
-        )
-      // A failing statement is a defect: nothing a caller could handle.
+        ))
       return ApiKeys.of({
         create: (name) => {
           const key = generateKey(environment)
-          return insert({ name, prefix: key.slice(0, shownPrefixLength), hash: hashKey(key), at: new Date().toISOString() }).pipe(
-            Effect.map((record) => ({ key: Redacted.make(key), record })),
-            Effect.orDie
-          )
+          const prefix = key.slice(0, shownPrefixLength)
+          return unavailableOrDie(Effect.map(
+            sql`INSERT INTO api_keys (name, prefix, key_hash, created_at)
+              VALUES (${name}, ${prefix}, ${hashKey(key)}, ${new Date().toISOString()})
+              RETURNING ${columns}`,
+            (rows) => ({ key: Redacted.make(key), record: toRecord(rows[0]) })
+          ))
         },
-        list: Effect.orDie(all(undefined)),
+        list: unavailableOrDie(
+          Effect.map(sql`SELECT ${columns} FROM api_keys ORDER BY id`, (rows) => rows.map(toRecord))
+        ),
         revoke: (id) =>
           Effect.gen(function*() {
-            const revoked = yield* revoke({ id, at: new Date().toISOString() })
-            if (Option.isSome(revoked)) return revoked.value
-            const found = yield* byId(id)
-            return yield* Option.isNone(found)
+            // Only an unrevoked key is updated, so of two revocations exactly one succeeds.
+            const [revoked] = yield* unavailableOrDie(
+              sql`UPDATE api_keys SET revoked_at = ${new Date().toISOString()} WHERE id = ${id} AND revoked_at IS NULL
+                RETURNING ${columns}`
+            )
+            if (revoked !== undefined) return toRecord(revoked)
+            const [found] = yield* unavailableOrDie(sql`SELECT ${columns} FROM api_keys WHERE id = ${id}`)
+            return yield* found === undefined
               ? new ApiKeyNotFound({ id })
-              : new ApiKeyAlreadyRevoked({ record: found.value })
-          }).pipe(Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })),
+              : new ApiKeyAlreadyRevoked({ record: toRecord(found) })
+          }),
         findActiveByHash: (hash) =>
           trustFoundKeysMillis === 0 ? activeByHash(hash) : Effect.flatMap(Clock.currentTimeMillis, (now) => {
             const known = recentlyFound.get(hash)
             if (known !== undefined && known.until > now) return Effect.succeed(known.holder)
-            return activeByHash(hash).pipe(
-              Effect.tap((holder) => {
-                if (Option.isSome(holder)) recentlyFound.set(hash, { holder, until: now + trustFoundKeysMillis }, now)
-                else recentlyFound.delete(hash)
-              })
-            )
+            return Effect.map(activeByHash(hash), (holder) => {
+              if (Option.isSome(holder)) recentlyFound.set(hash, { holder, until: now + trustFoundKeysMillis }, now)
+              else recentlyFound.delete(hash)
+              return holder
+            })
           })
       })
     })
   )
 }
 
-/** A time as the table gives it back: a Date from PostgreSQL, ISO 8601 text from SQLite. */
-const TimeColumn = Schema.Union(Schema.DateFromSelf, Schema.Date)
+/**
+ * A row of `api_keys` as the key's record, checked by the record's constructor (a row that does
+ * not fit is a defect). PostgreSQL gives BIGINT ids as bigints and times as Dates; SQLite gives
+ * numbers and ISO 8601 text.
+ */
+const toRecord = (row: any): ApiKeyRecord =>
+  new ApiKeyRecord({
+    id: Number(row.id),
+    name: row.name,
+    prefix: row.prefix,
+    createdAt: toDate(row.created_at),
+    revokedAt: row.revoked_at === null ? Option.none() : Option.some(toDate(row.revoked_at))
+  })
 
-/** A row of `api_keys` as the key's record; PostgreSQL gives BIGINT ids as decimal text. */
-const ApiKeyRow = Schema.transform(
-  Schema.Struct({
-    id: Schema.Union(Schema.Number, Schema.NumberFromString),
-    name: Schema.String,
-    prefix: Schema.String,
-    created_at: TimeColumn,
-    revoked_at: Schema.NullOr(TimeColumn)
-  }),
-  Schema.typeSchema(ApiKeyRecord),
-  {
-    strict: true,
-    decode: (row) =>
-      new ApiKeyRecord({
-        id: row.id,
-        name: row.name,
-        prefix: row.prefix,
-        createdAt: row.created_at,
-        revokedAt: Option.fromNullable(row.revoked_at)
-      }),
-    encode: (record) => ({
-      id: record.id,
-      name: record.name,
-      prefix: record.prefix,
-      created_at: record.createdAt,
-      revoked_at: Option.getOrNull(record.revokedAt)
-    })
-  }
-)
+const toDate = (time: unknown): Date => time instanceof Date ? time : new Date(String(time))

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import type { RequestState } from "../Request/CurrentRequest.js"
+import type { DatabaseUnavailable } from "../Sql/DatabaseErrors.js"
 import { RecentMap } from "./RecentMap.js"
 
 /** A token bucket: `burst` requests at once, refilled at `perSecond`. */
@@ -27,47 +27,22 @@ export const defaultMaxBuckets = 100_000
 /**
  * Token buckets by key. Each decision takes one request from a bucket; the failed-authentication
  * policy is taken only by requests that failed, so other clients' failures never refuse a valid
- * key.
+ * key. Only buckets kept in a database can fail, with `DatabaseUnavailable`.
+ *
+ * Not `effect/persistence`'s RateLimiter: its store takes exactly the tokens asked or none, so it
+ * cannot lease "up to n" in one round trip, it has no SQL store, and its memory store keeps every
+ * key forever, where `RecentMap` bounds what an address flood can grow.
  */
-export class RateLimiter extends Context.Tag("petstore/RateLimiter")<
-  RateLimiter,
-  {
-    readonly take: (policy: RateLimitPolicy, key: string) => Effect.Effect<RateLimitDecision>
-  }
->() {
+export class RateLimiter extends Context.Service<RateLimiter, {
+  readonly take: (policy: RateLimitPolicy, key: string) => Effect.Effect<RateLimitDecision, DatabaseUnavailable>
+}>()("petstore/RateLimiter") {
   /**
    * Buckets in this process's memory. Idle buckets are forgotten once they would be full again
    * (the same as none), and at most `maxBuckets` per policy are kept (least recently used first),
    * so a flood of new addresses costs bounded memory.
    */
   static readonly inMemory = (options: { readonly maxBuckets?: number } = {}) =>
-    Layer.sync(RateLimiter, () => {
-      // A bucket is one number, the time it is full again if nothing is taken: its tokens follow
-      // from it and the policy, and from then on it is the same as no bucket. Each policy has its
-      // own map, keyed by the caller's own string, so a flood of new addresses costs a map entry
-      // each and no object or string besides.
-      const byPolicy = new Map<string, RecentMap<number>>()
-      const bucketsOf = (policy: RateLimitPolicy) => {
-        let fullAt = byPolicy.get(policy.name)
-        if (fullAt === undefined) {
-          fullAt = new RecentMap<number>(options.maxBuckets ?? defaultMaxBuckets, (at, now) => at <= now)
-          byPolicy.set(policy.name, fullAt)
-        }
-        return fullAt
-      }
-      const decide = (policy: RateLimitPolicy, key: string, now: number): RateLimitDecision => {
-        const fullAt = bucketsOf(policy)
-        const at = fullAt.get(key)
-        let tokens = at === undefined || at <= now ? policy.burst : policy.burst - ((at - now) / 1000) * policy.perSecond
-        const allowed = tokens >= 1
-        if (allowed) tokens -= 1
-        fullAt.set(key, now + ((policy.burst - tokens) / policy.perSecond) * 1000, now)
-        return decision(policy, allowed, Math.max(0, tokens))
-      }
-      return RateLimiter.of({
-        take: (policy, key) => Effect.clockWith((clock) => Effect.succeed(decide(policy, key, clock.unsafeCurrentTimeMillis())))
-      })
-    })
+    Layer.sync(RateLimiter, () => makeInMemory(options))
 
   static readonly InMemory = RateLimiter.inMemory()
 
@@ -78,15 +53,43 @@ export class RateLimiter extends Context.Tag("petstore/RateLimiter")<
    * SQLite's lock.)
    */
   static readonly InMemoryShare = (workers: number) =>
-    Layer.map(RateLimiter.InMemory, (context) => {
-      const whole = Context.get(context, RateLimiter)
+    Layer.sync(RateLimiter, () => {
+      const whole = makeInMemory()
       const share = (policy: RateLimitPolicy): RateLimitPolicy => ({
         ...policy,
         perSecond: policy.perSecond / workers,
         burst: Math.max(1, Math.floor(policy.burst / workers))
       })
-      return Context.make(RateLimiter, RateLimiter.of({ take: (policy, key) => whole.take(share(policy), key) }))
+      return RateLimiter.of({ take: (policy, key) => whole.take(share(policy), key) })
     })
+}
+
+const makeInMemory = (options: { readonly maxBuckets?: number } = {}): RateLimiter["Service"] => {
+  // A bucket is one number, the time it is full again if nothing is taken: its tokens follow
+  // from it and the policy, and from then on it is the same as no bucket. Each policy has its
+  // own map, keyed by the caller's own string, so a flood of new addresses costs a map entry
+  // each and no object or string besides.
+  const byPolicy = new Map<string, RecentMap<number>>()
+  const bucketsOf = (policy: RateLimitPolicy) => {
+    let fullAt = byPolicy.get(policy.name)
+    if (fullAt === undefined) {
+      fullAt = new RecentMap<number>(options.maxBuckets ?? defaultMaxBuckets, (at, now) => at <= now)
+      byPolicy.set(policy.name, fullAt)
+    }
+    return fullAt
+  }
+  const decide = (policy: RateLimitPolicy, key: string, now: number): RateLimitDecision => {
+    const fullAt = bucketsOf(policy)
+    const at = fullAt.get(key)
+    let tokens = at === undefined || at <= now ? policy.burst : policy.burst - ((at - now) / 1000) * policy.perSecond
+    const allowed = tokens >= 1
+    if (allowed) tokens -= 1
+    fullAt.set(key, now + ((policy.burst - tokens) / policy.perSecond) * 1000, now)
+    return decision(policy, allowed, Math.max(0, tokens))
+  }
+  return {
+    take: (policy, key) => Effect.clockWith((clock) => Effect.succeed(decide(policy, key, clock.currentTimeMillisUnsafe())))
+  }
 }
 
 export const decision = (policy: RateLimitPolicy, allowed: boolean, tokens: number): RateLimitDecision => ({
@@ -106,7 +109,3 @@ export const rateLimitHeaders = ({ policy, remaining, resetSeconds, retryAfterSe
   ratelimit: `"${policy.name}";r=${remaining};t=${resetSeconds}`,
   ...(retryAfterSeconds > 0 ? { "retry-after": String(retryAfterSeconds) } : {})
 })
-
-/** The `RateLimit` headers of the last decision about a request, for its response. */
-export const noteRateLimit = (state: RequestState, decision: RateLimitDecision) =>
-  state.noteResponseHeaders(rateLimitHeaders(decision))

@@ -1,5 +1,6 @@
-import { SqlClient } from "@effect/sql"
 import { Clock, Deferred, type Duration, Effect, Layer, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import { type DatabaseUnavailable, unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import { decision, defaultMaxBuckets, RateLimiter, type RateLimitDecision, type RateLimitPolicy } from "./RateLimiter.js"
 import { RecentMap } from "./RecentMap.js"
 
@@ -25,7 +26,6 @@ interface Lease {
 /** Shared buckets kept in the database; past this many, the least recently used are deleted. */
 export const defaultMaxSharedBuckets = 1_000_000
 
-
 /**
  * Token buckets shared by every instance on a PostgreSQL database, without a write per request:
  * an instance leases tokens in batches (`leaseSize`) with one statement that refills the bucket
@@ -33,16 +33,18 @@ export const defaultMaxSharedBuckets = 1_000_000
  * so the instances together never allow more than the policy; tokens leased by an instance and not
  * yet spent are unavailable to the others, so a client whose requests spread over n instances may
  * be refused up to (n − 1) leases early. Once a bucket is found empty, the instance refuses locally
- * until it has a token again, so a client over its limit costs no writes either.
+ * until it has a token again, so a client over its limit costs no writes either. A database that
+ * cannot serve now fails the take with `DatabaseUnavailable`; the requests waiting on that lease
+ * then try again themselves.
  */
 export const RateLimiterPostgres = (
   options: {
     readonly maxBuckets?: number
     readonly maxSharedBuckets?: number
-    readonly purgeEvery?: Duration.DurationInput
+    readonly purgeEvery?: Duration.Input
   } = {}
 ) =>
-  Layer.scoped(
+  Layer.effect(
     RateLimiter,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
@@ -74,7 +76,7 @@ export const RateLimiterPostgres = (
             full_at = ${now}::bigint + CEIL((${policy.burst} - (${refilled} - ${granted})) / ${perMilli}::float8)::bigint
           RETURNING granted, tokens`.pipe(
           Effect.map(([row]) => row!),
-          Effect.orDie
+          unavailableOrDie
         )
       }
 
@@ -98,7 +100,11 @@ export const RateLimiterPostgres = (
       const estimate = (policy: RateLimitPolicy, lease: Lease, now: number) =>
         Math.min(policy.burst, lease.tokens + lease.sharedTokens + ((now - lease.sharedAt) / 1000) * policy.perSecond)
 
-      const take = (policy: RateLimitPolicy, key: string, now: number): Effect.Effect<RateLimitDecision> => {
+      const take = (
+        policy: RateLimitPolicy,
+        key: string,
+        now: number
+      ): Effect.Effect<RateLimitDecision, DatabaseUnavailable> => {
         const bucket = `${policy.name}:${key}`
         let lease = leases.get(bucket)
         if (lease !== undefined) {
@@ -107,24 +113,26 @@ export const RateLimiterPostgres = (
             return Effect.succeed(decision(policy, true, estimate(policy, lease, now)))
           }
           if (now < lease.emptyUntil) return Effect.succeed(decision(policy, false, estimate(policy, lease, now)))
-          if (lease.pending !== undefined) return Effect.zipRight(Deferred.await(lease.pending), Effect.suspend(() => take(policy, key, now)))
+          if (lease.pending !== undefined) {
+            return Effect.andThen(Deferred.await(lease.pending), Effect.suspend(() => take(policy, key, now)))
+          }
         } else {
           lease = { tokens: 0, sharedTokens: policy.burst, sharedAt: now, emptyUntil: 0, pending: undefined }
           leases.set(bucket, lease, now)
         }
-        return Effect.zipRight(refill(policy, bucket, lease, now), Effect.suspend(() => take(policy, key, now)))
+        return Effect.andThen(refill(policy, bucket, lease, now), Effect.suspend(() => take(policy, key, now)))
       }
 
       // Every instance deletes the full buckets and those past the cap, now and then.
       const purge = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.zipRight(
+        Effect.andThen(
           sql`DELETE FROM rate_limit_buckets WHERE full_at <= ${now}`,
           sql`DELETE FROM rate_limit_buckets WHERE bucket IN (
             SELECT bucket FROM rate_limit_buckets ORDER BY updated_at DESC OFFSET ${maxShared})`
         ))
       yield* purge.pipe(
         // A failed purge is logged and tried again at the next turn.
-        Effect.ignoreLogged,
+        Effect.ignoreCause({ log: "Debug" }),
         Effect.repeat(Schedule.spaced(options.purgeEvery ?? "10 seconds")),
         Effect.forkScoped
       )

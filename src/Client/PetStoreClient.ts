@@ -1,12 +1,6 @@
-import {
-  FetchHttpClient,
-  HttpApiClient,
-  HttpClient,
-  type HttpClientError,
-  HttpClientRequest,
-  type HttpClientResponse
-} from "@effect/platform"
-import { Chunk, Config, Context, Duration, Effect, Layer, Option, Redacted, Schedule, Stream } from "effect"
+import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schedule, Stream } from "effect"
+import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } from "effect/http"
+import { HttpApiClient } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
 import type { NewPet, Pet, PetStatus } from "../Domain/Pet.js"
 
@@ -21,9 +15,9 @@ export interface PetStoreClientOptions {
   /** Attempts after the first for transient failures (default 3). */
   readonly retries?: number | undefined
   /** First retry delay; doubles each attempt, with jitter (default 100 ms). */
-  readonly retryBaseDelay?: Duration.DurationInput | undefined
+  readonly retryBaseDelay?: Duration.Input | undefined
   /** The longest `Retry-After` waited for; an answer asking for more is returned as it came (default 30 s). */
-  readonly maxRetryAfter?: Duration.DurationInput | undefined
+  readonly maxRetryAfter?: Duration.Input | undefined
 }
 
 const transientStatuses = new Set([502, 503, 504])
@@ -32,6 +26,8 @@ class TransientStatus {
   readonly _tag = "TransientStatus"
   constructor(readonly response: HttpClientResponse.HttpClientResponse) {}
 }
+
+type Failure = HttpClientError.HttpClientError | TransientStatus
 
 /** A `Retry-After` header's wait: delay-seconds or an HTTP date. */
 const retryAfterOf = (response: HttpClientResponse.HttpClientResponse): Option.Option<Duration.Duration> => {
@@ -46,32 +42,35 @@ const retryAfterOf = (response: HttpClientResponse.HttpClientResponse): Option.O
  * Retries what is safe to retry: a GET, or a POST that carries an idempotency key, after a
  * connection error or a 502, 503 or 504, with exponential backoff and jitter, or after the
  * answer's `Retry-After` when it gives one. The last answer is returned as it came when the
- * retries run out, or when it asks for a longer wait than `maxRetryAfter`.
+ * retries run out, or when it asks for a longer wait than `maxRetryAfter`. (`HttpClient.retryTransient`
+ * also retries 408, 429 and 500, takes `Retry-After` as a least wait and has no such bound.)
  */
-const retryTransient = (retries: number, baseDelay: Duration.DurationInput, maxRetryAfter: Duration.DurationInput) =>
-(client: HttpClient.HttpClient) => {
+const retryTransient = (retries: number, baseDelay: Duration.Input, maxRetryAfter: Duration.Input) =>
+(client: HttpClient.HttpClient): HttpClient.HttpClient => {
   const schedule = Schedule.exponential(baseDelay).pipe(
     Schedule.jittered,
-    Schedule.intersect(Schedule.recurs(retries)),
-    Schedule.intersect(Schedule.identity<HttpClientError.HttpClientError | TransientStatus>()),
-    Schedule.modifyDelay(([, error], delay) =>
-      error._tag === "TransientStatus" ? Option.getOrElse(retryAfterOf(error.response), () => delay) : delay
+    Schedule.setInputType<Failure>(),
+    Schedule.modifyDelay(({ duration, input }) =>
+      Effect.succeed(
+        input._tag === "TransientStatus" ? Option.getOrElse(retryAfterOf(input.response), () => duration) : duration
+      )
     )
   )
-  const waitsTooLong = (error: HttpClientError.HttpClientError | TransientStatus) =>
+  const longestWait = Duration.fromInputUnsafe(maxRetryAfter)
+  const waitsTooLong = (error: Failure) =>
     error._tag === "TransientStatus" &&
-    Option.exists(retryAfterOf(error.response), (wait) => Duration.greaterThan(wait, maxRetryAfter))
-  const isTransient = (error: HttpClientError.HttpClientError | TransientStatus) =>
+    Option.exists(retryAfterOf(error.response), (wait) => Duration.isGreaterThan(wait, longestWait))
+  const isTransient = (error: Failure) =>
     (error._tag === "TransientStatus" && !waitsTooLong(error)) ||
-    (error._tag === "RequestError" && error.reason === "Transport")
-  return HttpClient.transform(client, (effect, request): Effect.Effect<HttpClientResponse.HttpClientResponse, HttpClientError.HttpClientError> => {
+    (error._tag === "HttpClientError" && error.reason._tag === "TransportError")
+  return HttpClient.transform(client, (effect, request) => {
     const safe = request.method === "GET" || (request.method === "POST" && request.headers["idempotency-key"] !== undefined)
     if (!safe) return effect
     return effect.pipe(
       Effect.flatMap((response) =>
         transientStatuses.has(response.status) ? Effect.fail(new TransientStatus(response)) : Effect.succeed(response)
       ),
-      Effect.retry({ schedule, while: isTransient }),
+      Effect.retry({ schedule, times: retries, while: isTransient }),
       Effect.catchIf(
         (error): error is TransientStatus => error._tag === "TransientStatus",
         (error) => Effect.succeed(error.response)
@@ -82,14 +81,20 @@ const retryTransient = (retries: number, baseDelay: Duration.DurationInput, maxR
 
 const nextCursor = (link: string | undefined): Option.Option<string> => {
   const url = link === undefined ? undefined : /<([^>]+)>\s*;\s*rel="next"/.exec(link)?.[1]
-  return Option.fromNullable(url === undefined ? null : new URL(url).searchParams.get("cursor"))
+  return Option.fromNullishOr(url === undefined ? null : new URL(url).searchParams.get("cursor"))
 }
+
+/** `record` without its undefined values: the API's optional keys are absent or set, never undefined. */
+const defined = <A extends Record<string, unknown>>(record: A) =>
+  Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as {
+    readonly [K in keyof A]?: Exclude<A[K], undefined>
+  }
 
 const make = (options: PetStoreClientOptions) =>
   Effect.gen(function*() {
     const baseUrl = "baseUrl" in options.target
       ? options.target.baseUrl
-      : yield* Config.string(
+      : yield* Config.String(
         options.target.environment === "production" ? "PETSTORE_PRODUCTION_URL" : "PETSTORE_STAGING_URL"
       )
     const httpClient = (yield* HttpClient.HttpClient).pipe(
@@ -106,10 +111,10 @@ const make = (options: PetStoreClientOptions) =>
         readonly cursor?: string | undefined
       } = {}
     ) =>
-      Effect.map(api.pets.listPets({ urlParams: params, withResponse: true }), ([pets, response]) => ({
-        pets,
-        next: nextCursor(response.headers["link"])
-      }))
+      Effect.map(
+        api.pets.listPets({ query: defined(params), responseMode: "decoded-and-response" }),
+        ([pets, response]) => ({ pets, next: nextCursor(response.headers["link"]) })
+      )
 
     return {
       /** One page of animals, and the cursor of the next page when there is one. */
@@ -119,10 +124,10 @@ const make = (options: PetStoreClientOptions) =>
        * `Link: rel="next"` header. Pages are fetched only as the stream is consumed.
        */
       listAll: (params: { readonly status?: PetStatus | undefined; readonly pageSize?: number | undefined } = {}) =>
-        Stream.paginateChunkEffect(undefined as string | undefined, (cursor) =>
+        Stream.paginate(undefined as string | undefined, (cursor) =>
           Effect.map(
             listPage({ status: params.status, limit: params.pageSize, cursor }),
-            ({ next, pets }): [Chunk.Chunk<Pet>, Option.Option<string | undefined>] => [Chunk.fromIterable(pets), next]
+            ({ next, pets }): readonly [ReadonlyArray<Pet>, Option.Option<string | undefined>] => [pets, next]
           )),
       /**
        * Adds an animal. With an idempotency key, a retry after a lost answer cannot add it twice,
@@ -138,17 +143,20 @@ const make = (options: PetStoreClientOptions) =>
        * @deprecated Removed on 5 December 2030: use `listPets` or `listAll` with `status`.
        */
       getPet: (petId: number) =>
-        Effect.flatMap(api.pets.getPet({ path: { petId }, withResponse: true }), ([pet, response]) => {
-          const sunset = response.headers["sunset"]
-          if (warnedOfSunset || sunset === undefined) return Effect.succeed(pet)
-          warnedOfSunset = true
-          return Effect.as(
-            Effect.logWarning(
-              `GET /v1/pets/{petId} is deprecated and will be removed on ${sunset}; use listPets with status`
-            ),
-            pet
-          )
-        })
+        Effect.flatMap(
+          api.pets.getPet({ params: { petId }, responseMode: "decoded-and-response" }),
+          ([pet, response]) => {
+            const sunset = response.headers["sunset"]
+            if (warnedOfSunset || sunset === undefined) return Effect.succeed(pet)
+            warnedOfSunset = true
+            return Effect.as(
+              Effect.logWarning(
+                `GET /v1/pets/{petId} is deprecated and will be removed on ${sunset}; use listPets with status`
+              ),
+              pet
+            )
+          }
+        )
     }
   })
 
@@ -158,10 +166,9 @@ const make = (options: PetStoreClientOptions) =>
  * channel (`BadRequest`, `Unauthorized`, `NotFound`, `Gone`, …) with their `code`, `message` and
  * `status`.
  */
-export class PetStoreClient extends Context.Tag("petstore/PetStoreClient")<
-  PetStoreClient,
-  Effect.Effect.Success<ReturnType<typeof make>>
->() {
+export class PetStoreClient extends Context.Service<PetStoreClient, Effect.Success<ReturnType<typeof make>>>()(
+  "petstore/PetStoreClient"
+) {
   /** A client over the given `HttpClient` (for tests, or another transport). */
   static readonly layerWithoutHttpClient = (options: PetStoreClientOptions) => Layer.effect(PetStoreClient, make(options))
 

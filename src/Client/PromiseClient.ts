@@ -23,7 +23,7 @@ export const createPetStoreClient = (options: PromiseClientOptions) => {
   const runtime = ManagedRuntime.make(
     PetStoreClient.layer({ target: options.target, apiKey: Redacted.make(options.apiKey), retries: options.retries })
   )
-  const run = async <A, E>(f: (client: PetStoreClient["Type"]) => Effect.Effect<A, E>): Promise<A> => {
+  const run = async <A, E>(f: (client: PetStoreClient["Service"]) => Effect.Effect<A, E>): Promise<A> => {
     const exit = await runtime.runPromiseExit(Effect.flatMap(PetStoreClient, f))
     if (Exit.isSuccess(exit)) return exit.value
     throw Cause.squash(exit.cause)

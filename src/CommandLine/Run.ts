@@ -1,7 +1,24 @@
-import { HelpDoc, ValidationError } from "@effect/cli"
-import { HttpClientError } from "@effect/platform"
-import { BunContext, BunRuntime } from "@effect/platform-bun"
-import { Cause, ConfigError, type Console, Effect, Exit, Option, ParseResult, Predicate } from "effect"
+import {
+  Cause,
+  Config,
+  Console,
+  Effect,
+  Exit,
+  FileSystem,
+  Layer,
+  Path,
+  Predicate,
+  Runtime,
+  Schema,
+  SchemaIssue,
+  Sink,
+  Stdio,
+  Stream,
+  Terminal
+} from "effect"
+import { CliConfig, CliError, CliOutput, type Command, GlobalFlag } from "effect/cli"
+import { HttpClientError } from "effect/http"
+import { ChildProcessSpawner } from "effect/process"
 import { summarizeCause } from "../Observability/CauseSummary.js"
 
 /**
@@ -12,17 +29,79 @@ import { summarizeCause } from "../Observability/CauseSummary.js"
 /** Colours only on a terminal, and never with NO_COLOR set (https://no-color.org). */
 const colours = process.stdout.isTTY === true && (process.env["NO_COLOR"] ?? "") === ""
 
-const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, "")
+const formatter = CliOutput.defaultFormatter({ colors: colours })
 
-const describeConfigError = (error: ConfigError.ConfigError): string => {
-  switch (error._op) {
-    case "And":
-    case "Or":
-      return describeConfigError(error.left)
-    case "MissingData":
-      return `${error.path.join(".")}: must be set`
+/**
+ * Help, and the version alone as `--version` has always printed it, on stdout; a mistaken
+ * invocation's help is left out, its error is `run`'s one line.
+ */
+const presenter: CliOutput.Presenter = {
+  present: (event) => {
+    switch (event._tag) {
+      case "Help":
+        return Console.log(formatter.formatHelpDoc(event.helpDoc))
+      case "Version":
+        return Console.log(event.version)
+      case "InvalidInvocation":
+        return Effect.void
+    }
+  }
+}
+
+const unused = (service: string) => Effect.die(new Error(`${service} is not available to this command line`))
+
+/**
+ * What `effect/cli` runs a command with, where a platform package would give it: the arguments
+ * and the terminal's flags from the process. No command here prompts, reads files through the
+ * library or starts processes, so those services refuse; the wizard, which would prompt, is left out.
+ */
+const environment = Layer.mergeAll(
+  Layer.succeed(
+    Stdio.Stdio,
+    Stdio.make({
+      args: Effect.sync(() => process.argv.slice(2)),
+      stdinIsTerminal: Effect.sync(() => process.stdin.isTTY === true),
+      stdoutIsTerminal: Effect.sync(() => process.stdout.isTTY === true),
+      stderrIsTerminal: Effect.sync(() => process.stderr.isTTY === true),
+      stdout: () => Sink.forEach((chunk: string | Uint8Array) => Effect.sync(() => process.stdout.write(chunk))),
+      stderr: () => Sink.forEach((chunk: string | Uint8Array) => Effect.sync(() => process.stderr.write(chunk))),
+      stdin: Stream.die(new Error("standard input is not read by this command line"))
+    })
+  ),
+  Path.layer,
+  FileSystem.layerNoop({}),
+  Layer.succeed(
+    Terminal.Terminal,
+    Terminal.make({
+      columns: Effect.sync(() => process.stdout.columns ?? 80),
+      rows: Effect.sync(() => process.stdout.rows ?? 24),
+      size: unused("Terminal"),
+      readInput: unused("Terminal"),
+      readLine: unused("Terminal"),
+      display: (text) => Effect.sync(() => void process.stdout.write(text))
+    })
+  ),
+  Layer.succeed(ChildProcessSpawner.ChildProcessSpawner, ChildProcessSpawner.make(() => unused("ChildProcessSpawner"))),
+  CliConfig.layer({ builtIns: GlobalFlag.BuiltIns.filter((flag) => flag !== GlobalFlag.Wizard) }),
+  CliOutput.layerPresenter(presenter)
+)
+
+const oneLine = (text: string) => text.replace(/\s+/g, " ").trim()
+
+const firstIssue = (issue: SchemaIssue.Issue) =>
+  SchemaIssue.makeFormatterStandardSchemaV1({
+    leafHook: (leaf) => leaf._tag === "MissingKey" ? "must be set" : SchemaIssue.defaultLeafHook(leaf)
+  })(issue).issues[0]
+
+const describeCliError = (error: CliError.CliError): string => {
+  switch (error._tag) {
+    case "ShowHelp":
+      return error.errors.length === 0 ? "" : describeCliError(error.errors[0]!)
+    // Worded as the command lines have always said it.
+    case "MissingOption":
+      return `Expected to find option: '--${error.option}'`
     default:
-      return `${error.path.join(".")}: ${error.message}`
+      return oneLine(error.message)
   }
 }
 
@@ -31,63 +110,83 @@ const describeConfigError = (error: ConfigError.ConfigError): string => {
  * option that set it (`categoryId` → `--category-id`).
  */
 export const describeFailure = (error: unknown, fields: Readonly<Record<string, string>>): string => {
-  if (ValidationError.isValidationError(error)) return plain(HelpDoc.toAnsiText(error.error)).replace(/\s+/g, " ").trim()
-  if (ConfigError.isConfigError(error)) return describeConfigError(error)
-  if (ParseResult.isParseError(error)) {
-    const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
-    if (issue === undefined) return error.message
-    const field = issue.path.map(String).join(".")
+  if (CliError.isCliError(error)) return describeCliError(error)
+  if (error instanceof Config.ConfigError) {
+    if (!Schema.isSchemaError(error.cause)) return oneLine(error.cause.message)
+    const issue = firstIssue(error.cause.issue)
+    return issue === undefined ? oneLine(error.message) : `${(issue.path ?? []).map(String).join(".")}: ${issue.message}`
+  }
+  if (Schema.isSchemaError(error)) {
+    const issue = firstIssue(error.issue)
+    if (issue === undefined) return oneLine(error.message)
+    const field = (issue.path ?? []).map(String).join(".")
     return field === "" ? issue.message : `${fields[field] ?? field}: ${issue.message}`
   }
   if (HttpClientError.isHttpClientError(error)) {
     const url = error.request.url
-    if (error._tag === "RequestError" && error.reason === "Transport") {
-      const cause = Predicate.hasProperty(error.cause, "code") ? ` (${String(error.cause.code)})` : ""
+    const reason = error.reason
+    if (reason._tag === "TransportError") {
+      const cause = Predicate.hasProperty(reason.cause, "code") ? ` (${String(reason.cause.code)})` : ""
       return `base URL: nothing answers at ${new URL(url).origin}${cause}; set --base-url or PETSTORE_BASE_URL`
     }
-    if (error._tag === "ResponseError") return `${url}: unexpected answer with status ${error.response.status}`
+    if (error.response !== undefined) return `${url}: unexpected answer with status ${error.response.status}`
     return `${url}: ${error.message}`
   }
   if (Predicate.hasProperty(error, "message") && typeof error.message === "string") return error.message.split("\n")[0]!
   return String(error)
 }
 
-/** The default console, with @effect/cli's help uncoloured where colours are off and its error output left to `run`. */
-const defaultConsole = Effect.runSync(Effect.console)
-const console: Console.Console = {
-  ...defaultConsole,
-  log: (...args) => defaultConsole.log(...(colours ? args : args.map((arg) => typeof arg === "string" ? plain(arg) : arg))),
-  error: () => Effect.void
+/**
+ * Runs a command line's program on the process: output on stdout, each error as one line on
+ * stderr and exit code 1; help asked for exits 0. SIGINT and SIGTERM interrupt it; with
+ * `interrupted`, such a stop is a failure too: that line and exit code 1.
+ */
+export const run = <E>(
+  program: Effect.Effect<void, E, Command.Environment>,
+  fields: Readonly<Record<string, string>> = {},
+  interrupted?: string
+) => {
+  const main = program.pipe(
+    Effect.onInterrupt(() => interrupted === undefined ? Effect.void : Effect.sync(() => process.stderr.write(`${interrupted}\n`))),
+    Effect.tapCause((cause) => {
+      if (Cause.hasInterruptsOnly(cause)) return Effect.void
+      const failure = Cause.findErrorOption(cause)
+      const message = failure._tag === "Some" ? describeFailure(failure.value, fields) : summarizeCause(cause)
+      return message === "" ? Effect.void : Effect.sync(() => process.stderr.write(`${message}\n`))
+    }),
+    Effect.provide(environment)
+  )
+  runMain(main, {
+    disableErrorReporting: true,
+    teardown: (exit, onExit) => {
+      if (Exit.isSuccess(exit)) return onExit(0)
+      if (Cause.hasInterruptsOnly(exit.cause)) return onExit(interrupted === undefined ? 0 : 1)
+      const failure = Cause.findErrorOption(exit.cause)
+      // `--help` ends the library's run with a ShowHelp failure that carries no error.
+      const helpOnly = failure._tag === "Some" && CliError.isCliError(failure.value) &&
+        failure.value._tag === "ShowHelp" && failure.value.errors.length === 0
+      onExit(helpOnly ? 0 : 1)
+    }
+  })
 }
 
 /**
- * Runs a command line's program: output on stdout, each error as one line on stderr and exit code 1.
- * With `interrupted`, a stop by SIGINT or SIGTERM is a failure too: that line and exit code 1.
+ * The main fiber run until it ends or a signal interrupts it, then the process's exit code;
+ * shaped like the platform packages' `runMain`, which do not load on this version of effect.
  */
-export const run = <E>(
-  program: Effect.Effect<void, E, BunContext.BunContext>,
-  fields: Readonly<Record<string, string>> = {},
-  interrupted?: string
-) =>
-  program.pipe(
-    Effect.onInterrupt(() => interrupted === undefined ? Effect.void : Effect.sync(() => process.stderr.write(`${interrupted}\n`))),
-    Effect.withConsole(console),
-    Effect.tapErrorCause((cause) =>
-      Cause.isInterruptedOnly(cause)
-        ? Effect.void
-        : Effect.sync(() => {
-          const message = Option.match(Cause.failureOption(cause), {
-            onNone: () => summarizeCause(cause),
-            onSome: (error) => describeFailure(error, fields)
-          })
-          process.stderr.write(`${message}\n`)
-        })
-    ),
-    Effect.provide(BunContext.layer),
-    BunRuntime.runMain({
-      disableErrorReporting: true,
-      disablePrettyLogger: true,
-      teardown: (exit, onExit) =>
-        onExit(Exit.isFailure(exit) && (interrupted !== undefined || !Cause.isInterruptedOnly(exit.cause)) ? 1 : 0)
+const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
+  let receivedSignal = false
+  const onSignal = () => {
+    receivedSignal = true
+    fiber.interruptUnsafe(fiber.id)
+  }
+  fiber.addObserver((exit) => {
+    process.removeListener("SIGINT", onSignal)
+    process.removeListener("SIGTERM", onSignal)
+    teardown(exit, (code) => {
+      if (receivedSignal || code !== 0) process.exit(code)
     })
-  )
+  })
+  process.on("SIGINT", onSignal)
+  process.on("SIGTERM", onSignal)
+})

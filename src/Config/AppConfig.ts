@@ -1,4 +1,4 @@
-import { Config, Context, Duration, Layer, LogLevel, Option } from "effect"
+import { Config, Context, Duration, Layer, type LogLevel, Option, Schema, SchemaIssue } from "effect"
 import { availableParallelism } from "node:os"
 import { parseTrustedProxies } from "../Request/ClientAddress.js"
 import type { IpRange } from "../Request/IpAddress.js"
@@ -27,142 +27,178 @@ const serversFor = (
   ]
 }
 
+/**
+ * The variable `name` read with `schema` and checked by `rule`, which answers `true` or the
+ * message naming what the value must be; a failed check names the variable (`describeConfigError`).
+ */
+const checked = <A>(name: string, schema: Schema.Codec<A, string>, rule: (value: A) => true | string) =>
+  Config.schema(schema.check(Schema.makeFilter((value: A) => rule(value))), name)
+
+const rule = <A>(message: string, validation: (value: A) => boolean) => (value: A): true | string =>
+  validation(value) || message
+
 const httpUrl = (name: string) =>
-  Config.string(name).pipe(
-    Config.validate({ message: "must be an absolute http(s) URL", validation: isHttpUrl }),
+  checked(name, Schema.String, rule("must be an absolute http(s) URL", isHttpUrl)).pipe(
     Config.map((url) => url.replace(/\/+$/, ""))
   )
 
-/** A database timeout: under a request's deadline, which Bun's 10 s idle timeout bounds. */
-const seconds = (name: string, defaultSeconds: number) =>
-  Config.number(name).pipe(
-    Config.validate({ message: "must be a number of seconds above 0 and below 10", validation: (n) => n > 0 && n < 10 }),
+/** A number of seconds, checked by `validation`, as a `Duration`. */
+const seconds = (name: string, message: string, validation: (n: number) => boolean, defaultSeconds: number) =>
+  checked(name, Schema.NumberFromString, rule(message, validation)).pipe(
     Config.withDefault(defaultSeconds),
     Config.map(Duration.seconds)
   )
 
+/** A database timeout: under a request's deadline, which Bun's 10 s idle timeout bounds. */
+const databaseSeconds = (name: string, defaultSeconds: number) =>
+  seconds(name, "must be a number of seconds above 0 and below 10", (n) => n > 0 && n < 10, defaultSeconds)
+
+/** `LOG_LEVEL`, in any case: the levels' names, `OFF` for none. */
+const logLevels: Record<string, LogLevel.LogLevel> = {
+  ALL: "All",
+  FATAL: "Fatal",
+  ERROR: "Error",
+  WARN: "Warn",
+  WARNING: "Warn",
+  INFO: "Info",
+  DEBUG: "Debug",
+  TRACE: "Trace",
+  OFF: "None",
+  NONE: "None"
+}
+
+const originsOf = (list: string): ReadonlyArray<string> =>
+  list.split(",").map((origin) => origin.trim().replace(/\/+$/, "")).filter((o) => o !== "")
+
+const workersOf = (value: string) => value.trim() === "auto" ? availableParallelism() : Number(value)
+
 /** The service's settings, read from the environment and checked once at start. */
-export class AppConfig extends Context.Tag("petstore/AppConfig")<
-  AppConfig,
-  {
-    readonly port: number
-    readonly host: string
-    /** A `postgres://` URL, or a SQLite file: a path, `sqlite:path` or `file:path`. */
-    readonly databaseUrl: string
-    readonly environment: Environment
-    /** Where clients reach this instance; used in `Link` headers. */
-    readonly publicBaseUrl: string
-    /** The OpenAPI document's `servers`: this instance, then the other environment. */
-    readonly servers: ReadonlyArray<Server>
-    /** Requests per API key: a token bucket refilled at `perSecond`, holding `burst`. */
-    readonly rateLimit: { readonly perSecond: number; readonly burst: number }
-    /** Failed authentications allowed per client address and minute (also the burst). */
-    readonly authFailuresPerMinute: number
-    /** Proxies whose forwarding headers name the client (`TRUSTED_PROXIES`); none by default. */
-    readonly trustedProxies: ReadonlyArray<IpRange>
-    /** Browser origins allowed to call the API (CORS); none unless listed. */
-    readonly corsOrigins: ReadonlyArray<string>
-    readonly logLevel: LogLevel.LogLevel
-    /** Server processes sharing the port (`WORKERS`; `auto` is one per core). */
-    readonly workers: number
-    /** How long a stop lets the requests in flight finish (`DRAIN_TIMEOUT_SECONDS`). */
-    readonly drainTimeout: Duration.Duration
-    /** How long a request may take before it is answered 503 (`REQUEST_TIMEOUT_SECONDS`). */
-    readonly requestTimeout: Duration.Duration
-    /** PostgreSQL: how long opening a connection may take (`DATABASE_CONNECT_TIMEOUT_SECONDS`). */
-    readonly databaseConnectTimeout: Duration.Duration
-    /**
-     * How long one statement may run on PostgreSQL, and wait for another process's lock on
-     * SQLite (`DATABASE_STATEMENT_TIMEOUT_SECONDS`).
-     */
-    readonly databaseStatementTimeout: Duration.Duration
-    /** How long a start keeps retrying a database that refuses connections (`DATABASE_START_TIMEOUT_SECONDS`). */
-    readonly databaseStartTimeout: Duration.Duration
-  }
->() {
+export class AppConfig extends Context.Service<AppConfig, {
+  readonly port: number
+  readonly host: string
+  /** A `postgres://` URL, or a SQLite file: a path, `sqlite:path` or `file:path`. */
+  readonly databaseUrl: string
+  readonly environment: Environment
+  /** Where clients reach this instance; used in `Link` headers. */
+  readonly publicBaseUrl: string
+  /** The OpenAPI document's `servers`: this instance, then the other environment. */
+  readonly servers: ReadonlyArray<Server>
+  /** Requests per API key: a token bucket refilled at `perSecond`, holding `burst`. */
+  readonly rateLimit: { readonly perSecond: number; readonly burst: number }
+  /** Failed authentications allowed per client address and minute (also the burst). */
+  readonly authFailuresPerMinute: number
+  /** Proxies whose forwarding headers name the client (`TRUSTED_PROXIES`); none by default. */
+  readonly trustedProxies: ReadonlyArray<IpRange>
+  /** Browser origins allowed to call the API (CORS); none unless listed. */
+  readonly corsOrigins: ReadonlyArray<string>
+  readonly logLevel: LogLevel.LogLevel
+  /** Server processes sharing the port (`WORKERS`; `auto` is one per core). */
+  readonly workers: number
+  /** How long a stop lets the requests in flight finish (`DRAIN_TIMEOUT_SECONDS`). */
+  readonly drainTimeout: Duration.Duration
+  /** How long a request may take before it is answered 503 (`REQUEST_TIMEOUT_SECONDS`). */
+  readonly requestTimeout: Duration.Duration
+  /** PostgreSQL: how long opening a connection may take (`DATABASE_CONNECT_TIMEOUT_SECONDS`). */
+  readonly databaseConnectTimeout: Duration.Duration
+  /**
+   * How long one statement may run on PostgreSQL, and wait for another process's lock on
+   * SQLite (`DATABASE_STATEMENT_TIMEOUT_SECONDS`).
+   */
+  readonly databaseStatementTimeout: Duration.Duration
+  /** How long a start keeps retrying a database that refuses connections (`DATABASE_START_TIMEOUT_SECONDS`). */
+  readonly databaseStartTimeout: Duration.Duration
+}>()("petstore/AppConfig") {
   static readonly config = Config.all({
-    port: Config.integer("PORT").pipe(
-      Config.validate({ message: "must be a port number from 1 to 65535", validation: (p) => p >= 1 && p <= 65535 }),
-      Config.withDefault(3000)
-    ),
-    host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
-    // Named by `nested` after its checks, so that every check's message names DATABASE_URL.
-    databaseUrl: Config.string().pipe(
-      Config.validate({
-        message:
-          "must be a postgres:// URL, or a SQLite file path, sqlite:path or file:path (not :memory:: the migrations and the service share the file)",
-        validation: (url) =>
-          url.trim().length > 0 && !url.includes(":memory:") &&
-          !/^(?!sqlite:|file:|postgres:\/\/|postgresql:\/\/)[a-z][a-z0-9+.-]*:\/\//i.test(url)
-      }),
-      Config.validate({
-        message: "names no SQLite file: the path after sqlite: or file: is empty",
-        validation: (url) => sqliteFilename(url).trim().length > 0
-      }),
-      Config.nested("DATABASE_URL"),
-      Config.withDefault("data/petstore.db")
-    ),
-    environment: Config.literal("production", "staging")("PETSTORE_ENV").pipe(Config.withDefault("staging")),
+    port: checked(
+      "PORT",
+      Schema.NumberFromString,
+      rule("must be a port number from 1 to 65535", (p) => Number.isInteger(p) && p >= 1 && p <= 65535)
+    ).pipe(Config.withDefault(3000)),
+    host: Config.String("HOST").pipe(Config.withDefault("0.0.0.0")),
+    databaseUrl: checked("DATABASE_URL", Schema.String, (url) =>
+      url.trim().length === 0 || url.includes(":memory:") ||
+        /^(?!sqlite:|file:|postgres:\/\/|postgresql:\/\/)[a-z][a-z0-9+.-]*:\/\//i.test(url)
+        ? "must be a postgres:// URL, or a SQLite file path, sqlite:path or file:path (not :memory:: the migrations and the service share the file)"
+        : sqliteFilename(url).trim().length > 0 || "names no SQLite file: the path after sqlite: or file: is empty").pipe(
+        Config.withDefault("data/petstore.db")
+      ),
+    environment: checked(
+      "PETSTORE_ENV",
+      Schema.String,
+      rule("must be production or staging", (value) => value === "production" || value === "staging")
+    ).pipe(Config.map((value) => value as Environment), Config.withDefault("staging" as Environment)),
     publicBaseUrl: Config.option(httpUrl("PUBLIC_BASE_URL")),
     productionUrl: httpUrl("PETSTORE_PRODUCTION_URL").pipe(Config.withDefault("https://petstore.example.com")),
     stagingUrl: httpUrl("PETSTORE_STAGING_URL").pipe(Config.withDefault("https://staging.petstore.example.com")),
     rateLimit: Config.all({
-      perSecond: Config.number("RATE_LIMIT_PER_SECOND").pipe(
-        Config.validate({ message: "must be a positive number", validation: (n) => n > 0 }),
-        Config.withDefault(100)
-      ),
-      burst: Config.integer("RATE_LIMIT_BURST").pipe(
-        Config.validate({ message: "must be a positive integer", validation: (n) => n >= 1 }),
-        Config.withDefault(200)
-      )
+      perSecond: checked("RATE_LIMIT_PER_SECOND", Schema.NumberFromString, rule("must be a positive number", (n) => n > 0))
+        .pipe(Config.withDefault(100)),
+      burst: checked(
+        "RATE_LIMIT_BURST",
+        Schema.NumberFromString,
+        rule("must be a positive integer", (n) => Number.isInteger(n) && n >= 1)
+      ).pipe(Config.withDefault(200))
     }),
-    authFailuresPerMinute: Config.integer("AUTH_FAILURES_PER_MINUTE").pipe(
-      Config.validate({ message: "must be a positive integer", validation: (n) => n >= 1 }),
-      Config.withDefault(20)
+    authFailuresPerMinute: checked(
+      "AUTH_FAILURES_PER_MINUTE",
+      Schema.NumberFromString,
+      rule("must be a positive integer", (n) => Number.isInteger(n) && n >= 1)
+    ).pipe(Config.withDefault(20)),
+    trustedProxies: checked(
+      "TRUSTED_PROXIES",
+      Schema.String,
+      rule(
+        "must be comma-separated IP addresses or CIDR ranges, such as 10.0.0.0/8, 192.0.2.7, fd00::/8",
+        (value) => parseTrustedProxies(value).invalid.length === 0
+      )
+    ).pipe(
+      Config.map((value): ReadonlyArray<IpRange> => parseTrustedProxies(value).ranges),
+      Config.withDefault([] as ReadonlyArray<IpRange>)
     ),
-    // Named by `nested` after their checks, so that a bad value's message names the variable.
-    trustedProxies: Config.string().pipe(
-      Config.validate({
-        message: "must be comma-separated IP addresses or CIDR ranges, such as 10.0.0.0/8, 192.0.2.7, fd00::/8",
-        validation: (value) => parseTrustedProxies(value).invalid.length === 0
-      }),
-      Config.map((value) => parseTrustedProxies(value).ranges),
-      Config.nested("TRUSTED_PROXIES"),
-      Config.withDefault([])
+    corsOrigins: checked(
+      "CORS_ORIGINS",
+      Schema.String,
+      rule("must be a comma-separated list of http(s) origins", (list) => originsOf(list).every(isHttpUrl))
+    ).pipe(Config.map(originsOf), Config.withDefault([] as ReadonlyArray<string>)),
+    logLevel: checked(
+      "LOG_LEVEL",
+      Schema.String,
+      rule(
+        "must be one of all, fatal, error, warn, info, debug, trace, off",
+        (value) => Object.hasOwn(logLevels, value.trim().toUpperCase())
+      )
+    ).pipe(
+      Config.map((value) => logLevels[value.trim().toUpperCase()]!),
+      Config.withDefault("Info" as LogLevel.LogLevel)
     ),
-    corsOrigins: Config.string().pipe(
-      Config.map((list) => list.split(",").map((origin) => origin.trim().replace(/\/+$/, "")).filter((o) => o !== "")),
-      Config.validate({ message: "must be a comma-separated list of http(s) origins", validation: (list) => list.every(isHttpUrl) }),
-      Config.nested("CORS_ORIGINS"),
-      Config.withDefault([])
-    ),
-    logLevel: Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
-    workers: Config.string().pipe(
-      Config.map((value) => value.trim() === "auto" ? availableParallelism() : Number(value)),
-      Config.validate({
-        message: "must be auto or a whole number of processes from 1 to 256",
-        validation: (n) => Number.isInteger(n) && n >= 1 && n <= 256
-      }),
-      Config.nested("WORKERS"),
-      Config.withDefault(1)
-    ),
-    drainTimeout: Config.number("DRAIN_TIMEOUT_SECONDS").pipe(
-      Config.validate({ message: "must be a number of seconds from 0 to 3600", validation: (n) => n >= 0 && n <= 3600 }),
-      Config.withDefault(10),
-      Config.map(Duration.seconds)
+    workers: checked(
+      "WORKERS",
+      Schema.String,
+      rule("must be auto or a whole number of processes from 1 to 256", (value) => {
+        const n = workersOf(value)
+        return Number.isInteger(n) && n >= 1 && n <= 256
+      })
+    ).pipe(Config.map(workersOf), Config.withDefault(1)),
+    drainTimeout: seconds(
+      "DRAIN_TIMEOUT_SECONDS",
+      "must be a number of seconds from 0 to 3600",
+      (n) => n >= 0 && n <= 3600,
+      10
     ),
     // Bun closes a connection idle for 10 s: an answer must come before that.
-    requestTimeout: Config.number("REQUEST_TIMEOUT_SECONDS").pipe(
-      Config.validate({ message: "must be a number of seconds above 0 and below 10", validation: (n) => n > 0 && n < 10 }),
-      Config.withDefault(5),
-      Config.map(Duration.seconds)
+    requestTimeout: seconds(
+      "REQUEST_TIMEOUT_SECONDS",
+      "must be a number of seconds above 0 and below 10",
+      (n) => n > 0 && n < 10,
+      5
     ),
-    databaseConnectTimeout: seconds("DATABASE_CONNECT_TIMEOUT_SECONDS", 3),
-    databaseStatementTimeout: seconds("DATABASE_STATEMENT_TIMEOUT_SECONDS", 3),
-    databaseStartTimeout: Config.number("DATABASE_START_TIMEOUT_SECONDS").pipe(
-      Config.validate({ message: "must be a number of seconds from 0 to 3600", validation: (n) => n >= 0 && n <= 3600 }),
-      Config.withDefault(30),
-      Config.map(Duration.seconds)
+    databaseConnectTimeout: databaseSeconds("DATABASE_CONNECT_TIMEOUT_SECONDS", 3),
+    databaseStatementTimeout: databaseSeconds("DATABASE_STATEMENT_TIMEOUT_SECONDS", 3),
+    databaseStartTimeout: seconds(
+      "DATABASE_START_TIMEOUT_SECONDS",
+      "must be a number of seconds from 0 to 3600",
+      (n) => n >= 0 && n <= 3600,
+      30
     )
   }).pipe(
     Config.map(({ productionUrl, publicBaseUrl, stagingUrl, ...config }) => {
@@ -178,7 +214,7 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
   static readonly layer = Layer.effect(AppConfig, AppConfig.config)
 
   /** Settings for tests and for composing the service in code. */
-  static readonly make = (config: Partial<AppConfig["Type"]> = {}) => {
+  static readonly make = (config: Partial<AppConfig["Service"]> = {}) => {
     const environment = config.environment ?? "staging"
     const publicBaseUrl = config.publicBaseUrl ?? "http://localhost:3000"
     return Layer.succeed(AppConfig, {
@@ -195,7 +231,7 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       authFailuresPerMinute: 20,
       trustedProxies: [],
       corsOrigins: [],
-      logLevel: LogLevel.Info,
+      logLevel: "Info",
       workers: 1,
       drainTimeout: Duration.seconds(10),
       requestTimeout: Duration.seconds(5),
@@ -205,6 +241,19 @@ export class AppConfig extends Context.Tag("petstore/AppConfig")<
       ...config
     })
   }
+}
+
+/**
+ * A configuration error in one line naming the variable and its rule:
+ * `Invalid data at WORKERS: "must be auto or a whole number of processes from 1 to 256"`.
+ */
+export const describeConfigError = (error: Config.ConfigError): string => {
+  const cause = error.cause
+  if (!Schema.isSchemaError(cause)) return String(cause)
+  const [first] = SchemaIssue.makeFormatterStandardSchemaV1()(cause.issue).issues
+  if (first === undefined) return cause.message
+  const path = (first.path ?? []).map((key) => String(typeof key === "object" ? key.key : key)).join(".")
+  return path === "" ? first.message : `Invalid data at ${path}: ${JSON.stringify(first.message)}`
 }
 
 /** The SQLite file a `DATABASE_URL` names: a path, `sqlite:path` or `file:path`. */

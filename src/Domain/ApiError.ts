@@ -1,5 +1,9 @@
-import { HttpApiSchema } from "@effect/platform"
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
+import { HttpApiSchema } from "effect/http-api"
+
+/** One of `codes`; a single code is its literal (a union of one reads as `anyOf` in the document). */
+const oneOf = <const Codes extends readonly [string, ...Array<string>]>(codes: Codes): Schema.Codec<Codes[number]> =>
+  codes.length === 1 ? Schema.Literal(codes[0]) : Schema.Literals(codes)
 
 /**
  * Every error of the service answers with the interface's Error body: exactly `code`, `message`
@@ -10,12 +14,12 @@ const errorFields = <const Codes extends readonly [string, ...Array<string>], co
   status: Status,
   codes: Codes
 ) => ({
-  code: Schema.Literal(...codes).annotations({ description: "Machine-readable error code.", examples: [codes[0]] }),
-  message: Schema.String.annotations({
+  code: oneOf(codes).annotate({ description: "Machine-readable error code.", examples: [codes[0]] }),
+  message: Schema.String.annotate({
     description: "Human-readable description, naming the offending field or parameter and the rule it broke.",
     examples: ["name: must be a string of 1 to 255 characters"]
   }),
-  status: Schema.Literal(status).annotations({ description: "The HTTP status code of the response.", examples: [status] })
+  status: Schema.Literal(status).annotate({ description: "The HTTP status code of the response.", examples: [status] })
 })
 
 export class BadRequest extends Schema.TaggedError<BadRequest>()(
@@ -78,27 +82,45 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
   errorFields(503, ["database_unavailable", "request_timeout", "shutting_down", "read_only"])
 ) {}
 
-/** A tagged error class of this file: its schema, tag and fields (`_tag`, `code`, `message`, `status`). */
-type ErrorClass<A, I extends { readonly _tag: Tag }, Tag extends string, Fields extends Schema.Struct.Fields> =
-  & Schema.Schema<A, I>
-  & { readonly _tag: Tag; readonly fields: Fields }
+/** A tagged error class of this file: its schema, its constructor and its fields (`_tag`, `code`, `message`, `status`). */
+type ErrorClass<Self, Tag extends string, Codes extends ReadonlyArray<string>, Status extends number> =
+  & Schema.Codec<Self, unknown>
+  & {
+    new(body: { readonly code: Codes[number]; readonly message: string; readonly status: Status }): Self
+    readonly fields: {
+      readonly _tag: Schema.tag<Tag>
+      readonly code: Schema.Codec<Codes[number]>
+      readonly message: Schema.String
+      readonly status: Schema.Literal<Status>
+    }
+  }
 
-/** The wire form of a tagged error: the Error body without the tag, with its HTTP status. */
-export const ErrorBody = <A, I extends { readonly _tag: Tag }, Tag extends string, Fields extends Schema.Struct.Fields>(
-  error: ErrorClass<A, I, Tag, Fields>,
+/**
+ * The wire form of a tagged error: the Error body without the tag, under its HTTP status. It
+ * decodes to the class (so clients get `instanceof NotFound`) and encodes an instance to the
+ * three fields.
+ */
+export const ErrorBody = <
+  Self extends { readonly code: Codes[number]; readonly message: string; readonly status: Status },
+  Tag extends string,
+  const Codes extends ReadonlyArray<string>,
+  Status extends number
+>(
+  error: ErrorClass<Self, Tag, Codes, Status>,
   description: string
 ) => {
-  const { _tag: _, ...fields } = error.fields
-  const status = ((error.fields as Schema.Struct.Fields).status as Schema.Literal<[number]>).literals[0]
-  return Schema.transform(
-    Schema.Struct(fields).annotations({ identifier: `${error._tag}Error`, description }),
-    error,
-    {
-      strict: false,
-      decode: (body) => ({ ...body, _tag: error._tag }),
-      encode: ({ _tag, ...body }) => body
-    }
-  ).annotations(HttpApiSchema.annotations({ status, description }))
+  const { _tag, code, message, status } = error.fields
+  const wire = Schema.Struct({ code, message, status }).annotate({ identifier: `${_tag.schema.literal}Error`, description })
+  return wire.pipe(
+    Schema.decodeTo(
+      Schema.toType(error),
+      SchemaTransformation.transform<Self, typeof wire.Type>({
+        decode: (body) => new error(body),
+        encode: ({ code, message, status }) => ({ code, message, status })
+      })
+    ),
+    HttpApiSchema.status(status.literal)
+  ).annotate({ description })
 }
 
 export const BadRequestBody = ErrorBody(BadRequest, "The request has an invalid body, parameter or cursor.")

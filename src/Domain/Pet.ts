@@ -1,29 +1,43 @@
-import { Schema } from "effect"
+import { Schema, type SchemaAST, SchemaTransformation } from "effect"
 
-/** Integers a JSON client can carry without rounding: larger values are rejected, never rounded. */
-const SafeInt = Schema.Int.pipe(Schema.between(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER))
+/**
+ * Each schema of a request names the rule a client broke in one `message`, carried by the schema
+ * and by each of its checks, so that whichever check fails the answer words the same rule
+ * (`name: must be a string of 1 to 255 characters …`) rather than Schema's own wording.
+ */
+const rule = (message: string) => ({ message })
+
+const safeIntegerMessage = "must be an integer from -9007199254740991 to 9007199254740991"
 
 /**
  * A decimal integer written as text, as path and query parameters carry it, in its one canonical
- * spelling (no `+`, no leading zeros, no `-0`), so that one resource has one URL.
+ * spelling (no `+`, no leading zeros, no `-0`), so that one resource has one URL; every check
+ * answers with `message`. Integers a JSON client cannot carry without rounding are rejected.
  */
-export const DecimalIntFromString = Schema.String.pipe(
-  Schema.pattern(/^(?:0|-?[1-9][0-9]{0,15})$/),
-  Schema.compose(Schema.NumberFromString),
-  Schema.compose(SafeInt)
-)
+export const DecimalIntFromString = (message: string, ...checks: Array<SchemaAST.Check<number>>) =>
+  Schema.String.annotate(rule(message)).check(Schema.isPattern(/^(?:0|-?[1-9][0-9]{0,15})$/, rule(message))).pipe(
+    Schema.decodeTo(
+      Schema.Number.annotate(rule(message)).check(Schema.isInt(rule(message)), ...checks),
+      SchemaTransformation.numberFromString
+    )
+  )
 
-export const PetId = SafeInt.annotations({
-  identifier: "PetId",
+/** An integer a JSON client can carry without rounding: larger values are rejected, never rounded. */
+const SafeInt = (annotations: Schema.Annotations.Bottom<number, readonly []>) =>
+  Schema.Number.annotate(annotations).check(Schema.isInt(rule(annotations.message ?? safeIntegerMessage)))
+
+export const PetId = SafeInt({
   description: "Unique identifier of an animal, assigned by the service on creation; never reused.",
   examples: [1],
   format: "int64"
-})
+}).annotate({ identifier: "PetId" })
 export type PetId = typeof PetId.Type
 
-export const PetStatus = Schema.Literal("available", "pending", "sold").annotations({
-  identifier: "PetStatus",
-  description: "Availability status of an animal."
+const statusMessage = "must be one of available, pending, sold"
+
+export const PetStatus = Schema.Literals(["available", "pending", "sold"]).annotate({
+  description: "Availability status of an animal.",
+  ...rule(statusMessage)
 })
 export type PetStatus = typeof PetStatus.Type
 
@@ -33,52 +47,57 @@ export type PetStatus = typeof PetStatus.Type
  */
 const isStorableText = (text: string) => text.isWellFormed() && !text.includes("\u0000")
 
-export const PetName = Schema.String.pipe(
-  Schema.minLength(1),
-  Schema.maxLength(255),
-  // No JSON Schema keyword says this; the description does.
-  Schema.filter(isStorableText, { jsonSchema: {} })
-).annotations({
+const nameMessage = "must be a string of 1 to 255 characters of Unicode text without U+0000"
+
+export const PetName = Schema.String.annotate({
   description: "The animal's name, 1 to 255 characters (UTF-16 code units) of Unicode text without U+0000.",
   examples: ["Rex"],
-  message: () => ({ message: "must be a string of 1 to 255 characters of Unicode text without U+0000", override: true })
-})
+  ...rule(nameMessage)
+}).check(
+  Schema.isMinLength(1, rule(nameMessage)),
+  Schema.isMaxLength(255, rule(nameMessage)),
+  // No JSON Schema keyword says this; the description does.
+  Schema.makeFilter(isStorableText, { ...rule(nameMessage), toJsonSchema: () => ({}) })
+)
 
-export const CategoryId = SafeInt.annotations({
+export const CategoryId = SafeInt({
   description: "Identifier of the category the animal belongs to.",
   examples: [3],
   format: "int64",
-  message: () => ({ message: "must be an integer from -9007199254740991 to 9007199254740991", override: true })
+  ...rule(safeIntegerMessage)
 })
 
 const newPetFields = {
-  name: PetName,
-  categoryId: CategoryId,
-  status: Schema.optionalWith(
-    PetStatus.annotations({
-      description: "Availability status; absent when none was given (there is no default).",
-      examples: ["available"],
-      message: () => ({ message: "must be one of available, pending, sold", override: true })
-    }),
-    { exact: true }
-  )
+  name: PetName.annotateKey({ messageMissingKey: "is missing" }),
+  categoryId: CategoryId.annotateKey({ messageMissingKey: "is missing" }),
+  // Absent or one of the values: `null` is refused like any other value.
+  status: Schema.optionalKey(PetStatus.annotate({
+    description: "Availability status; absent when none was given (there is no default).",
+    examples: ["available"]
+  }))
 }
 
-/** The request body of createPet. A property the interface does not name is rejected. */
-export const NewPet = Schema.Struct(newPetFields).annotations({
+/**
+ * The request body of createPet. A property the interface does not name is refused when decoded
+ * with `newPetParseOptions` (the createPet endpoint does).
+ */
+export const NewPet = Schema.Struct(newPetFields).annotate({
   identifier: "NewPet",
   description: "An animal to add to the store.",
-  parseOptions: { onExcessProperty: "error" }
+  messageUnexpectedKey: `is unexpected, expected: ${Object.keys(newPetFields).map((key) => `"${key}"`).join(" | ")}`
 })
 export type NewPet = typeof NewPet.Type
 
-export const Pet = Schema.Struct({ id: PetId, ...newPetFields }).annotations({
+/** How a NewPet is decoded from a request: a property the interface does not name is an error. */
+export const newPetParseOptions = { onExcessProperty: "error" } as const
+
+export const Pet = Schema.Struct({ id: PetId, ...newPetFields }).annotate({
   identifier: "Pet",
   description: "An animal as stored."
 })
 export type Pet = typeof Pet.Type
 
-export const Pets = Schema.Array(Pet).annotations({
+export const Pets = Schema.Array(Pet).annotate({
   identifier: "Pets",
   description: "A page of animals in ascending id order."
 })

@@ -1,5 +1,5 @@
-import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
 import { ServiceUnavailable } from "../Domain/ApiError.js"
 import { PetRepository } from "../Pets/PetRepository.js"
@@ -12,18 +12,18 @@ import { PetRepository } from "../Pets/PetRepository.js"
 const readinessTimeout = "750 millis"
 
 const readiness = (isReady: Effect.Effect<boolean>) =>
-  Effect.timeoutTo(Effect.disconnect(isReady), { duration: readinessTimeout, onSuccess: (ready) => ready, onTimeout: () => false })
+  Effect.flatMap(Effect.forkDetach(isReady), (check) =>
+    Effect.timeoutOrElse(Fiber.join(check), { duration: readinessTimeout, orElse: () => Effect.succeed(false) }))
+
+const ok = { status: "ok" } as const
+
+const notReady = new ServiceUnavailable({ code: "database_unavailable", message: "database: does not answer", status: 503 })
 
 export const HealthHttpLive = HttpApiBuilder.group(PetStoreApi, "health", (handlers) =>
   Effect.gen(function*() {
     const pets = yield* PetRepository
     return handlers
-      .handle("livez", () => Effect.succeed({ status: "ok" as const }))
+      .handle("livez", () => Effect.succeed(ok))
       .handle("readyz", () =>
-        Effect.flatMap(readiness(pets.isReady), (ready) =>
-          ready
-            ? Effect.succeed({ status: "ok" as const })
-            : Effect.fail(
-              new ServiceUnavailable({ code: "database_unavailable", message: "database: does not answer", status: 503 })
-            )))
+        Effect.flatMap(readiness(pets.isReady), (ready) => ready ? Effect.succeed(ok) : Effect.fail(notReady)))
   }))

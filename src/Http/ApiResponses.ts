@@ -1,8 +1,8 @@
-import { HttpApiBuilder, type HttpApp, HttpServerResponse } from "@effect/platform"
-import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
-import { RouteNotFound } from "@effect/platform/HttpServerError"
-import { Cause, Effect, Option, Predicate, Schema } from "effect"
-import { PetStoreApi } from "../Api.js"
+import { Cause, Effect, Predicate } from "effect"
+import { HttpServerError, type HttpServerResponse } from "effect/http"
+import { HttpApiMiddleware } from "effect/http-api"
+import { SqlError } from "effect/sql"
+import { SchemaErrors } from "../Api/SchemaErrors.js"
 import {
   type ApiError,
   BadRequest,
@@ -13,29 +13,27 @@ import {
   ServiceUnavailable
 } from "../Domain/ApiError.js"
 import { summarizeCause } from "../Observability/CauseSummary.js"
-import { describeIssues, excerpt } from "../Request/ParseIssues.js"
-import { type RequestState, withCurrentRequest } from "../Request/CurrentRequest.js"
-import { databaseUnavailable } from "../Sql/DatabaseErrors.js"
+import { CurrentRequest, type RequestRecord } from "../Request/CurrentRequest.js"
+import { errorResponse } from "../Request/ErrorResponse.js"
+import { describeIssue, excerpt } from "../Request/ParseIssues.js"
+import { toUnavailable } from "../Sql/DatabaseErrors.js"
 import { withResponseHeaders } from "./ResponseHeaders.js"
 import { makeAllowedMethods, pathOf } from "./Routes.js"
-
-/** The response of an error: its wire body (by its tag) under its own status. */
-export const errorResponse = (error: ApiError, headers: Record<string, string> = {}) =>
-  HttpServerResponse.unsafeJson(
-    Schema.encodeSync(errorBodies[error._tag] as Schema.Schema<ApiError, unknown>)(error),
-    { status: error.status, headers }
-  )
 
 /**
  * An answer the server middleware gives itself (the deadline's, a draining server's): the server
  * sends it as it is, so it gets here the headers every response leaves with.
  */
 export const answeredEarly = (response: HttpServerResponse.HttpServerResponse) =>
-  withCurrentRequest((state) => Effect.succeed(withResponseHeaders(state)(response)))
+  CurrentRequest.use((current) =>
+    Effect.succeed(current === undefined ? response : withResponseHeaders(current)(response))
+  )
 
-const internalError = errorResponse(
-  new InternalError({ code: "internal_error", message: "The service failed unexpectedly; the request id names it in the log", status: 500 })
-)
+const internalError = new InternalError({
+  code: "internal_error",
+  message: "The service failed unexpectedly; the request id names it in the log",
+  status: 500
+})
 
 const databaseUnavailableResponse = errorResponse(
   new ServiceUnavailable({
@@ -54,73 +52,78 @@ const isApiError = (error: unknown): error is ApiError =>
   Predicate.hasProperty(error, "_tag") && Predicate.hasProperty(errorBodies, error._tag as string) &&
   Predicate.hasProperty(error, "status")
 
+const isRouteNotFound = (error: unknown): boolean =>
+  HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
+
+const logFailure = (cause: Cause.Cause<unknown>, requestId: string | undefined) =>
+  Effect.logError("request failed").pipe(Effect.annotateLogs({ requestId, error: summarizeCause(cause) }))
+
 /**
- * Failures become the interface's Error body: the errors the endpoints declare, the platform's
- * decode errors (HttpApi would answer its own `HttpApiDecodeError` body, not the interface's),
- * unknown routes and methods (the router's failure, before any endpoint, with `Allow`), a
- * database that cannot serve now (a defect of the SQL layer, answered 503 with `Retry-After`),
- * and unexpected failures (logged, never shown). The headers every response carries are set
- * around HttpApi's app (`Http/Server.ts`, `Http/ResponseHeaders.ts`).
- *
- * Declared errors are written here by their own wire schema, the one the API declares them with
- * (`errorBodies`), rather than left to fail through to HttpApi's encoding of them: that encoding
- * (the failure squashed, the API's context provided, the union of every error schema run as an
- * effect) costs about 11 µs more CPU per 401 (51 µs before), which took the 401 workload to
- * 0.84× of this layout's throughput on SQLite and 0.82× on PostgreSQL, and to 0.94× of 8069bce's
- * on SQLite, below the 0.95× the service keeps (`bun scripts/bench.ts --ab`, 6 rounds of 4 s,
- * 24 November 2026; docs/benchmarks.md). Everything else of a declared error (its schema, its
- * status, the OpenAPI document) is HttpApi's.
+ * What a request HttpApi's endpoints did not answer gets, as the interface's Error body: an
+ * unknown route or method (the router's failure, before any endpoint: 404, or 405 with `Allow`),
+ * a database that cannot serve now (a defect of the SQL layer: 503 with `Retry-After`) and any
+ * other failure (500, logged with the request id, never shown). A client that went away stays a
+ * failure: nobody is left to answer. Every endpoint answers its declared errors itself, by their
+ * schemas, and its undecodable requests through `SchemaErrorsLive`.
  */
-export const ApiResponses = HttpApiBuilder.middleware(
-  PetStoreApi,
-  Effect.sync(() => {
-    const allowedMethods = makeAllowedMethods()
-    const fromCause = (cause: Cause.Cause<unknown>, { id: requestId, request }: RequestState) =>
-      Effect.gen(function*() {
-        if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause as Cause.Cause<never>)
-        const failure = Cause.failureOption(cause)
-        if (Option.isSome(failure) && !Cause.isDie(cause)) {
-          const error = failure.value
-          if (error instanceof HttpApiDecodeError) {
-            return errorResponse(
-              new BadRequest({ code: "invalid_parameter", message: describeIssues(error.issues, "request"), status: 400 })
+export const makeFailureAnswers = () => {
+  const allowedMethods = makeAllowedMethods()
+  return (
+    cause: Cause.Cause<unknown>,
+    record: RequestRecord
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> => {
+    const { request } = record
+    if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+    const error = Cause.findErrorOption(cause)
+    if (error._tag === "Some") {
+      if (isRouteNotFound(error.value)) {
+        const path = pathOf(request.url)
+        const allowed = allowedMethods(path)
+        return Effect.succeed(
+          allowed.length === 0
+            ? routeNotFound(path)
+            : errorResponse(
+              new MethodNotAllowed({
+                code: "method_not_allowed",
+                message: `method: ${excerpt(request.method)} is not allowed on ${path}; use ${allowed.join(", ")}`,
+                status: 405
+              }),
+              { allow: allowed.join(", ") }
             )
-          }
-          if (isApiError(error)) return errorResponse(error)
-          if (error instanceof RouteNotFound) {
-            const path = pathOf(request.url)
-            const allowed = allowedMethods(path)
-            return allowed.length === 0
-              ? routeNotFound(path)
-              : errorResponse(
-                new MethodNotAllowed({
-                  code: "method_not_allowed",
-                  message: `method: ${excerpt(request.method)} is not allowed on ${path}; use ${allowed.join(", ")}`,
-                  status: 405
-                }),
-                { allow: allowed.join(", ") }
-              )
-          }
-        }
-        const unavailable = databaseUnavailable(cause)
-        if (Option.isSome(unavailable)) {
-          yield* Effect.logWarning("database unavailable").pipe(
-            Effect.annotateLogs({ requestId, reason: unavailable.value })
-          )
-          return databaseUnavailableResponse
-        }
-        yield* Effect.logError("request failed").pipe(
-          Effect.annotateLogs({ requestId, error: summarizeCause(cause) })
         )
-        return internalError
-      })
-    return (app: HttpApp.Default): HttpApp.Default =>
-      Effect.catchAllCause(app, (cause) => {
-        // A declared error (a 401, a 404) in the same step: the most frequent failures.
-        const declared = cause._tag === "Fail" && isApiError(cause.error) ? cause.error : undefined
-        return declared !== undefined
-          ? Effect.succeed(errorResponse(declared))
-          : withCurrentRequest((state) => fromCause(cause, state))
-      })
-  })
-)
+      }
+      if (isApiError(error.value)) return Effect.succeed(errorResponse(error.value))
+    }
+    const defect = Cause.findDefect(cause)
+    const unavailable = defect._tag === "Success" && SqlError.isSqlError(defect.success)
+      ? toUnavailable(defect.success)
+      : undefined
+    if (unavailable !== undefined) {
+      return Effect.logWarning("database unavailable").pipe(
+        Effect.annotateLogs({ requestId: record.id, reason: unavailable.message }),
+        Effect.as(databaseUnavailableResponse)
+      )
+    }
+    return Effect.as(logFailure(cause, record.id), errorResponse(internalError))
+  }
+}
+
+/**
+ * HttpApi's own schema failures as the interface's Error body: a request it cannot decode (a path
+ * or query parameter, a header) is 400 `invalid_parameter` naming the parameter and its rule; a
+ * response it cannot encode is a fault of the service, 500 and logged.
+ */
+export const SchemaErrorsLive = HttpApiMiddleware.layerSchemaErrorTransform(SchemaErrors, (error) => {
+  if (error.kind === "Body" || error.kind === "ResponseHeaders") {
+    return CurrentRequest.use((current) =>
+      Effect.andThen(logFailure(Cause.fail(error.cause), current?.id), Effect.fail(internalError))
+    )
+  }
+  return Effect.fail(
+    new BadRequest({
+      code: "invalid_parameter",
+      message: describeIssue(error.cause.issue, error.kind === "Payload" ? "body" : "request"),
+      status: 400
+    })
+  )
+})

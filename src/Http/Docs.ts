@@ -1,5 +1,6 @@
-import { HttpApi, HttpApiBuilder, HttpApiScalar, HttpLayerRouter, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Effect } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
+import { type HttpApi, type HttpApiGroup, HttpApiScalar, OpenApi } from "effect/http-api"
 import { createHash } from "node:crypto"
 import { docsPath, openApiPath, rootPath } from "../Api/DocumentPaths.js"
 import { precompressed } from "./Precompressed.js"
@@ -7,17 +8,26 @@ import { precompressed } from "./Precompressed.js"
 /** Browsers and proxies may keep the page and the document this long, then revalidate by ETag. */
 export const docsCacheControl = "public, max-age=300"
 
+/**
+ * The viewer names an operation's section with its method in capitals (`#tag/pets/GET/v1/pets`),
+ * where the links already given out (getPet's `Link: …; rel="deprecation"`) spell it in lower
+ * case, which it would not open: the fragment is respelled before the viewer reads it.
+ */
+const respellFragment = "<script>if (/^#tag[/][^/]+[/][a-z]+[/]/.test(location.hash)) history.replaceState(null, \"\", " +
+  "location.hash.replace(/^(#tag[/][^/]+[/])([a-z]+)[/]/, (_, tag, method) => tag + method.toUpperCase() + \"/\"))</script>"
+
 /** Scalar's page for the API, rendered once through its own route; its fonts are the system's, so it needs no network. */
-const renderScalarPage = (api: HttpApi.HttpApi.Any) =>
+const renderScalarPage = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) =>
   Effect.promise(async () => {
-    const { dispose, handler } = HttpLayerRouter.toWebHandler(
-      HttpApiScalar.layerHttpLayerRouter({ api, path: docsPath, scalar: { withDefaultFonts: false } }),
+    const { dispose, handler } = HttpRouter.toWebHandler(
+      HttpApiScalar.layer(api, { path: docsPath, scalar: { withDefaultFonts: false } }),
       { disableLogger: true }
     )
     try {
       const page = await (await handler(new Request(`http://localhost${docsPath}`))).text()
       // The viewer's script names a source map on its CDN, which this origin does not serve.
       return page.replace(/\n\/\/# sourceMappingURL=\/sm\/[0-9a-f]+\.map/, "")
+        .replace("<body>", `<body>\n    ${respellFragment}`)
     } finally {
       await dispose()
     }
@@ -54,26 +64,28 @@ const utf8 = (text: string) => new TextEncoder().encode(text)
 
 /**
  * `GET /docs` (the interactive page, working offline), `GET /v1/openapi.json` and `GET /`
- * (a redirect to the page). The page and the document are built, hashed and compressed once at
- * start, and may be cached: they change only with the deployment.
+ * (a redirect to the page), for `api`. The page and the document are built, hashed and compressed
+ * once at start, and may be cached: they change only with the deployment.
  */
-export const DocsLive = HttpApiBuilder.Router.use((router) =>
-  Effect.gen(function*() {
-    const { api } = yield* HttpApi.Api
-    const spec = OpenApi.fromApi(api)
-    const page = yield* renderScalarPage(api)
-    const servers = (spec.servers ?? []).map(({ url }) => url)
-    yield* router.get(
-      docsPath,
-      yield* precompressed(utf8(page), "text/html; charset=utf-8", {
-        "cache-control": docsCacheControl,
-        ...securityHeaders(page, servers)
-      })
-    )
-    yield* router.get(
-      openApiPath,
-      yield* precompressed(utf8(JSON.stringify(spec)), "application/json", { "cache-control": docsCacheControl })
-    )
-    yield* router.get(rootPath, Effect.succeed(HttpServerResponse.redirect(docsPath, { status: 302 })))
-  })
-)
+export const DocsLive = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) =>
+  HttpRouter.use((router) =>
+    Effect.gen(function*() {
+      const spec = OpenApi.fromApi(api)
+      const page = yield* renderScalarPage(api)
+      const servers = (spec.servers ?? []).map(({ url }) => url)
+      yield* router.add(
+        "GET",
+        docsPath,
+        yield* precompressed(utf8(page), "text/html; charset=utf-8", {
+          "cache-control": docsCacheControl,
+          ...securityHeaders(page, servers)
+        })
+      )
+      yield* router.add(
+        "GET",
+        openApiPath,
+        yield* precompressed(utf8(JSON.stringify(spec)), "application/json", { "cache-control": docsCacheControl })
+      )
+      yield* router.add("GET", rootPath, HttpServerResponse.redirect(docsPath, { status: 302 }))
+    })
+  )

@@ -1,7 +1,8 @@
-import type { HttpApp } from "@effect/platform"
 import { Context, type Duration, Effect, Layer, Schedule } from "effect"
+import type { HttpServerResponse } from "effect/http"
 import { ServiceUnavailable } from "../Domain/ApiError.js"
-import { answeredEarly, errorResponse } from "./ApiResponses.js"
+import { errorResponse } from "../Request/ErrorResponse.js"
+import { answeredEarly } from "./ApiResponses.js"
 
 const shuttingDown = errorResponse(
   new ServiceUnavailable({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 }),
@@ -11,6 +12,8 @@ const shuttingDown = errorResponse(
 /** How long no request may arrive before a draining server is taken to be idle. */
 const quietMillis = 250
 
+type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+
 /**
  * Counts the requests being served, so that shutting down can let them finish: once `drain` starts,
  * new requests are refused with 503 and `Connection: close`, and `drain` waits for the running ones
@@ -18,13 +21,10 @@ const quietMillis = 250
  * signal; closing at once would reset it unanswered, so every connection that still brings a
  * request gets its 503 (and closes) before the server stops.
  */
-export class InFlightRequests extends Context.Tag("petstore/InFlightRequests")<
-  InFlightRequests,
-  {
-    readonly middleware: <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R>
-    readonly drain: (timeout: Duration.DurationInput) => Effect.Effect<void>
-  }
->() {
+export class InFlightRequests extends Context.Service<InFlightRequests, {
+  readonly middleware: <E, R>(app: App<E, R>) => App<E, R>
+  readonly drain: (timeout: Duration.Input) => Effect.Effect<void>
+}>()("petstore/InFlightRequests") {
   static readonly layer = Layer.sync(InFlightRequests, () => {
     let running = 0
     let draining = false
@@ -37,11 +37,8 @@ export class InFlightRequests extends Context.Tag("petstore/InFlightRequests")<
             return answeredEarly(shuttingDown)
           }
           running++
-          // The platform runs the app uninterruptibly, so this handler always runs.
-          return Effect.matchCauseEffect(app, {
-            onFailure: (cause) => (running--, Effect.failCause(cause)),
-            onSuccess: (response) => (running--, Effect.succeed(response))
-          })
+          // However the request ends, its client gone included.
+          return Effect.onExit(app, () => Effect.sync(() => void running--))
         }),
       drain: (timeout) =>
         Effect.suspend(() => {

@@ -1,5 +1,4 @@
 import { Effect, Layer } from "effect"
-import { Authentication } from "../Api/Authentication.js"
 import { countPetCreated } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { withSampledSpan } from "../Observability/Tracing.js"
@@ -7,24 +6,6 @@ import { PetRepository } from "../Pets/PetRepository.js"
 
 const inSpan = (spanName: string, functionName: string) =>
   withSampledSpan(spanName, { "code.function.name": functionName })
-
-/**
- * Authentication in a child span of the request's, when the request is sampled; the same service
- * when tracing is off.
- * The span carries no attribute of the request: never the key.
- */
-export const ObservedAuthentication = Layer.effect(
-  Authentication,
-  Effect.gen(function*() {
-    const { tracing } = yield* ObservabilityConfig
-    const authentication = yield* Authentication
-    if (tracing._tag === "None") return authentication
-    const traced = inSpan("authenticate", "Authentication.bearer")
-    return Authentication.of({
-      bearer: (token) => traced(authentication.bearer(token))
-    })
-  })
-)
 
 /**
  * The repository's calls in child spans when the request is sampled, and its creates counted

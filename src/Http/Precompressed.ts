@@ -1,5 +1,5 @@
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Fiber } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
 import { promisify } from "node:util"
 import { brotliCompress, constants, gzip } from "node:zlib"

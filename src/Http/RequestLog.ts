@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import type { RequestState } from "../Request/CurrentRequest.js"
+import type { RequestRecord } from "../Request/CurrentRequest.js"
 import { pathOf } from "./Routes.js"
 
 /**
@@ -25,13 +25,12 @@ export const bufferedLines = (write: (chunk: string) => void) => {
 }
 
 /** Where the request log lines go. */
-export class RequestLines extends Context.Tag("petstore/RequestLines")<
-  RequestLines,
-  { readonly add: (line: string) => void }
->() {
+export class RequestLines extends Context.Service<RequestLines, { readonly add: (line: string) => void }>()(
+  "petstore/RequestLines"
+) {
   /** Buffered lines to `write`, flushed when the layer is released. */
   static readonly layer = (write: (chunk: string) => void) =>
-    Layer.scoped(
+    Layer.effect(
       RequestLines,
       Effect.acquireRelease(Effect.sync(() => bufferedLines(write)), (lines) => Effect.sync(lines.flush))
     )
@@ -45,8 +44,8 @@ export class RequestLines extends Context.Tag("petstore/RequestLines")<
  * shape of the service's other log lines. Headers and the query string are never logged, so
  * neither is a key.
  */
-export const makeRequestLog = (log: (line: string) => void) => (state: RequestState, status: number): void => {
-  const { request, span } = state
+export const makeRequestLog = (log: (line: string) => void) => (record: RequestRecord, status: number): void => {
+  const { request, span } = record
   log(JSON.stringify({
     message: "request",
     logLevel: "INFO",
@@ -55,9 +54,9 @@ export const makeRequestLog = (log: (line: string) => void) => (state: RequestSt
       method: request.method,
       path: pathOf(request.url),
       status,
-      durationMs: Math.round((performance.now() - state.startedAt) * 100) / 100,
-      requestId: state.id,
-      client: state.clientAddress.text,
+      durationMs: Math.round((performance.now() - record.startedAt) * 100) / 100,
+      requestId: record.id,
+      client: record.clientAddress.text,
       ...(span === undefined ? {} : { trace_id: span.traceId, span_id: span.spanId })
     }
   }))

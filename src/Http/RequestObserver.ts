@@ -1,104 +1,100 @@
-import type { HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Exit } from "effect"
-import { activeRequests } from "../Observability/Metrics.js"
+import type { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { adjustActiveRequests } from "../Observability/Metrics.js"
 import type { Sampler } from "../Observability/Sampler.js"
 import { callerSpanOf, externalSpanOf } from "../Observability/TraceContext.js"
-import type { RequestState } from "../Request/CurrentRequest.js"
+import { notSampled, serverSpan } from "../Observability/Tracing.js"
+import type { ClientAddress } from "../Request/ClientAddress.js"
+import { CurrentRequest, RequestRecord } from "../Request/CurrentRequest.js"
 import { statusOf } from "./RequestStatus.js"
 import { pathOf } from "./Routes.js"
 import { makeRouteLabels, type RouteLabels, unmatchedRoute } from "./RouteTemplates.js"
 
+type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+
 /**
- * Around every request, when metrics or traces are on or `ended` is given: the request-duration
- * histogram by method, route template and status, the gauge of requests in flight, and, with
- * tracing, the trace's sampling, then, when sampled, the request's server span (continuing the
- * caller's `traceparent`). A sampled request's span gets the HTTP semantic-convention attributes, is
- * noted on the request's record and is the parent of every span below; any other request runs
- * with no span at all, so none below it is recorded. Never a header: the Authorization header
- * stays out of every span. `ended` is called with the request's status once it is answered (the
- * request log), in the same step as the metrics.
+ * Where a request enters: its record (`Request/CurrentRequest.ts`) made and provided to everything
+ * below, and, when metrics or traces are on or `ended` is given, the request-duration histogram by
+ * method, route template and status, the gauge of requests in flight, and, with tracing, the
+ * trace's sampling, then, when sampled, the request's server span (continuing the caller's
+ * `traceparent`). A sampled request's span gets the HTTP semantic-convention attributes, is on its
+ * record and is the parent of every span below; any other request runs with no span at all, so
+ * none below it is recorded. Never a header: the Authorization header stays out of every span.
+ * `ended` is called with the request's status once it is answered (the request log), in the same
+ * step as the metrics.
  */
 export const makeRequestObserver = (options: {
+  readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress
   readonly metrics: boolean
   /** With tracing: whether a trace is recorded, asked once per request before any span is made. */
   readonly sample: Sampler | undefined
-  readonly ended?: ((state: RequestState, status: number) => void) | undefined
+  readonly ended?: ((record: RequestRecord, status: number) => void) | undefined
 }) => {
-  const { ended, metrics, sample } = options
+  const { clientAddress, ended, metrics, sample } = options
   const routeOf = makeRouteLabels()
-  const record = (state: RequestState, labels: RouteLabels | undefined, status: number) => {
+  const record = (current: RequestRecord, labels: RouteLabels | undefined, status: number) => {
     if (labels !== undefined) {
-      activeRequests.unsafeModify(-1, [])
-      labels.durationFor(status).unsafeUpdate((performance.now() - state.startedAt) / 1000, [])
+      adjustActiveRequests(-1)
+      labels.recordDuration(status, (performance.now() - current.startedAt) / 1000)
     }
-    ended?.(state, status)
+    ended?.(current, status)
   }
 
-  const measured = <E, R>(state: RequestState, app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) => {
+  const plain = <E, R>(request: HttpServerRequest.HttpServerRequest, app: App<E, R>): App<E, R> =>
+    Effect.provideService(app, CurrentRequest, new RequestRecord(request, clientAddress, performance.now(), undefined))
+
+  const measured = <E, R>(request: HttpServerRequest.HttpServerRequest, app: App<E, R>): App<E, R> => {
+    const current = new RequestRecord(request, clientAddress, performance.now(), undefined)
     let labels: RouteLabels | undefined
     if (metrics) {
-      labels = routeOf(state.request.method, state.request.url)
-      activeRequests.unsafeModify(1, [])
+      labels = routeOf(request.method, request.url)
+      adjustActiveRequests(1)
     }
-    // The platform runs the app uninterruptibly, so one of these always runs.
-    return Effect.matchCauseEffect(app, {
-      onSuccess: (response) => {
-        record(state, labels, response.status)
-        return Effect.succeed(response)
-      },
-      onFailure: (cause) => {
-        record(state, labels, statusOf(Exit.failCause(cause)))
-        return Effect.failCause(cause)
-      }
-    })
+    // However the request ends, its client gone included.
+    return Effect.onExit(
+      Effect.provideService(app, CurrentRequest, current),
+      (exit) => Effect.sync(() => record(current, labels, statusOf(exit)))
+    )
   }
 
-  const traced = <E, R>(
-    sample: Sampler,
-    state: RequestState,
-    app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-  ) => {
-    const { request } = state
+  const traced = <E, R>(sample: Sampler, request: HttpServerRequest.HttpServerRequest, app: App<E, R>): App<E, R> => {
+    const startedAt = performance.now()
     const caller = callerSpanOf(request.headers)
     const parent = caller === undefined ? undefined : externalSpanOf(caller)
-    // The trace is sampled here, once. Not sampled: the request runs with no span at all, and the
-    // tracer records none without a parent.
-    if (!sample(parent)) return measured(state, app)
+    // The trace is sampled here, once. Not sampled: the request runs with no span at all and
+    // tracing off, so the spans libraries open below it cost what they cost untraced.
+    if (!sample(parent)) return measured(request, notSampled(app))
     const labels = routeOf(request.method, request.url)
     const counted = metrics ? labels : undefined
-    if (metrics) activeRequests.unsafeModify(1, [])
-    return Effect.flatMap(
-      Effect.makeSpan(labels.spanName, {
-        kind: "server",
-        ...(parent === undefined ? { root: true } : { parent }),
-        captureStackTrace: false
-      }),
-      (span) => {
-        span.attribute("http.request.method", labels.method)
-        span.attribute("url.scheme", "http")
-        span.attribute("url.path", pathOf(request.url))
-        if (request.method !== labels.method) span.attribute("http.request.method_original", request.method)
-        const userAgent = request.headers["user-agent"]
-        if (userAgent !== undefined) span.attribute("user_agent.original", userAgent)
-        span.attribute("client.address", state.clientAddress.text)
-        state.span = span
-        return Effect.onExit(Effect.withParentSpan(app, span), (exit) => {
+    if (metrics) adjustActiveRequests(1)
+    return Effect.flatMap(serverSpan(labels.spanName, parent), (span) => {
+      span.attribute("http.request.method", labels.method)
+      span.attribute("url.scheme", "http")
+      span.attribute("url.path", pathOf(request.url))
+      if (request.method !== labels.method) span.attribute("http.request.method_original", request.method)
+      const userAgent = request.headers["user-agent"]
+      if (userAgent !== undefined) span.attribute("user_agent.original", userAgent)
+      const current = new RequestRecord(request, clientAddress, startedAt, span)
+      span.attribute("client.address", current.clientAddress.text)
+      return Effect.onExit(
+        Effect.withParentSpan(Effect.provideService(app, CurrentRequest, current), span),
+        (exit) => {
           const status = statusOf(exit)
-          record(state, counted, status)
-          // Set last: the router names the route in its own syntax (`:petId`) on the same span.
+          record(current, counted, status)
           if (labels.route !== unmatchedRoute) span.attribute("http.route", labels.route)
           span.attribute("http.response.status_code", status)
           if (status >= 500) span.attribute("error.type", String(status))
           return Effect.map(Clock.currentTimeNanos, (now) =>
             span.end(now, status >= 500 && Exit.isSuccess(exit) ? Exit.fail(new Error(`HTTP ${status}`)) : exit))
-        })
-      }
-    )
+        }
+      )
+    })
   }
 
-  return <E, R>(
-    state: RequestState,
-    app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-  ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> =>
-    sample !== undefined ? traced(sample, state, app) : metrics || ended !== undefined ? measured(state, app) : app
+  return <E, R>(request: HttpServerRequest.HttpServerRequest, app: App<E, R>): App<E, R> =>
+    sample !== undefined
+      ? traced(sample, request, app)
+      : metrics || ended !== undefined
+      ? measured(request, app)
+      : plain(request, app)
 }

@@ -1,9 +1,15 @@
-import type { HttpServerResponse } from "@effect/platform"
-import { clientAbortFiberId } from "@effect/platform/HttpServerError"
-import { Cause, Exit, HashSet } from "effect"
+import { Cause, Context, Exit } from "effect"
+import { HttpServerError, type HttpServerResponse } from "effect/http"
 
 /** nginx's status for a request whose client closed the connection before the answer. */
 export const clientClosedRequest = 499
+
+/** Whether a request ended because its client went away (the server marks that interruption). */
+export const isClientAbort = (cause: Cause.Cause<unknown>): boolean =>
+  cause.reasons.some((reason) =>
+    Cause.isInterruptReason(reason) &&
+    Context.getOrUndefined(Cause.reasonAnnotations(reason), HttpServerError.ClientAbort) === true
+  )
 
 /**
  * The status a request ended with: its response's, 499 when its client went away (during a slowed
@@ -11,8 +17,4 @@ export const clientClosedRequest = 499
  * else 500.
  */
 export const statusOf = (exit: Exit.Exit<HttpServerResponse.HttpServerResponse, unknown>): number =>
-  Exit.isSuccess(exit)
-    ? exit.value.status
-    : HashSet.has(Cause.interruptors(exit.cause), clientAbortFiberId)
-    ? clientClosedRequest
-    : 500
+  Exit.isSuccess(exit) ? exit.value.status : isClientAbort(exit.cause) ? clientClosedRequest : 500

@@ -1,19 +1,17 @@
-import { HttpServerResponse } from "@effect/platform"
-import type { RequestState } from "../Request/CurrentRequest.js"
+import { HttpServerResponse } from "effect/http"
+import type { RequestRecord } from "../Request/CurrentRequest.js"
 
 /**
  * The headers every response leaves with, whoever wrote it (a handler, HttpApi's encoding of an
  * error, `ApiResponses`, the deadline or a draining server): the request's `X-Request-Id`,
  * `Cache-Control: no-store` unless the response set its own (only the docs page and the
- * document do, `Http/Docs.ts`), `X-Content-Type-Options: nosniff`, and the headers noted on the
- * request's record (rate limits, a 401's challenge, getPet's deprecation, a read-only store's
- * `Retry-After`). Answers are about one caller at one moment: never cached, never sniffed as
- * another type.
+ * document do, `Http/Docs.ts`), and `X-Content-Type-Options: nosniff`. Answers are about one
+ * caller at one moment: never cached, never sniffed as another type. The headers a request notes
+ * for its response (`noteResponseHeaders`) are added as it is sent, over these.
  */
-export const withResponseHeaders = (state: RequestState) => (response: HttpServerResponse.HttpServerResponse) =>
+export const withResponseHeaders = (record: RequestRecord) => (response: HttpServerResponse.HttpServerResponse) =>
   HttpServerResponse.setHeaders(response, {
-    "x-request-id": state.id,
+    "x-request-id": record.id,
     "cache-control": response.headers["cache-control"] ?? "no-store",
-    "x-content-type-options": "nosniff",
-    ...state.responseHeaders
+    "x-content-type-options": "nosniff"
   })

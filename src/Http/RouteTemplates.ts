@@ -1,5 +1,4 @@
-import { Metric, MetricLabel } from "effect"
-import { requestDuration } from "../Observability/Metrics.js"
+import { requestDurationOf } from "../Observability/Metrics.js"
 import { isCanonicalPath, makeRouteTable, pathOf } from "./Routes.js"
 
 /** What a request is labelled with: its method and route template, and its duration series by status. */
@@ -9,7 +8,8 @@ export interface RouteLabels {
   readonly route: string
   /** The server span's name: `GET /v1/pets/{petId}`, or the method alone when no route matched. */
   readonly spanName: string
-  readonly durationFor: (status: number) => Metric.Metric.Histogram<number>
+  /** Records the request's duration in seconds, in its series for `status`. */
+  readonly recordDuration: (status: number, seconds: number) => void
 }
 
 export const unmatchedRoute = "unmatched"
@@ -18,23 +18,19 @@ export const unmatchedRoute = "unmatched"
 const knownMethods = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"])
 
 const makeLabels = (method: string, route: string): RouteLabels => {
-  // At most one histogram per HTTP status code the service answers (a few dozen).
-  const byStatus = new Map<number, Metric.Metric.Histogram<number>>()
+  // At most one series per HTTP status code the service answers (a few dozen).
+  const byStatus = new Map<number, (seconds: number) => void>()
   return {
     method,
     route,
     spanName: route === unmatchedRoute ? method : `${method} ${route}`,
-    durationFor: (status) => {
-      let metric = byStatus.get(status)
-      if (metric === undefined) {
-        metric = Metric.taggedWithLabels(requestDuration, [
-          MetricLabel.make("http_request_method", method),
-          MetricLabel.make("http_route", route),
-          MetricLabel.make("http_response_status_code", String(status))
-        ])
-        byStatus.set(status, metric)
+    recordDuration: (status, seconds) => {
+      let record = byStatus.get(status)
+      if (record === undefined) {
+        record = requestDurationOf(method, route, status)
+        byStatus.set(status, record)
       }
-      return metric
+      record(seconds)
     }
   }
 }

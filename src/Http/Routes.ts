@@ -1,4 +1,6 @@
-import { HttpApi, HttpRouter } from "@effect/platform"
+import { Layer } from "effect"
+import { HttpRouter } from "effect/http"
+import { HttpApi } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
 import { documentRoutes } from "../Api/DocumentPaths.js"
 
@@ -6,7 +8,7 @@ import { documentRoutes } from "../Api/DocumentPaths.js"
  * The router matches paths as declared: the platform's router otherwise ignores case, a trailing
  * slash and doubled slashes, so `/V1/PETS` or `//docs` would slip past a proxy's path rules.
  */
-export const ExactRoutes = HttpRouter.setRouterConfig({
+export const ExactRoutes = Layer.succeed(HttpRouter.RouterConfig, {
   caseSensitive: true,
   ignoreTrailingSlash: false,
   ignoreDuplicateSlashes: false

@@ -1,15 +1,17 @@
-import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Option } from "effect"
+import { Clock, Effect, Option, type Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import type Pg from "pg"
 import { existsSync, rmSync } from "node:fs"
 import { resolve } from "node:path"
 import { runMigrations } from "../Sql/Migrations.js"
 import { readOnlySince, settleMillis } from "../Sql/ReadOnlyMode.js"
 import { Checksum } from "./Checksum.js"
 import { withoutSecondaryIndexes } from "./Indexes.js"
+import { openSession } from "./PostgresSession.js"
 import { makeProgress } from "./Progress.js"
 import { knownVersion, requireKnownVersion, tablesOf, versionOf } from "./SchemaVersion.js"
 import { highestId, nextId, sequencedTables, setNextId } from "./Sequences.js"
-import { connect, describeStoreFailure, engineName, MoveError, type Store } from "./Store.js"
+import { connect, connectTimeoutMillis, describeStoreFailure, engineName, MoveError, type Store, timedOut } from "./Store.js"
 import { countRows, tables } from "./Tables.js"
 import { checksums, compare, forEachPage, inSnapshot } from "./Verify.js"
 import { tableWriter } from "./WriteRows.js"
@@ -65,12 +67,20 @@ const prepareTarget = (sql: SqlClient.SqlClient, store: Store) =>
     return [...after].filter((name) => !before.has(name))
   })
 
-/** The connection of the transaction the fiber is in. */
-const currentConnection = Effect.map(Effect.serviceOption(SqlClient.TransactionConnection), Option.getOrThrow)
-
-/** Runs `effect` as if no transaction were open, so that another client's transaction is not taken for an outer one. */
-const apart = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.mapInputContext(effect as Effect.Effect<A, E, any>, Context.omit(SqlClient.TransactionConnection)) as Effect.Effect<A, E, R>
+/**
+ * The target, opened to be written: on PostgreSQL a session of its own whose client COPY runs on
+ * (`PostgresSession.ts`), on SQLite the store's file, created when missing.
+ */
+const openTarget = (
+  store: Store
+): Effect.Effect<{ readonly sql: SqlClient.SqlClient; readonly copyClient: Pg.Client | undefined }, MoveError, Scope.Scope> =>
+  store.engine === "postgres"
+    ? openSession(store.url).pipe(
+      Effect.map(({ client, sql }) => ({ sql, copyClient: client })),
+      Effect.timeoutOrElse({ duration: connectTimeoutMillis, orElse: () => Effect.fail(timedOut(store, "target")) }),
+      Effect.mapError((error) => describeStoreFailure(store, "target", error))
+    )
+    : Effect.map(connect(store, { role: "target", mode: "create" }), (sql) => ({ sql, copyClient: undefined }))
 
 export interface CopyResult {
   readonly lines: ReadonlyArray<string>
@@ -97,7 +107,7 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
     const source = yield* connect(from, { role: "source", mode: "read" })
     yield* onSource(requireKnownVersion(source, from, "source"))
     created.file = to.engine === "sqlite" && !existsSync(to.filename)
-    const target = yield* connect(to, { role: "target", mode: "create" })
+    const { copyClient, sql: target } = yield* openTarget(to)
     created.tables = yield* onTarget(prepareTarget(target, to))
 
     // Writes that passed the check just before the flag was set reach the source before the snapshot.
@@ -108,34 +118,28 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
     }
 
     const startedAt = performance.now()
-    const snapshot = yield* onSource(Effect.catchAllDefect(inSnapshot(
+    const snapshot = yield* onSource(Effect.catchDefect(inSnapshot(
       source,
       Effect.gen(function*() {
-        // `@effect/sql` keeps the one open transaction's connection in the fiber: the source's
-        // reads name theirs, inside the target's transaction.
-        const sourceConnection = yield* currentConnection
         const counts = yield* onSource(Effect.forEach(tables, (table) => countRows(source, table)))
         const sequences = sequencedTables(tables)
         const sourceNext = yield* onSource(Effect.forEach(sequences, (table) => nextId(source, table)))
         const total = counts.reduce((a, b) => a + b, 0)
-        // A lost connection fails the transaction's rollback too, which @effect/sql makes a defect.
-        return yield* onTarget(Effect.catchAllDefect(apart(target.withTransaction(Effect.gen(function*() {
-          const targetConnection = yield* currentConnection
+        // Each client keeps its own transaction in the fiber: the source's reads stay in its
+        // snapshot inside the target's transaction. A lost connection fails the transaction's
+        // rollback too, which `effect/sql` makes a defect.
+        return yield* onTarget(Effect.catchDefect(target.withTransaction(Effect.gen(function*() {
           const copying = makeProgress("copying", total)
           const sourceSums = new Map<string, Checksum>()
           for (const table of tables) {
             const checksum = new Checksum()
             sourceSums.set(table.name, checksum)
-            // The writer starts inside: a COPY in progress holds the connection until it ends.
-            const fill = Effect.flatMap(tableWriter(target, table, targetConnection), (writer) =>
-              Effect.provideService(
-                forEachPage(source, table, (rows) => {
-                  checksum.add(rows)
-                  return onTarget(writer.write(rows)).pipe(Effect.tap(() => copying.advance(rows.length)))
-                }),
-                SqlClient.TransactionConnection,
-                sourceConnection
-              ).pipe(Effect.zipRight(onTarget(writer.end)), Effect.onError(() => writer.abort)))
+            // The writer starts inside: a COPY in progress holds the session until it ends.
+            const fill = Effect.flatMap(tableWriter(target, table, copyClient), (writer) =>
+              forEachPage(source, table, (rows) => {
+                checksum.add(rows)
+                return onTarget(writer.write(rows)).pipe(Effect.tap(() => Effect.sync(() => copying.advance(rows.length))))
+              }).pipe(Effect.andThen(onTarget(writer.end)), Effect.onError(() => writer.abort)))
             yield* onTarget(withoutSecondaryIndexes(target, table.name, onSource(fill)))
           }
           const copied = copying.finish()
@@ -164,7 +168,7 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
             })
           }
           return { comparison, copied, verified, nextIds, counts, sourceNext }
-        }))), Effect.fail))
+        })), Effect.fail))
       })
     ), Effect.fail))
     const seconds = (performance.now() - startedAt) / 1000

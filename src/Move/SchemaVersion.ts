@@ -1,9 +1,9 @@
-import { type SqlClient } from "@effect/sql"
+import type { SqlClient } from "effect/sql"
 import { Effect, Option } from "effect"
 import { migrations } from "../Sql/Migrations.js"
 import { MoveError, type Store } from "./Store.js"
 
-/** The table `@effect/sql`'s migrator records the applied migrations in. */
+/** The table `effect/sql`'s migrator records the applied migrations in. */
 export const migrationsTable = "effect_sql_migrations"
 
 /** The schema version this build's migrations give either engine: the highest migration id. */

@@ -1,4 +1,4 @@
-import type { SqlClient } from "@effect/sql"
+import type { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 import type { Table } from "./Tables.js"
 
@@ -38,7 +38,7 @@ export const setNextId = (sql: SqlClient.SqlClient, table: Table & { readonly se
   sql.onDialectOrElse({
     pg: () => sql`SELECT setval(pg_get_serial_sequence(${table.name}, ${table.sequence}), ${next}, false)`,
     orElse: () =>
-      Effect.zipRight(
+      Effect.andThen(
         sql`DELETE FROM sqlite_sequence WHERE name = ${table.name}`,
         sql`INSERT INTO sqlite_sequence (name, seq) VALUES (${table.name}, ${next - 1})`
       )

@@ -1,10 +1,13 @@
-import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-bun"
-import { Context, Data, Effect, Layer, Predicate, Redacted, type Scope } from "effect"
+import { Data, Effect, Predicate, Redacted, type Scope } from "effect"
+import * as Reactivity from "effect/reactivity/Reactivity"
+import type { SqlClient } from "effect/sql"
+import { isSqlError } from "effect/sql/SqlError"
 import { closeSync, existsSync, openSync, readSync } from "node:fs"
 import { sqliteFilename } from "../Config/AppConfig.js"
 import { isPostgresUrl } from "../Sql/PostgresConnection.js"
+import * as SqliteClient from "../Sql/SqliteClient.js"
+import { libpqLogin } from "./Libpq.js"
 
 /** A failure of the db command, as the one line it prints (never a password). */
 export class MoveError extends Data.TaggedError("MoveError")<{ readonly message: string }> {}
@@ -39,7 +42,7 @@ export const parseStore = (value: string, name: string): Effect.Effect<Store, Mo
   }
 }
 
-/** Every password a message could carry: the URL's and libpq's `PGPASSWORD`. */
+/** Every password a message could carry: the URL's, libpq's `PGPASSWORD` and the password file's. */
 const secretsOf = (store: Store): Array<string> => {
   const secrets = [process.env["PGPASSWORD"] ?? ""]
   if (store.engine === "postgres") {
@@ -50,41 +53,85 @@ const secretsOf = (store: Store): Array<string> => {
     } catch {
       // Left as written.
     }
+    const login = libpqLogin(store.url)
+    if (login.password !== undefined) secrets.push(login.password)
   }
   return secrets.filter((secret) => secret.length > 0)
 }
 
-const reasonOf = (error: unknown): string => {
-  const cause = Predicate.hasProperty(error, "cause") && error.cause !== undefined ? error.cause : error
-  const message = cause instanceof Error ? cause.message : Predicate.hasProperty(cause, "message") ? String(cause.message) : String(cause)
+/** The driver's own failure inside a `SqlError` (or any error's cause): what its words and codes are read from. */
+const driverCause = (error: unknown): unknown =>
+  isSqlError(error) ? error.reason.cause : Predicate.hasProperty(error, "cause") && error.cause !== undefined ? error.cause : error
+
+const wordsOf = (error: unknown): string => {
+  const cause = driverCause(error)
+  const message = cause instanceof Error
+    ? cause.message
+    : Predicate.hasProperty(cause, "message")
+    ? String(cause.message)
+    : String(cause)
   return message.split("\n")[0]!
 }
 
 /**
  * How long a command waits for another process's lock on a SQLite file: a serving instance holds
  * the write lock for one transaction at a time (milliseconds), so `read-only on` or a copy's
- * target waits its turn rather than fail. The wait is SQLite's own, inside the call: a command
- * has no other requests to serve meanwhile.
+ * target waits its turn rather than fail.
  */
 const lockWaitMillis = 5_000
 
-const hints: ReadonlyArray<readonly [RegExp, string]> = [
-  [/not a database|malformed/i, "it is not a SQLite database, or it is damaged"],
-  [/password authentication failed|no password was provided|SASL/i, "the user name or password is wrong"],
-  [/ECONNREFUSED/i, "nothing listens there"],
-  [/ENOTFOUND|EAI_AGAIN/i, "the host name is unknown"],
-  [/timed? ?out/i, "it did not answer in time"],
-  [/database is locked|SQLITE_BUSY/i, `another process held its lock for more than ${lockWaitMillis / 1000} s`],
-  [/does not exist/i, "it does not exist"],
-  [/terminat|connection error|not queryable|ECONNRESET|closed/i, "the connection was lost"]
-]
+/** How long a PostgreSQL server has to answer a connection. */
+export const connectTimeoutMillis = 10_000
+
+/** What a code the driver gives (an errno, a SQLSTATE, a SQLite result code) means to an operator. */
+const hintsByCode: Record<string, string> = {
+  ECONNREFUSED: "nothing listens there",
+  ENOTFOUND: "the host name is unknown",
+  EAI_AGAIN: "the host name is unknown",
+  ETIMEDOUT: "it did not answer in time",
+  ECONNRESET: "the connection was lost",
+  EPIPE: "the connection was lost",
+  "3D000": "it does not exist",
+  "28P01": "the user name or password is wrong",
+  "28000": "the user name or password is wrong",
+  "57P01": "the connection was lost",
+  "57P02": "the connection was lost",
+  "57P03": "the connection was lost",
+  SQLITE_NOTADB: "it is not a SQLite database, or it is damaged",
+  SQLITE_CORRUPT: "it is not a SQLite database, or it is damaged"
+}
+
+/** What a failure means, from its code or else the kind of `SqlError` the driver classified it as. */
+const hintOf = (error: unknown): string | undefined => {
+  const cause = driverCause(error)
+  const code = Predicate.hasProperty(cause, "code") ? String(cause.code) : undefined
+  if (code !== undefined) {
+    // An extended SQLite code (`SQLITE_CORRUPT_INDEX`) means what its primary code means.
+    const hint = Object.entries(hintsByCode).find(([key]) => code === key || code.startsWith(`${key}_`))?.[1]
+    if (hint !== undefined) return hint
+    if (code.startsWith("08")) return "the connection was lost"
+  }
+  if (!isSqlError(error)) return undefined
+  switch (error.reason._tag) {
+    case "AuthenticationError":
+      return "the user name or password is wrong"
+    case "LockTimeoutError":
+      return `another process held its lock for more than ${lockWaitMillis / 1000} s`
+    case "StatementTimeoutError":
+      return "it did not answer in time"
+    case "ConnectionError":
+      return error.reason.operation === "connect" ? undefined : "the connection was lost"
+    default:
+      return undefined
+  }
+}
 
 /** One line for a driver's failure on a store: which store, what happened, the driver's words, never a password. */
 export const describeStoreFailure = (store: Store, role: string, error: unknown): MoveError => {
   if (error instanceof MoveError) return error
-  let reason = reasonOf(error)
+  let reason = wordsOf(error)
   for (const secret of secretsOf(store)) reason = reason.replaceAll(secret, "***")
-  const hint = hints.find(([pattern]) => pattern.test(reason))?.[1]
+  const hint = hintOf(error)
   return new MoveError({
     message: `${role} ${engineName(store)} database ${store.label}${hint === undefined ? "" : ` (${hint})`}: ${reason}`
   })
@@ -103,11 +150,19 @@ const firstBytes = (filename: string, length: number) => {
 /** The first bytes of every SQLite database file. */
 const sqliteHeader = "SQLite format 3\0"
 
+/** A connection that the server does not answer in time, named as such rather than left to hang. */
+export const timedOut = (store: Store, role: string) =>
+  new MoveError({
+    message: `${role} ${engineName(store)} database ${store.label} (it did not answer in time): ` +
+      `no answer within ${connectTimeoutMillis / 1000} s`
+  })
+
 /**
  * An open connection to a store, as a plain `SqlClient` (a source and a target are open at once,
  * so neither is the context's). A SQLite source is opened read-only and must exist; a target is
- * created when missing. A PostgreSQL connection waits at most 10 s to connect; `PGPASSWORD`,
- * `PGUSER` and `~/.pgpass` apply as libpq's do when the URL leaves them out.
+ * created when missing. A PostgreSQL server is asked once at the open, so that a failure to
+ * connect is told here, and has 10 s to answer; `PGPASSWORD`, `PGUSER` and `~/.pgpass` apply as
+ * libpq's do when the URL leaves them out.
  */
 export const connect = (
   store: Store,
@@ -127,32 +182,44 @@ export const connect = (
           : Effect.fail(
             new MoveError({ message: `${options.role} SQLite database ${store.label} (it is not a SQLite database): file is not a database` })
           ))
-      return Effect.zipRight(check, openSqlite(store.filename, options.mode, fail))
+      return Effect.andThen(check, openSqlite(store.filename, options.mode, fail))
     }
     return openSqlite(store.filename, options.mode, fail)
   }
-  return Layer.build(PgClient.layer({
+  const login = libpqLogin(store.url)
+  return PgClient.make({
     url: Redacted.make(store.url),
+    username: login.username,
+    password: login.password === undefined ? undefined : Redacted.make(login.password),
     maxConnections: 2,
-    connectTimeout: "10 seconds",
+    // Longer than the probe's own bound, which names the wait for what it is.
+    connectTimeout: connectTimeoutMillis + 5_000,
     applicationName: "petstore db"
-  })).pipe(
-    Effect.map((context) => Context.get(context, SqlClient.SqlClient)),
-    Effect.mapError(fail)
+  }).pipe(
+    Effect.tap((sql) =>
+      sql`SELECT 1`.pipe(
+        Effect.timeoutOrElse({
+          duration: connectTimeoutMillis,
+          orElse: () => Effect.fail(timedOut(store, options.role))
+        })
+      )
+    ),
+    Effect.mapError(fail),
+    Effect.provide(Reactivity.layer)
   )
 }
 
 const openSqlite = (filename: string, mode: "read" | "write" | "create", fail: (error: unknown) => MoveError) =>
-  Layer.build(SqliteClient.layer({
+  SqliteClient.make({
     filename,
     readonly: mode === "read",
     readwrite: mode !== "read",
     create: mode === "create",
     // A source is never written, not even its journal mode.
-    disableWAL: mode === "read"
-  })).pipe(
-    Effect.map((context) => Context.get(context, SqlClient.SqlClient)),
-    Effect.tap((sql) => sql.unsafe(`PRAGMA busy_timeout = ${lockWaitMillis}`)),
-    Effect.catchAllDefect(Effect.fail),
-    Effect.mapError(fail)
+    disableWAL: mode === "read",
+    lockWait: lockWaitMillis
+  }).pipe(
+    Effect.catchDefect(Effect.fail),
+    Effect.mapError(fail),
+    Effect.provide(Reactivity.layer)
   )

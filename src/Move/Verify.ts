@@ -1,4 +1,4 @@
-import type { SqlClient } from "@effect/sql"
+import type { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 import { Checksum } from "./Checksum.js"
 import { requireKnownVersion } from "./SchemaVersion.js"
@@ -14,7 +14,7 @@ export const batchSize = 2_000
  */
 export const inSnapshot = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>) =>
   sql.withTransaction(
-    Effect.zipRight(
+    Effect.andThen(
       sql.onDialectOrElse({
         pg: () => Effect.asVoid(sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`),
         orElse: () => Effect.void
@@ -37,8 +37,8 @@ export const forEachPage = <E, R>(
     rows.length < batchSize
       ? onPage(rows)
       : Effect.flatMap(
-        Effect.zipRight(onPage(rows), read(rows[rows.length - 1]), { concurrent: true }),
-        loop
+        Effect.zip(onPage(rows), read(rows[rows.length - 1]), { concurrent: true }),
+        ([, next]) => loop(next)
       )
   return Effect.flatMap(read(undefined), loop)
 }

@@ -1,13 +1,12 @@
-import { SqlClient } from "@effect/sql"
-import type { Connection } from "@effect/sql/SqlConnection"
 import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
 import type Pg from "pg"
 import { type CopyIn, copyIn } from "./CopyIn.js"
 import { type CanonicalRow, type Column, sqliteTime, type Table } from "./Tables.js"
 
 /**
  * Writes a page of canonical rows into the target in as few statements as the engine allows;
- * `@effect/sql`'s `sql.insert` would build one placeholder per value and cost several times
+ * `effect/sql`'s `sql.insert` would build one placeholder per value and cost several times
  * the insert itself at a million rows.
  *
  * PostgreSQL: one `INSERT … SELECT FROM unnest(…)` per page, a single array parameter per
@@ -62,20 +61,14 @@ function* chunks<A>(items: ReadonlyArray<A>, size: number) {
 }
 
 /**
- * How the copy fills a table in the target's transaction (`connection`): PostgreSQL's COPY on
- * that connection's client when the table takes plain inserts, else `writeRows`.
+ * How the copy fills a table in the target's transaction: PostgreSQL's COPY on the session's
+ * client (`copyClient`) when the table takes plain inserts, else `writeRows`.
  */
 export const tableWriter = (
   sql: SqlClient.SqlClient,
   table: Table,
-  connection: readonly [conn: Connection, depth: number]
-): Effect.Effect<CopyIn> => {
-  // @effect/sql-pg's connection keeps its pg client in `pg`; COPY needs that client itself.
-  const client = sql.onDialectOrElse({ pg: () => (connection[0] as { readonly pg?: Pg.PoolClient }).pg, orElse: () => undefined })
-  if (client !== undefined && table.upsert !== true) return copyIn(client, table)
-  return Effect.succeed({
-    write: (rows) => Effect.provideService(writeRows(sql, table, rows), SqlClient.TransactionConnection, connection),
-    end: Effect.void,
-    abort: Effect.void
-  })
-}
+  copyClient: Pg.Client | undefined
+): Effect.Effect<CopyIn> =>
+  copyClient !== undefined && table.upsert !== true
+    ? copyIn(copyClient, table)
+    : Effect.succeed({ write: (rows) => writeRows(sql, table, rows), end: Effect.void, abort: Effect.void })

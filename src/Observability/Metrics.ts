@@ -1,75 +1,78 @@
-import { Metric, MetricBoundaries, MetricLabel } from "effect"
+import { Context, Effect, Metric, type Scope } from "effect"
 
 /**
  * The service's metrics, named and labelled as the OpenTelemetry semantic conventions are spelled
- * for Prometheus. Each labelled series is made once and kept, so recording one is a bucket update,
- * never a new metric key.
+ * for Prometheus, in Effect's default metric registry (what the scrape renders). Each labelled
+ * series is made once and kept by its caller, so recording one is a bucket update.
  */
 
+/** The context whose registry is the default one, where series are recorded outside any effect and scrapes read. */
+export const defaultRegistry: Context.Context<never> = Context.empty()
+
 /** Seconds: 1 ms to 10 s, the semantic conventions' advice for HTTP durations. */
-const durationBoundaries = MetricBoundaries.fromIterable([
+const durationBoundaries = Metric.boundariesFromIterable([
   0.001, 0.0025, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10
 ])
 
-export const requestDuration = Metric.histogram(
-  "http_server_request_duration_seconds",
-  durationBoundaries,
-  "Duration of HTTP server requests, by method, route template and status code"
-)
+/**
+ * Records a request's duration in seconds into its series, by method, route template and status code.
+ * A metric of its own per series: `Metric.withAttributes` adds the attributes to a new context at
+ * every update, 0.8 µs an update when series alternate against 0.08 µs (Bun 1.4.5, effect 4.1.0).
+ */
+export const requestDurationOf = (method: string, route: string, status: number): (seconds: number) => void => {
+  const series = Metric.histogram("http_server_request_duration_seconds", {
+    description: "Duration of HTTP server requests, by method, route template and status code",
+    boundaries: durationBoundaries,
+    attributes: { http_request_method: method, http_route: route, http_response_status_code: String(status) }
+  })
+  return (seconds) => series.updateUnsafe(seconds, defaultRegistry)
+}
 
-export const activeRequests = Metric.gauge("http_server_active_requests", {
+const activeRequests = Metric.gauge("http_server_active_requests", {
   description: "HTTP server requests being served"
 })
 
-export const petsCreated = Metric.counter("petstore_pets_created_total", {
+/** One more request in flight (1), or one fewer (-1). */
+export const adjustActiveRequests = (delta: number): void => activeRequests.modifyUnsafe(delta, defaultRegistry)
+
+const petsCreated = Metric.counter("petstore_pets_created_total", {
   description: "Animals added to the catalogue",
   incremental: true
 })
 
 /** Statements are short: 10 µs to 1 s. */
-const statementBoundaries = MetricBoundaries.fromIterable([
+const statementBoundaries = Metric.boundariesFromIterable([
   0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1
 ])
 
-const statementDuration = Metric.histogram(
-  "db_client_operation_duration_seconds",
-  statementBoundaries,
-  "Duration of SQL statements, by database system, operation and table"
-)
-
-const rateLimited = Metric.counter("petstore_rate_limited_requests_total", {
-  description: "Requests refused with 429 by a rate-limit policy",
-  incremental: true
-})
-
-const failedAuthentications = Metric.counter("petstore_failed_authentications_total", {
-  description: "Requests refused with 401, by reason (the error code)",
-  incremental: true
-})
-
-/** Metrics by a label value, made on first use: for label sets known to be small. */
-const byLabels = <T>(make: (key: string) => T) => {
-  const made = new Map<string, T>()
-  return (key: string): T => {
-    let metric = made.get(key)
-    if (metric === undefined) {
-      metric = make(key)
-      made.set(key, metric)
+/** Counters by a label value, made on first use: for label sets known to be small. */
+const countersBy = (name: string, description: string, label: string) => {
+  const made = new Map<string, Metric.Counter<number>>()
+  return (value: string): void => {
+    let series = made.get(value)
+    if (series === undefined) {
+      series = Metric.counter(name, { description, incremental: true, attributes: { [label]: value } })
+      made.set(value, series)
     }
-    return metric
+    series.updateUnsafe(1, defaultRegistry)
   }
 }
 
-const rateLimitedBy = byLabels((policy) => Metric.tagged(rateLimited, "policy", policy))
-const failedAuthenticationBy = byLabels((reason) => Metric.tagged(failedAuthentications, "reason", reason))
-
 /** Counts a request refused with 429 by the rate-limit policy named (`per-key`, `failed-authentication`). */
-export const countRateLimited = (policy: string): void => rateLimitedBy(policy).unsafeUpdate(1, [])
+export const countRateLimited: (policy: string) => void = countersBy(
+  "petstore_rate_limited_requests_total",
+  "Requests refused with 429 by a rate-limit policy",
+  "policy"
+)
 
 /** Counts a request refused with 401, by the error code given (`missing_api_key`, `invalid_api_key`). */
-export const countFailedAuthentication = (reason: string): void => failedAuthenticationBy(reason).unsafeUpdate(1, [])
+export const countFailedAuthentication: (reason: string) => void = countersBy(
+  "petstore_failed_authentications_total",
+  "Requests refused with 401, by reason (the error code)",
+  "reason"
+)
 
-export const countPetCreated = (): void => petsCreated.unsafeUpdate(1, [])
+export const countPetCreated = (): void => petsCreated.updateUnsafe(1, defaultRegistry)
 
 /** A statement's operation (`SELECT`, …) and the table it names first, for its labels and its span. */
 export const statementSummary = (sql: string): { readonly operation: string; readonly table: string | undefined } => ({
@@ -77,9 +80,48 @@ export const statementSummary = (sql: string): { readonly operation: string; rea
   table: /\b(?:FROM|INTO|UPDATE|TABLE)\s+"?(\w+)/i.exec(sql)?.[1]
 })
 
-/** The duration histogram of one SQL statement: its system, operation and table. */
-export const statementDurationOf = (system: string, operation: string, table: string) => Metric.taggedWithLabels(statementDuration, [
-    MetricLabel.make("db_system_name", system),
-    MetricLabel.make("db_operation_name", operation),
-    MetricLabel.make("db_collection_name", table)
-  ])
+/** Records a SQL statement's duration in seconds into its series: its system, operation and table. */
+export const statementDurationOf = (system: string, operation: string, table: string): (seconds: number) => void => {
+  const series = Metric.histogram("db_client_operation_duration_seconds", {
+    description: "Duration of SQL statements, by database system, operation and table",
+    boundaries: statementBoundaries,
+    attributes: { db_system_name: system, db_operation_name: operation, db_collection_name: table }
+  })
+  return (seconds) => series.updateUnsafe(seconds, defaultRegistry)
+}
+
+/**
+ * A series whose value is read when the metrics are scraped (a count kept elsewhere: a pool's
+ * connections, the process's memory), for as long as the scope lasts.
+ */
+export const readAtScrape = (
+  kind: "gauge" | "counter",
+  name: string,
+  description: string,
+  attributes: Record<string, string>,
+  read: () => number
+): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() =>
+      kind === "gauge"
+        ? Metric.registerUnsafe(Metric.gauge(name, { description, attributes }), defaultRegistry, {
+          get: () => ({ value: read() }),
+          update: () => {},
+          modify: () => {}
+        })
+        : Metric.registerUnsafe(Metric.counter(name, { description, attributes }), defaultRegistry, {
+          get: () => ({ count: read(), incremental: true }),
+          update: () => {},
+          modify: () => {}
+        })
+    ),
+    (registration) => Effect.sync(registration.remove)
+  )
+
+/** A gauge read at each scrape (`readAtScrape`). */
+export const gaugeReadAtScrape = (
+  name: string,
+  description: string,
+  attributes: Record<string, string>,
+  read: () => number
+): Effect.Effect<void, never, Scope.Scope> => readAtScrape("gauge", name, description, attributes, read)

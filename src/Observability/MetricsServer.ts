@@ -1,21 +1,17 @@
-import { Effect } from "effect"
+import { Context, Effect, Metric } from "effect"
+import { PrometheusMetrics } from "effect/observability"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { addUp, contentType, MetricsCollectors, registrySeries, render, type Series } from "./Exposition.js"
-import { processSeries, sampleEventLoopDelay } from "./ProcessMetrics.js"
+import { defaultRegistry } from "./Metrics.js"
+import { processMetrics } from "./ProcessMetrics.js"
 
 /** Set in the workers' environment: the folder where each worker serves its metrics on a socket. */
 export const metricsFolderVariable = "PETSTORE_METRICS_FOLDER"
 
-const socketOf = (folder: string, worker: number) => join(folder, `worker-${worker}.sock`)
+const contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-/** This process's series: its Effect metrics, what collectors read now, and its memory and CPU time. */
-const ownSeries = Effect.map(MetricsCollectors, (collectors) => (): Array<Series> => [
-  ...registrySeries(),
-  ...collectors.series(),
-  ...processSeries()
-])
+const socketOf = (folder: string, worker: number) => join(folder, `worker-${worker}.sock`)
 
 const notFound = () => new Response("Not Found: metrics are at /metrics\n", { status: 404 })
 
@@ -40,72 +36,121 @@ const listen = (host: string, port: number, exposition: () => Promise<string> | 
     (server) => Effect.promise(() => server.stop(true))
   )
 
-/** One process serving its own metrics on `host:port`. */
+/** One process serving its own metrics on `host:port`, in Prometheus's text format. */
 export const serveMetrics = (host: string, port: number) =>
-  Effect.flatMap(ownSeries, (own) => Effect.zipRight(sampleEventLoopDelay, listen(host, port, () => render(own()))))
+  Effect.andThen(processMetrics, listen(host, port, () => PrometheusMetrics.formatUnsafe(defaultRegistry)))
 
-/** A worker: its series as JSON on its socket in `folder`, for the supervisor to add up. */
+/** A worker: its metrics' snapshot as JSON on its socket in `folder`, for the supervisor to add up. */
 export const serveWorkerMetrics = (folder: string, worker: number) =>
-  Effect.flatMap(ownSeries, (own) =>
-    Effect.zipRight(
-      sampleEventLoopDelay,
-      Effect.acquireRelease(
-        Effect.sync(() => {
-          const path = socketOf(folder, worker)
-          // A socket left by this worker's predecessor (killed) would refuse the new listener.
-          rmSync(path, { force: true })
-          return Bun.serve({ unix: path, fetch: () => Response.json({ pid: process.pid, series: own() }) })
-        }),
-        (server) => Effect.promise(() => server.stop(true))
-      )
-    ))
+  Effect.andThen(
+    processMetrics,
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        const path = socketOf(folder, worker)
+        // A socket left by this worker's predecessor (killed) would refuse the new listener.
+        rmSync(path, { force: true })
+        return Bun.serve({
+          unix: path,
+          fetch: () => Response.json({ pid: process.pid, snapshot: Metric.snapshotUnsafe(defaultRegistry) })
+        })
+      }),
+      (server) => Effect.promise(() => server.stop(true))
+    )
+  )
 
-const isTotal = (series: Series) => series.kind !== "gauge"
+type Snapshot = Metric.Metric.Snapshot
+
+const keyOf = (one: Snapshot) =>
+  JSON.stringify([one.type, one.id, one.description, Object.entries(one.attributes ?? {}).sort(([a], [b]) => a < b ? -1 : 1)])
+
+/** Snapshots of several processes added up by series: counters, gauges and histogram buckets. */
+const addUp = (groups: ReadonlyArray<ReadonlyArray<Snapshot>>): Array<Snapshot> => {
+  const total = new Map<string, Snapshot>()
+  for (const group of groups) {
+    for (const one of group) {
+      const key = keyOf(one)
+      const earlier = total.get(key)
+      if (earlier === undefined) total.set(key, one)
+      else if (earlier.type === "Counter" && one.type === "Counter") {
+        total.set(key, { ...earlier, state: { ...earlier.state, count: Number(earlier.state.count) + Number(one.state.count) } })
+      } else if (earlier.type === "Gauge" && one.type === "Gauge") {
+        total.set(key, { ...earlier, state: { value: Number(earlier.state.value) + Number(one.state.value) } })
+      } else if (earlier.type === "Histogram" && one.type === "Histogram") {
+        const [a, b] = [earlier.state, one.state]
+        total.set(key, {
+          ...earlier,
+          state: {
+            buckets: a.buckets.map(([bound, count], i) => [bound, count + (b.buckets[i]?.[1] ?? 0)]),
+            count: a.count + b.count,
+            sum: a.sum + b.sum,
+            min: Math.min(a.min, b.min),
+            max: Math.max(a.max, b.max)
+          }
+        })
+      }
+    }
+  }
+  return [...total.values()]
+}
+
+/** Prometheus's text format of these snapshots, through a registry made of them. */
+const render = (snapshots: ReadonlyArray<Snapshot>): string => {
+  const registry: Metric.MetricRegistry = new Map()
+  for (const snapshot of snapshots) {
+    const { state, ...metadata } = snapshot
+    registry.set(keyOf(snapshot), { ...metadata, hooks: { get: () => state, update: () => {}, modify: () => {} } })
+  }
+  return PrometheusMetrics.formatUnsafe(Context.make(Metric.MetricRegistry, registry))
+}
+
+const isTotal = (one: Snapshot) => one.type !== "Gauge"
 
 /**
  * The supervisor of `count` workers: one scrape of `host:port` asks every worker for its series
- * and adds them up with the supervisor's own. Counters never go back: a worker that died or was
- * replaced keeps counting with the totals last seen from it; its gauges leave with it.
- * Answers with the folder the workers must be given (`PETSTORE_METRICS_FOLDER`).
+ * and adds them up with the supervisor's own (the library renders one process's registry). Counters
+ * never go back: a worker that died or was replaced keeps counting with the totals last seen from
+ * it; its gauges leave with it. Answers with the folder the workers must be given
+ * (`PETSTORE_METRICS_FOLDER`).
  */
 export const serveGroupMetrics = (host: string, port: number, count: number) =>
   Effect.gen(function*() {
-    const own = yield* ownSeries
     const folder = yield* Effect.acquireRelease(
       Effect.sync(() => mkdtempSync(join(tmpdir(), "petstore-metrics-"))),
       (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
     )
     const slots = Array.from({ length: count }, () => ({
       pid: 0,
-      last: [] as ReadonlyArray<Series>,
-      retired: [] as ReadonlyArray<Series>
+      last: [] as ReadonlyArray<Snapshot>,
+      retired: [] as ReadonlyArray<Snapshot>
     }))
     const scrape = (worker: number) =>
       fetch("http://worker/metrics", { unix: socketOf(folder, worker), signal: AbortSignal.timeout(2000) })
-        .then((response) => response.json() as Promise<{ pid: number; series: Array<Series> }>)
-        // JSON has no Infinity: the +Inf bucket's bound arrives as null.
-        .then(({ pid, series }) => ({
+        .then((response) => response.json() as Promise<{ pid: number; snapshot: Array<Snapshot> }>)
+        // JSON has no Infinity: the last bucket's bound arrives as null.
+        .then(({ pid, snapshot }) => ({
           pid,
-          series: series.map((one) =>
-            one.kind === "histogram" ? { ...one, buckets: one.buckets.map(([le, n]) => [le ?? Infinity, n] as const) } : one
+          snapshot: snapshot.map((one) =>
+            one.type === "Histogram"
+              ? { ...one, state: { ...one.state, buckets: one.state.buckets.map(([le, n]) => [le ?? Infinity, n]) } } as Snapshot
+              : one
           )
         }))
         .catch(() => undefined)
     const exposition = async () => {
       const answers = await Promise.all(slots.map((_, index) => scrape(index + 1)))
-      const groups: Array<ReadonlyArray<Series>> = [own()]
+      const groups: Array<ReadonlyArray<Snapshot>> = [Metric.snapshotUnsafe(defaultRegistry)]
       answers.forEach((answer, index) => {
         const slot = slots[index]!
         if (answer !== undefined && answer.pid !== slot.pid) {
           slot.retired = addUp([slot.retired, slot.last.filter(isTotal)])
           slot.pid = answer.pid
         }
-        if (answer !== undefined) slot.last = answer.series
+        if (answer !== undefined) slot.last = answer.snapshot
         groups.push(slot.retired, answer === undefined ? slot.last.filter(isTotal) : slot.last)
       })
       return render(addUp(groups))
     }
-    yield* sampleEventLoopDelay
+    yield* processMetrics
     yield* listen(host, port, exposition)
     return folder
   })

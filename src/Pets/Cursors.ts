@@ -1,21 +1,19 @@
-import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { BadRequest } from "../Domain/ApiError.js"
 import type { PetId, PetStatus } from "../Domain/Pet.js"
+import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
 
 /**
  * Opaque page positions for listPets: the last id served and the status filter, signed with a
  * secret so that a tampered cursor, or one reused with another filter, is refused.
  */
-export class Cursors extends Context.Tag("petstore/Cursors")<
-  Cursors,
-  {
-    readonly encode: (position: { readonly afterId: PetId; readonly status: PetStatus | undefined }) => string
-    /** The id the page starts after, if the cursor was issued for this status filter. */
-    readonly decode: (cursor: string, status: PetStatus | undefined) => Effect.Effect<PetId, BadRequest>
-  }
->() {
+export class Cursors extends Context.Service<Cursors, {
+  readonly encode: (position: { readonly afterId: PetId; readonly status: PetStatus | undefined }) => string
+  /** The id the page starts after, if the cursor was issued for this status filter. */
+  readonly decode: (cursor: string, status: PetStatus | undefined) => Effect.Effect<PetId, BadRequest>
+}>()("petstore/Cursors") {
   static readonly make = (secret: Uint8Array) => {
     const sign = (payload: string) => createHmac("sha256", secret).update(payload).digest().subarray(0, 16)
     const invalid = new BadRequest({
@@ -56,9 +54,11 @@ export class Cursors extends Context.Tag("petstore/Cursors")<
     Cursors,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const [row] = yield* Effect.orDie(sql<{ value: string }>`SELECT value FROM settings WHERE name = 'cursor_secret'`)
+      const [row] = yield* unavailableOrDie(
+        sql<{ value: string }>`SELECT value FROM settings WHERE name = 'cursor_secret'`
+      )
       return row === undefined
-        ? yield* Effect.dieMessage("The settings table has no cursor_secret: the migrations did not run")
+        ? yield* Effect.die(new Error("The settings table has no cursor_secret: the migrations did not run"))
         : Cursors.make(Buffer.from(row.value, "hex"))
     })
   )

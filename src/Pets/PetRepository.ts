@@ -1,5 +1,6 @@
 import { Context, type Effect, Layer, type Option } from "effect"
 import type { NewPet, Pet, PetId, PetStatus } from "../Domain/Pet.js"
+import type { DatabaseUnavailable } from "../Sql/DatabaseErrors.js"
 import type { ClaimTakenOver, IdempotencyScope, Reservation } from "./Idempotency.js"
 import { makeInMemoryPetRepository } from "./PetRepositoryInMemory.js"
 import { makeSqlPetRepository } from "./PetRepositorySql.js"
@@ -19,38 +20,42 @@ export interface PetPage {
   readonly hasMore: boolean
 }
 
-/** Where the animals are kept. Ids are assigned by the store, ascending, and never reused. */
-export class PetRepository extends Context.Tag("petstore/PetRepository")<
-  PetRepository,
-  {
-    readonly create: (pet: NewPet) => Effect.Effect<Pet>
-    readonly findById: (id: PetId) => Effect.Effect<Option.Option<Pet>>
-    readonly list: (query: PetQuery) => Effect.Effect<PetPage>
-    /**
-     * Claims an idempotency key before its request's body is read. An unfinished claim older
-     * than `abandonedAfterMillis` (its request's deadline: that request has been answered) is
-     * taken over.
-     */
-    readonly reserve: (scope: IdempotencyScope, abandonedAfterMillis: number) => Effect.Effect<Reservation>
-    /** Gives back the claim made at `claimedAt` if its request failed before creating anything. */
-    readonly release: (scope: IdempotencyScope, claimedAt: number) => Effect.Effect<void>
-    /**
-     * Creates the pet and completes the claim made at `claimedAt` in one transaction; if the
-     * claim was taken over meanwhile, creates nothing.
-     */
-    readonly createOnce: (
-      scope: IdempotencyScope,
-      claimedAt: number,
-      fingerprint: string,
-      pet: NewPet
-    ) => Effect.Effect<Pet, ClaimTakenOver>
-    /** Whether the store answers, for the readiness probe. */
-    readonly isReady: Effect.Effect<boolean>
-  }
->() {
+/**
+ * Where the animals are kept. Ids are assigned by the store, ascending, and never reused. A
+ * database that cannot serve now fails a method with `DatabaseUnavailable`; any other database
+ * failure is a defect.
+ */
+export class PetRepository extends Context.Service<PetRepository, {
+  readonly create: (pet: NewPet) => Effect.Effect<Pet, DatabaseUnavailable>
+  readonly findById: (id: PetId) => Effect.Effect<Option.Option<Pet>, DatabaseUnavailable>
+  readonly list: (query: PetQuery) => Effect.Effect<PetPage, DatabaseUnavailable>
+  /**
+   * Claims an idempotency key before its request's body is read. An unfinished claim older
+   * than `abandonedAfterMillis` (its request's deadline: that request has been answered) is
+   * taken over.
+   */
+  readonly reserve: (
+    scope: IdempotencyScope,
+    abandonedAfterMillis: number
+  ) => Effect.Effect<Reservation, DatabaseUnavailable>
+  /** Gives back the claim made at `claimedAt` if its request failed before creating anything. */
+  readonly release: (scope: IdempotencyScope, claimedAt: number) => Effect.Effect<void, DatabaseUnavailable>
+  /**
+   * Creates the pet and completes the claim made at `claimedAt` in one transaction; if the
+   * claim was taken over meanwhile, creates nothing.
+   */
+  readonly createOnce: (
+    scope: IdempotencyScope,
+    claimedAt: number,
+    fingerprint: string,
+    pet: NewPet
+  ) => Effect.Effect<Pet, ClaimTakenOver | DatabaseUnavailable>
+  /** Whether the store answers, for the readiness probe. */
+  readonly isReady: Effect.Effect<boolean>
+}>()("petstore/PetRepository") {
   /** Pets in the process's memory, for tests and for composing without a database. */
   static readonly InMemory = Layer.effect(PetRepository, makeInMemoryPetRepository)
 
   /** Pets in the `pets` table of the database the `SqlClient` reaches, SQLite or PostgreSQL. */
-  static readonly Sql = Layer.scoped(PetRepository, makeSqlPetRepository)
+  static readonly Sql = Layer.effect(PetRepository, makeSqlPetRepository)
 }

@@ -13,7 +13,7 @@ export const makeInMemoryPetRepository = Effect.gen(function*() {
       const pet: Pet = { id: lastId + 1, ...newPet }
       return [pet, { lastId: pet.id, pets: [...pets, pet] }]
     })
-  const repository: PetRepository["Type"] = {
+  const repository: PetRepository["Service"] = {
     create,
     reserve: (scope, abandonedAfterMillis) =>
       Effect.map(Clock.currentTimeMillis, (now): Reservation => {
@@ -37,9 +37,12 @@ export const makeInMemoryPetRepository = Effect.gen(function*() {
         if (record === undefined || record.pet !== undefined || record.createdAt !== claimedAt) {
           return Effect.fail(new ClaimTakenOver())
         }
-        return Effect.tap(create(newPet), (pet) => Object.assign(record, { fingerprint, pet }))
+        return Effect.map(create(newPet), (pet) => {
+          Object.assign(record, { fingerprint, pet })
+          return pet
+        })
       }),
-    findById: (id) => Effect.map(Ref.get(state), ({ pets }) => Option.fromNullable(pets.find((pet) => pet.id === id))),
+    findById: (id) => Effect.map(Ref.get(state), ({ pets }) => Option.fromUndefinedOr(pets.find((pet) => pet.id === id))),
     list: ({ afterId, limit, status }) =>
       Effect.map(Ref.get(state), ({ pets }) => {
         const matching = pets.filter((pet) =>

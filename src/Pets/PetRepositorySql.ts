@@ -1,11 +1,10 @@
-import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect, Option, Schedule } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
 import type { NewPet, Pet } from "../Domain/Pet.js"
 import { PetStatus } from "../Domain/Pet.js"
+import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import { ClaimTakenOver, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
 import type { PetRepository } from "./PetRepository.js"
-import { rowsOrDie } from "../Sql/DirectStatements.js"
 
 /**
  * Pets in the `pets` table, on SQLite or PostgreSQL alike. A reservation is one statement (insert,
@@ -14,17 +13,21 @@ import { rowsOrDie } from "../Sql/DirectStatements.js"
 export const makeSqlPetRepository = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const columns = sql.literal("id, name, category_id, status")
-  // RETURNING read to its end: a write statement left unfinished would keep SQLite from
-  // checkpointing its WAL (`@effect/sql-sqlite-bun` reads every statement with `all`).
-  const insertStatement = ({ categoryId, name, status }: NewPet) =>
-    sql`INSERT INTO pets (name, category_id, status) VALUES (${name}, ${categoryId}, ${status ?? null}) RETURNING ${columns}`
-  const insertPet = (pet: NewPet) => Effect.map(insertStatement(pet), (rows) => toPet(rows[0]))
+  const insertPet = ({ categoryId, name, status }: NewPet) =>
+    Effect.map(
+      sql`INSERT INTO pets (name, category_id, status) VALUES (${name}, ${categoryId}, ${status ?? null}) RETURNING ${columns}`,
+      (rows) => toPet(rows[0])
+    )
   const findRecord = ({ apiKeyId, key }: IdempotencyScope) =>
     sql<{ fingerprint: string | null; id: unknown }>`
       SELECT r.fingerprint, p.id, p.name, p.category_id, p.status
       FROM idempotency_keys r LEFT JOIN pets p ON p.id = r.pet_id
       WHERE r.api_key_id = ${apiKeyId} AND r.idempotency_key = ${key}`
-  const reserve = (scope: IdempotencyScope, now: number, abandonedAfterMillis: number): Effect.Effect<Reservation, SqlError> =>
+  const reserve = (
+    scope: IdempotencyScope,
+    now: number,
+    abandonedAfterMillis: number
+  ): Effect.Effect<Reservation, SqlError.SqlError> =>
     Effect.gen(function*() {
       const claimed = yield* sql`
         INSERT INTO idempotency_keys AS r (api_key_id, idempotency_key, created_at)
@@ -46,15 +49,19 @@ export const makeSqlPetRepository = Effect.gen(function*() {
     Clock.currentTimeMillis,
     (now) => sql`DELETE FROM idempotency_keys WHERE created_at < ${now - idempotencyRetentionMillis}`
   )
-  yield* purgeExpired.pipe(Effect.repeat(Schedule.spaced("1 minute")), Effect.ignoreLogged, Effect.forkScoped)
-  // A failing statement is a defect: nothing a caller could handle.
-  const repository: PetRepository["Type"] = {
-    create: (pet) => rowsOrDie(insertStatement(pet), (rows) => toPet(rows[0])),
+  // A failed sweep is logged and tried again at the next turn.
+  yield* purgeExpired.pipe(
+    Effect.ignoreCause({ log: "Debug" }),
+    Effect.repeat(Schedule.spaced("1 minute")),
+    Effect.forkScoped
+  )
+  const repository: PetRepository["Service"] = {
+    create: (pet) => unavailableOrDie(insertPet(pet)),
     reserve: (scope, abandonedAfterMillis) =>
-      Effect.orDie(Effect.flatMap(Clock.currentTimeMillis, (now) => reserve(scope, now, abandonedAfterMillis))),
+      unavailableOrDie(Effect.flatMap(Clock.currentTimeMillis, (now) => reserve(scope, now, abandonedAfterMillis))),
     release: ({ apiKeyId, key }, claimedAt) =>
-      Effect.orDie(sql`DELETE FROM idempotency_keys
-        WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND created_at = ${claimedAt} AND pet_id IS NULL`),
+      unavailableOrDie(Effect.asVoid(sql`DELETE FROM idempotency_keys
+        WHERE api_key_id = ${apiKeyId} AND idempotency_key = ${key} AND created_at = ${claimedAt} AND pet_id IS NULL`)),
     createOnce: ({ apiKeyId, key }, claimedAt, fingerprint, newPet) =>
       insertPet(newPet).pipe(
         Effect.tap((pet) =>
@@ -67,13 +74,15 @@ export const makeSqlPetRepository = Effect.gen(function*() {
           )
         ),
         sql.withTransaction,
-        Effect.catchTag("SqlError", Effect.die)
+        Effect.catchTag("SqlError", (error) => unavailableOrDie(Effect.fail(error)))
       ),
     findById: (id) =>
-      rowsOrDie(sql`SELECT ${columns} FROM pets WHERE id = ${id}`, (rows) =>
-        rows.length === 0 ? Option.none() : Option.some(toPet(rows[0]))),
+      unavailableOrDie(Effect.map(
+        sql`SELECT ${columns} FROM pets WHERE id = ${id}`,
+        (rows) => rows.length === 0 ? Option.none() : Option.some(toPet(rows[0]))
+      )),
     list: ({ afterId = 0, limit, status }) =>
-      rowsOrDie(
+      unavailableOrDie(Effect.map(
         // One row more than the page tells whether another page follows.
         status === undefined
           ? sql`SELECT ${columns} FROM pets WHERE id > ${afterId} ORDER BY id LIMIT ${limit + 1}`
@@ -83,9 +92,9 @@ export const makeSqlPetRepository = Effect.gen(function*() {
           for (let i = 0; i < rows.length && i < limit; i++) pets.push(toPet(rows[i]))
           return { pets, hasMore: rows.length > limit }
         }
-      ),
+      )),
     // The pets table itself, not just the connection: a table locked by another session is not ready.
-    isReady: sql`SELECT id FROM pets LIMIT 1`.pipe(Effect.as(true), Effect.catchAllCause(() => Effect.succeed(false)))
+    isReady: sql`SELECT id FROM pets LIMIT 1`.pipe(Effect.as(true), Effect.catchCause(() => Effect.succeed(false)))
   }
   return repository
 })
@@ -94,12 +103,12 @@ const statuses: ReadonlySet<unknown> = new Set(PetStatus.literals)
 
 /**
  * A row of `pets` (snake_case columns, NULL for an absent status; PostgreSQL gives BIGINT columns
- * as decimal text) checked against the table's shape and mapped by hand: decoding through a
+ * as JavaScript bigints) checked against the table's shape and mapped by hand: decoding through a
  * Schema costs more than the query on a page of 100.
  */
 const toPet = (row: any): Pet => {
   const { category_id, id: rowId, name, status } = row
-  // Numbers as SQLite gives them; only PostgreSQL's text is converted.
+  // Numbers as SQLite gives them; only PostgreSQL's bigints are converted.
   const id = typeof rowId === "number" ? rowId : Number(rowId)
   const categoryId = typeof category_id === "number" ? category_id : Number(category_id)
   if (

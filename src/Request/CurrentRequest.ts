@@ -1,5 +1,5 @@
-import { HttpServerRequest } from "@effect/platform"
-import { Context, Effect, FiberRef, type Tracer } from "effect"
+import { Context, Effect, type Tracer } from "effect"
+import { HttpEffect, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { ClientAddress } from "./ClientAddress.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
@@ -11,72 +11,47 @@ const requestIdFor = (request: HttpServerRequest.HttpServerRequest): string => {
 }
 
 /**
- * What the service keeps of one request while serving it, in one record: made by the server
- * middleware where the request enters (`Http/Server.ts`, `enterRequest`), read and noted on by
- * every middleware and handler below (`currentRequest`).
+ * What the service knows of one request while serving it: made where the request enters
+ * (`Http/Server.ts`) and read by whatever below needs it (`CurrentRequest`).
  */
-export class RequestState {
-  /** The server span, when the request's trace is sampled: its ids go in the log line. */
-  span: Tracer.Span | undefined = undefined
-  /** Headers decided for the response (rate limits, an endpoint's deprecation), errors included. */
-  responseHeaders: Record<string, string> | undefined = undefined
+export class RequestRecord {
+  /** The request's `X-Request-Id`, put on its response and in its log lines. */
+  readonly id: string
   private client: ClientAddress | undefined = undefined
 
   constructor(
     readonly request: HttpServerRequest.HttpServerRequest,
-    /** The request's `X-Request-Id`, put on its response and in its log lines. */
-    readonly id: string,
+    private readonly clientAddressOf: (request: HttpServerRequest.HttpServerRequest) => ClientAddress,
     /** `performance.now()` when the request arrived. */
     readonly startedAt: number,
-    private readonly clientAddressOf: (request: HttpServerRequest.HttpServerRequest) => ClientAddress
-  ) {}
-
-  /** Who sent the request (`ClientAddress.ts`), read once. */
-  get clientAddress(): ClientAddress {
-    return this.client ??= this.clientAddressOf(this.request)
+    /** The server span, when the request's trace is sampled: its ids go in the log line. */
+    readonly span: Tracer.Span | undefined
+  ) {
+    this.id = requestIdFor(request)
   }
 
-  /** Adds headers to the response, whether it succeeds or fails; a later value of a header wins. */
-  noteResponseHeaders(headers: Record<string, string>): void {
-    this.responseHeaders = this.responseHeaders === undefined ? headers : { ...this.responseHeaders, ...headers }
+  /** Who sent the request (`ClientAddress.ts`), read once, when first asked. */
+  get clientAddress(): ClientAddress {
+    return this.client ??= this.clientAddressOf(this.request)
   }
 }
 
 /**
- * Each request's record, carried by the request's fiber (and any it forks): the server
- * middleware sets it in place once, since the fiber is the request's own and ends with it. Set
- * so, it adds 1–2 µs a request, where `Effect.provideService` adds about 6 µs and a service added
- * to the fiber's context in place about 2–3 µs (`bun scripts/bench/request-context.ts`, three runs
- * on a loaded 2-core machine).
+ * The request being served, provided by the server middleware to everything below it; none
+ * outside a request.
  */
-const currentRecord = FiberRef.unsafeMake<RequestState | undefined>(undefined)
+export const CurrentRequest = Context.Reference<RequestRecord | undefined>("petstore/CurrentRequest", {
+  defaultValue: () => undefined
+})
 
 /**
- * The record of the request the running fiber serves, made as it enters and carried by that fiber
- * while `served` runs; the server middleware calls it, once per request. One step of the fiber
- * (the request read from the fiber's context in the same step): on a request's path each step
- * costs about as much as a SQLite read's own work.
+ * Adds headers to the request's response, whether it succeeds or fails, when it is sent (Effect's
+ * pre-response handler); a header noted later wins. Rate limits, a 401's challenge, getPet's
+ * deprecation, a read-only store's `Retry-After`.
  */
-export const enterRequest = <A, E, R>(
-  clientAddressOf: (request: HttpServerRequest.HttpServerRequest) => ClientAddress,
-  served: (state: RequestState) => Effect.Effect<A, E, R>
-): Effect.Effect<A, E, R | HttpServerRequest.HttpServerRequest> =>
-  Effect.withFiberRuntime((fiber) => {
-    const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
-    const state = new RequestState(request, requestIdFor(request), performance.now(), clientAddressOf)
-    return Effect.zipRight(FiberRef.set(currentRecord, state), served(state))
-  })
-
-/**
- * Runs `f` with the record of the request being served, in the same step as reading it (where
- * `Effect.flatMap(currentRequest, f)` takes three); a defect outside the server middleware, a
- * service put together wrongly.
- */
-export const withCurrentRequest = <A, E, R>(f: (state: RequestState) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withFiberRuntime((fiber) => {
-    const state = fiber.getFiberRef(currentRecord)
-    return state === undefined ? Effect.dieMessage("a request served outside the server middleware") : f(state)
-  })
-
-/** The record of the request being served. */
-export const currentRequest: Effect.Effect<RequestState> = withCurrentRequest(Effect.succeed)
+export const noteResponseHeaders = (
+  headers: Record<string, string>
+): Effect.Effect<void, never, HttpServerRequest.HttpServerRequest> =>
+  HttpEffect.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+  )

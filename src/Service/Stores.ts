@@ -14,8 +14,8 @@ import { ReadOnlyMode } from "../Sql/ReadOnlyMode.js"
  * every instance and leased in batches; on SQLite they are in memory, each of several workers
  * enforcing its share.
  */
-export const StoresLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, ({ databaseUrl, workers }) =>
+export const StoresLive = Layer.unwrap(
+  AppConfig.useSync(({ databaseUrl, workers }) =>
     Layer.mergeAll(
       PetRepository.Sql,
       ApiKeys.Sql,

@@ -10,7 +10,7 @@ const supervisorVariable = "PETSTORE_SUPERVISOR_PID"
  * stderr. Interrupting it (the supervisor stopping) sends SIGTERM and waits for the worker to
  * finish its requests in flight.
  */
-const runWorker = (worker: number, env: Record<string, string>, stopTimeout: Duration.DurationInput) =>
+const runWorker = (worker: number, env: Record<string, string>, stopTimeout: Duration.Input) =>
   Effect.acquireUseRelease(
     Effect.sync(() =>
       Bun.spawn([process.execPath, ...process.argv.slice(1)], {
@@ -21,10 +21,10 @@ const runWorker = (worker: number, env: Record<string, string>, stopTimeout: Dur
     (proc) =>
       Effect.logInfo("worker started").pipe(
         Effect.annotateLogs({ worker, pid: proc.pid }),
-        Effect.zipRight(Effect.promise(() => proc.exited))
+        Effect.andThen(Effect.promise(() => proc.exited))
       ),
     (proc, exit) =>
-      Exit.isInterrupted(exit)
+      Exit.hasInterrupts(exit)
         // Interruptible: a release runs uninterruptibly, where the timeout could not end the wait.
         ? Effect.interruptible(Effect.promise(() => {
           proc.kill("SIGTERM")
@@ -41,7 +41,7 @@ const runWorker = (worker: number, env: Record<string, string>, stopTimeout: Dur
  * second later. Interrupted (SIGTERM or SIGINT to the supervisor), it stops them all, killing any
  * still running after `stopTimeout`. `env` is added to the workers' environment.
  */
-export const supervise = (count: number, env: Record<string, string>, stopTimeout: Duration.DurationInput) =>
+export const supervise = (count: number, env: Record<string, string>, stopTimeout: Duration.Input) =>
   Effect.forEach(
     Array.from({ length: count }, (_, index) => index + 1),
     (worker) =>
@@ -64,5 +64,5 @@ export const stopWhenOrphaned = Effect.suspend(() => {
   return Effect.repeat(Effect.sync(() => process.ppid), {
     until: (parent) => parent !== supervisor,
     schedule: Schedule.spaced("1 second")
-  }).pipe(Effect.zipRight(Effect.sync(() => process.kill(process.pid, "SIGTERM"))))
+  }).pipe(Effect.andThen(Effect.sync(() => process.kill(process.pid, "SIGTERM"))))
 })

@@ -1,52 +1,130 @@
-import { SqlError } from "@effect/sql/SqlError"
-import { Cause, Option, Predicate } from "effect"
+import { Effect, Predicate, Schema } from "effect"
+import {
+  AuthenticationError,
+  AuthorizationError,
+  ConnectionError,
+  ConstraintError,
+  DeadlockError,
+  LockTimeoutError,
+  SerializationError,
+  SqlError,
+  type SqlErrorReason,
+  SqlSyntaxError,
+  StatementTimeoutError,
+  UniqueViolation,
+  UnknownError
+} from "effect/sql/SqlError"
 
 /**
- * A failed statement's error with the database's own words added to `@effect/sql`'s message
- * ("Failed to execute statement: database or disk is full"), so the log line of a failed request
- * says what the database said.
+ * The database cannot serve this request now (away, hung past its timeouts, out of connections,
+ * locked by another process, read-only or full), as opposed to a fault of the statement: answered
+ * 503 with `Retry-After`, not 500, so a client can tell an outage from a bug. `message` is the
+ * database's own words, for the log.
  */
-export const withDatabaseReason = <E>(cause: Cause.Cause<E>): Cause.Cause<E> =>
-  Cause.map(cause, (error) => {
-    if (!(error instanceof SqlError) || !Predicate.hasProperty(error.cause, "message")) return error
-    const reason = String(error.cause.message)
-    return (error.message.endsWith(reason)
-      ? error
-      : new SqlError({ cause: error.cause, message: `${error.message}: ${reason}` })) as E
-  })
+export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
+  reason: Schema.Literals(["unavailable", "busy", "read_only", "full"]),
+  message: Schema.String
+}) {}
+
+type Unavailability = DatabaseUnavailable["reason"]
 
 /**
- * PostgreSQL's codes for a database that cannot serve now: its connection lost or refused, shut
- * down or starting, out of connections, a statement or idle transaction cut by its timeout, a
- * lock not had, a full disk, a read-only standby.
+ * Failures the engines report without a reason of their own (`UnknownError`), told apart by the
+ * code the driver put on the error: PostgreSQL's SQLSTATE or SQLite's result code.
  */
-const unavailableSqlStates = new Set([
-  "08000", "08001", "08003", "08004", "08006", "25P03", "53100", "53200", "53300", "55P03",
-  "57014", "57P01", "57P02", "57P03", "25006"
-])
+const byCode: ReadonlyArray<readonly [code: string, Unavailability]> = [
+  // PostgreSQL: shut down or crashed, starting, idle transaction ended, out of connections or memory.
+  ["57P01", "unavailable"],
+  ["57P02", "unavailable"],
+  ["57P03", "unavailable"],
+  ["25P03", "unavailable"],
+  ["53300", "unavailable"],
+  ["53200", "unavailable"],
+  ["53100", "full"],
+  ["25006", "read_only"],
+  // SQLite: the disk full, the file read-only, unreadable or damaged.
+  ["SQLITE_FULL", "full"],
+  ["SQLITE_READONLY", "read_only"],
+  ["SQLITE_IOERR", "unavailable"],
+  ["SQLITE_CORRUPT", "unavailable"],
+  ["SQLITE_NOTADB", "unavailable"],
+  ["SQLITE_CANTOPEN", "unavailable"]
+]
 
-/** What the drivers say when the database cannot serve now (not a fault of the statement). */
-const unavailableWords =
-  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|not queryable|Connection error|SQLITE_(BUSY|LOCKED|READONLY|FULL|IOERR|CANTOPEN|CORRUPT|NOTADB)|database is locked|database or disk is full|readonly database|disk I\/O error|malformed|not a database|unable to open database/i
+const codeOf = (cause: unknown): string | undefined =>
+  Predicate.hasProperty(cause, "code") && typeof cause.code === "string" ? cause.code : undefined
 
-const isUnavailable = (error: unknown, depth = 0): boolean => {
-  if (depth > 5 || !Predicate.isObject(error)) return false
-  const code = Predicate.hasProperty(error, "code") ? String(error.code) : ""
-  const message = Predicate.hasProperty(error, "message") ? String(error.message) : ""
-  return unavailableSqlStates.has(code) || unavailableWords.test(code) || unavailableWords.test(message) ||
-    (Predicate.hasProperty(error, "cause") && isUnavailable(error.cause, depth + 1))
-}
+/** SQLite's extended codes (`SQLITE_READONLY_DBMOVED`) belong to their primary one. */
+const unavailabilityOfCode = (code: string): Unavailability | undefined =>
+  byCode.find(([known]) => code === known || code.startsWith(`${known}_`))?.[1]
 
-/**
- * The database's words when a request failed because the database cannot serve now (away,
- * hung past its timeouts, out of connections, locked, read-only or full): such a request is
- * answered 503 with `Retry-After`, not 500, so a client can tell an outage from a bug.
- */
-export const databaseUnavailable = (cause: Cause.Cause<unknown>): Option.Option<string> => {
-  for (const defect of [...Cause.defects(cause), ...Cause.failures(cause)]) {
-    if (defect instanceof SqlError && isUnavailable(defect)) {
-      return Option.some(Predicate.hasProperty(defect.cause, "message") ? String(defect.cause.message) : defect.message)
+const unavailabilityOf = (reason: SqlErrorReason): Unavailability | undefined => {
+  switch (reason._tag) {
+    case "ConnectionError":
+      return "unavailable"
+    case "LockTimeoutError":
+    case "StatementTimeoutError":
+      return "busy"
+    case "UnknownError": {
+      const code = codeOf(reason.cause)
+      return code === undefined ? undefined : unavailabilityOfCode(code)
     }
+    default:
+      return undefined
   }
-  return Option.none()
 }
+
+/** The database's own words: the driver's error beneath the reason, else the reason's message. */
+export const databaseWords = (error: SqlError): string => {
+  const cause: unknown = error.reason.cause
+  if (Predicate.hasProperty(cause, "message") && typeof cause.message === "string" && cause.message !== "") {
+    return cause.message
+  }
+  return error.reason.message ?? error.reason._tag
+}
+
+/** `error` as a `DatabaseUnavailable` when it means the database cannot serve now, else undefined. */
+export const toUnavailable = (error: SqlError): DatabaseUnavailable | undefined => {
+  const reason = unavailabilityOf(error.reason)
+  return reason === undefined ? undefined : new DatabaseUnavailable({ reason, message: databaseWords(error) })
+}
+
+const reasons = {
+  AuthenticationError,
+  AuthorizationError,
+  ConnectionError,
+  ConstraintError,
+  DeadlockError,
+  LockTimeoutError,
+  SerializationError,
+  SqlSyntaxError,
+  StatementTimeoutError,
+  UnknownError
+} as const
+
+/**
+ * `error` with the database's own words in its message, which is what a log line of it shows
+ * (`@effect/sql-pg` says only "PgConnection: Query failed"; its reason's cause has the words).
+ */
+export const withDatabaseWords = (error: SqlError): SqlError => {
+  const { reason } = error
+  const words = databaseWords(error)
+  const said = reason.message ?? reason._tag
+  if (said.includes(words)) return error
+  const props = { cause: reason.cause, message: `${said}: ${words}`, operation: reason.operation }
+  return new SqlError({
+    reason: reason._tag === "UniqueViolation"
+      ? new UniqueViolation({ ...props, constraint: reason.constraint })
+      : new reasons[reason._tag](props)
+  })
+}
+
+/**
+ * A statement's failure as the stores report it: `DatabaseUnavailable` when the database cannot
+ * serve now, a defect otherwise (a fault of the statement, nothing a caller could handle).
+ */
+export const unavailableOrDie = <A, R>(self: Effect.Effect<A, SqlError, R>): Effect.Effect<A, DatabaseUnavailable, R> =>
+  Effect.catch(self, (error) => {
+    const unavailable = toUnavailable(error)
+    return unavailable === undefined ? Effect.die(withDatabaseWords(error)) : Effect.fail(unavailable)
+  })

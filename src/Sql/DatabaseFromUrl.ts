@@ -1,10 +1,10 @@
-import type { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
+import type { SqlClient } from "effect/sql"
 import { AppConfig } from "../Config/AppConfig.js"
 import { isPostgresUrl, PostgresConnection } from "./PostgresConnection.js"
 import { SqliteConnection } from "./SqliteConnection.js"
 
 /** The database `DATABASE_URL` names, SQLite file or PostgreSQL, migrated, as a `SqlClient`. */
-export const DatabaseLive: Layer.Layer<SqlClient.SqlClient, Error, AppConfig> = Layer.unwrapEffect(
-  Effect.map(AppConfig, ({ databaseUrl }) => isPostgresUrl(databaseUrl) ? PostgresConnection : SqliteConnection)
+export const DatabaseLive: Layer.Layer<SqlClient.SqlClient, Error, AppConfig> = Layer.unwrap(
+  Effect.map(Effect.service(AppConfig), ({ databaseUrl }) => isPostgresUrl(databaseUrl) ? PostgresConnection : SqliteConnection)
 )

@@ -1,4 +1,4 @@
-import { Migrator } from "@effect/sql"
+import { Migrator } from "effect/sql"
 import createPets from "./migrations/0001_create_pets.js"
 import createApiKeys from "./migrations/0002_create_api_keys.js"
 import createSettings from "./migrations/0003_create_settings.js"
@@ -20,5 +20,5 @@ export const migrations = Migrator.fromRecord({
   "0006_lease_rate_limit_buckets": leaseRateLimitBuckets
 })
 
-/** Applies the steps the database on the current `SqlClient` has not recorded yet. */
+/** Applies the steps the database on the current `SqlClient` has not recorded yet, in one transaction. */
 export const runMigrations = Migrator.make({})({ loader: migrations })

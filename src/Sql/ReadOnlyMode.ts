@@ -1,21 +1,31 @@
-import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+
+/** Whether the store refuses writes now. */
+export interface ReadOnlyMode {
+  readonly isOn: () => boolean
+}
+
+const reference = Context.Reference<ReadOnlyMode>("petstore/ReadOnlyMode", {
+  // Without a database behind it (the in-memory stores), the service is always writable.
+  defaultValue: () => ({ isOn: () => false })
+})
 
 /**
  * The write stop of a move: a `read_only` row in the database's `settings` table (its value: when
  * it was turned on). Every instance reads it once a second in the background, so a request only
  * reads a flag in memory; while it is on, creates answer 503 `read_only` and reads are served.
  */
-export class ReadOnlyMode extends Context.Reference<ReadOnlyMode>()("petstore/ReadOnlyMode", {
-  // Without a database behind it (the in-memory stores), the service is always writable.
-  defaultValue: () => ({ isOn: (): boolean => false })
-}) {
+export const ReadOnlyMode: typeof reference & {
   /** The flag kept in the database the stores run on. */
-  static readonly layer = Layer.scoped(
-    ReadOnlyMode,
+  readonly layer: Layer.Layer<never, never, SqlClient.SqlClient>
+} = Object.assign(reference, {
+  layer: Layer.effect(
+    reference,
     Effect.flatMap(SqlClient.SqlClient, (sql) => polled(Effect.map(readOnlySince(sql), Option.isSome)))
   )
-}
+})
 
 /** How often every instance reads the flag. */
 export const pollInterval = "1 second"
@@ -35,19 +45,21 @@ const polled = (read: Effect.Effect<boolean, unknown>) =>
   Effect.gen(function*() {
     let on = yield* Effect.orElseSucceed(read, () => false)
     yield* read.pipe(
-      Effect.tap((now) => Effect.sync(() => { on = now })),
+      Effect.tap((now) => Effect.sync(() => {
+        on = now
+      })),
       Effect.ignore,
       Effect.repeat(Schedule.spaced(pollInterval)),
       Effect.forkScoped
     )
-    return ReadOnlyMode.of({ isOn: () => on })
+    return { isOn: () => on }
   })
 
 /** When the store's read-only mode was turned on, if it is on. */
-export const readOnlySince = (sql: SqlClient.SqlClient): Effect.Effect<Option.Option<Date>, unknown> =>
+export const readOnlySince = (sql: SqlClient.SqlClient): Effect.Effect<Option.Option<Date>, SqlError> =>
   Effect.map(
     sql<{ value: string }>`SELECT value FROM settings WHERE name = 'read_only'`,
-    ([row]) => Option.map(Option.fromNullable(row), ({ value }) => new Date(value))
+    ([row]) => Option.map(Option.fromNullishOr(row), ({ value }) => new Date(value))
   )
 
 /** Turns the store's read-only mode on (keeping the time it was first turned on) or off. */

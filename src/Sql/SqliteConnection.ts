@@ -1,30 +1,32 @@
-import * as Reactivity from "@effect/experimental/Reactivity"
-import { SqlClient } from "@effect/sql"
-import type { Connection } from "@effect/sql/SqlConnection"
-import { SqlError } from "@effect/sql/SqlError"
-import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Cause, Duration, Effect, Layer, Option, Predicate, Schedule } from "effect"
+import * as Reactivity from "effect/reactivity/Reactivity"
+import { SqlClient } from "effect/sql"
+import { isSqlError, SqlError, UnknownError } from "effect/sql/SqlError"
 import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs"
 import { dirname } from "node:path"
 import { AppConfig, sqliteFilename } from "../Config/AppConfig.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
+import { databaseWords } from "./DatabaseErrors.js"
 import { runMigrations } from "./Migrations.js"
-import { makeSqliteClient } from "./SqliteStatements.js"
+import * as SqliteClient from "./SqliteClient.js"
+import { statementDurations } from "./StatementTiming.js"
 
 /**
- * Set on the connection once the file is known to be intact: the WAL, and a commit that does not
- * wait for fsync (the WAL keeps it durable across a process crash), no busy timeout
- * (SQLite's would wait for another writer inside a synchronous call; `makeSqliteClient` waits in
- * Effect instead), and foreign keys enforced.
+ * Set once the file is known to be intact: the WAL, and a commit that does not wait for fsync
+ * (the WAL keeps it durable across a process crash), no busy timeout (SQLite's would wait for
+ * another writer inside a synchronous call; the client waits in Effect instead), and foreign keys
+ * enforced.
  */
 const pragmas = ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL", "PRAGMA busy_timeout = 0", "PRAGMA foreign_keys = ON"]
 
 /**
  * The SQLite database `DATABASE_URL` names, as the `SqlClient` every store runs on: the file
  * checked before SQLite touches it, its folder created on first start, the numbered migrations
- * applied before anything is served. A failure to open it names the file and SQLite's reason.
+ * applied before anything is served. A transaction takes the write lock at its `BEGIN
+ * IMMEDIATE`; a lock another process holds is waited for up to `DATABASE_STATEMENT_TIMEOUT_SECONDS`,
+ * then the statement fails as busy (a 503). A failure to open names the file and SQLite's reason.
  */
-export const SqliteConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConfig> = Layer.scoped(
+export const SqliteConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConfig> = Layer.effect(
   SqlClient.SqlClient,
   Effect.gen(function*() {
     const { databaseStatementTimeout, databaseUrl } = yield* AppConfig
@@ -33,37 +35,47 @@ export const SqliteConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConfig
     const observability = yield* Effect.serviceOption(ObservabilityConfig)
     const timed = Option.exists(observability, ({ metrics }) => Option.isSome(metrics))
     return yield* open(filename, { timed, lockWait: databaseStatementTimeout }).pipe(
-      Effect.catchAllCause((cause) => Effect.fail(cannotUse(filename, reasonOf(cause))))
+      Effect.catchCause((cause) => Effect.fail(cannotUse(filename, Cause.squash(cause))))
     )
   })
-)
+).pipe(Layer.provide(Reactivity.layer))
 
 const open = (filename: string, options: { readonly timed: boolean; readonly lockWait: Duration.Duration }) =>
   Effect.gen(function*() {
-    // WAL is turned on below, once the file is known to be intact: turning it on writes to it.
-    const driver = yield* SqliteClient.make({ filename, disableWAL: true })
-    // The driver's one connection, held by this layer from now on: every statement goes through
-    // the client below, which serialises transactions itself.
-    const connection = yield* driver.reserve
-    yield* checkIntact(connection)
-    for (const pragma of pragmas) yield* connection.executeRaw(pragma, [])
-    const file = yield* watchFile(filename)
-    const sql = yield* makeSqliteClient(connection, { ...options, unusable: file.lost })
+    let lost: string | undefined
+    const sql = yield* SqliteClient.make({
+      filename,
+      // Turned on below, once the file is known to be intact: turning it on writes to it.
+      disableWAL: true,
+      beginTransaction: "BEGIN IMMEDIATE",
+      lockWait: options.lockWait,
+      unusable: () => lost,
+      timer: options.timed ? statementDurations("sqlite") : undefined
+    })
+    yield* checkIntact(sql)
+    for (const pragma of pragmas) yield* sql.unsafe(pragma)
+    yield* watchFile(filename, (reason) => {
+      lost = reason
+    })
     yield* Effect.provideService(runMigrations, SqlClient.SqlClient, sql)
-    return sql
-  }).pipe(Effect.provide(Reactivity.layer))
+    return sql as SqlClient.SqlClient
+  })
 
 /**
  * Refuses a damaged file before anything is written to it: SQLite's own check of every page and
  * b-tree (`PRAGMA quick_check`, about 0.25 s per million pets), whose first finding is the reason
  * given. A file damaged later is met at run time as `SQLITE_CORRUPT`, answered 503.
  */
-const checkIntact = (connection: Connection) =>
-  Effect.flatMap(connection.executeValues("PRAGMA quick_check(1)", []), (rows) => {
+const checkIntact = (sql: SqlClient.SqlClient) =>
+  Effect.flatMap(sql.unsafe("PRAGMA quick_check(1)").values, (rows) => {
     const finding = String(rows[0]?.[0] ?? "no answer")
-    return finding === "ok"
-      ? Effect.void
-      : Effect.fail(new SqlError({ message: `database disk image is malformed: ${finding}`, cause: new Error(`database disk image is malformed: ${finding}`) }))
+    if (finding === "ok") return Effect.void
+    const message = `database disk image is malformed: ${finding}`
+    return Effect.fail(
+      new SqlError({
+        reason: new UnknownError({ cause: Object.assign(new Error(message), { code: "SQLITE_CORRUPT" }), message, operation: "quick_check" })
+      })
+    )
   })
 
 /**
@@ -72,23 +84,24 @@ const checkIntact = (connection: Connection) =>
  * the moment it is noticed (a `stat` every 250 ms, comparing the file's inode), every statement is
  * refused, so writes answer 503 and `/readyz` 503, and an error names the file once.
  */
-const watchFile = (filename: string) =>
+const watchFile = (filename: string, onLost: (reason: string) => void) =>
   Effect.gen(function*() {
-    let lost: string | undefined
     const opened = statOf(filename)
-    if (opened === undefined) return { lost: () => lost }
+    if (opened === undefined) return
+    let lost = false
     const check = Effect.suspend(() => {
       const now = statOf(filename)
       if (now !== undefined && now.ino === opened.ino && now.dev === opened.dev) return Effect.void
-      lost = `The database file ${filename} was ${now === undefined ? "deleted or moved" : "replaced"} while the service was running; ` +
+      const reason = `The database file ${filename} was ${now === undefined ? "deleted or moved" : "replaced"} while the service was running; ` +
         "nothing more is written until the service is restarted on the file it should use"
-      return Effect.logError(lost)
+      lost = true
+      onLost(reason)
+      return Effect.logError(reason)
     })
     yield* check.pipe(
-      Effect.repeat({ schedule: Schedule.spaced("250 millis"), until: () => lost !== undefined }),
+      Effect.repeat({ schedule: Schedule.spaced("250 millis"), until: () => lost }),
       Effect.forkScoped
     )
-    return { lost: () => lost }
   })
 
 const statOf = (filename: string) => {
@@ -126,24 +139,32 @@ const checkWritable = (filename: string) => {
 
 const reason = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
 
-/** SQLite's own words for a failure, beneath `@effect/sql`'s wrapping of them. */
-const reasonOf = (cause: Cause.Cause<unknown>): string => {
-  let error: unknown = Cause.squash(cause)
-  while (Predicate.hasProperty(error, "cause") && error.cause !== undefined && Predicate.hasProperty(error, "_tag")) {
-    error = error.cause
-  }
-  return reason(error)
-}
-
-const hints: ReadonlyArray<readonly [RegExp, string]> = [
-  [/not a database|malformed/i, "it is not a SQLite database, or it is damaged"],
-  [/disk is full|SQLITE_FULL/i, "the disk is full"],
-  [/readonly|read-only/i, "it is read-only"]
+/** What an operator can do about SQLite's refusal, by its result code. */
+const hints: ReadonlyArray<readonly [code: string, hint: string]> = [
+  ["SQLITE_NOTADB", "it is not a SQLite database, or it is damaged"],
+  ["SQLITE_CORRUPT", "it is not a SQLite database, or it is damaged"],
+  ["SQLITE_FULL", "the disk is full"],
+  ["SQLITE_READONLY", "it is read-only"]
 ]
 
-const cannotUse = (filename: string, message: string) => {
-  const hint = hints.find(([pattern]) => pattern.test(message))?.[1]
+/** The SQLite failure beneath the one met (a migration's failure carries its statement's). */
+const sqlErrorIn = (error: unknown): SqlError | undefined => {
+  for (let depth = 0; depth < 5 && error !== undefined; depth++) {
+    if (isSqlError(error)) return error
+    error = Predicate.hasProperty(error, "cause") ? error.cause : undefined
+  }
+  return undefined
+}
+
+const cannotUse = (filename: string, failure: unknown) => {
+  const error = sqlErrorIn(failure)
+  if (error === undefined) {
+    return new Error(`Cannot use the database ${filename}: ${reason(failure)}. Nothing in it was changed.`)
+  }
+  const cause: unknown = error.reason.cause
+  const code = Predicate.hasProperty(cause, "code") ? String(cause.code) : ""
+  const hint = hints.find(([known]) => code === known || code.startsWith(`${known}_`))?.[1]
   return new Error(
-    `Cannot use the database ${filename}${hint === undefined ? "" : ` (${hint})`}: ${message}. Nothing in it was changed.`
+    `Cannot use the database ${filename}${hint === undefined ? "" : ` (${hint})`}: ${databaseWords(error)}. Nothing in it was changed.`
   )
 }

@@ -1,13 +1,23 @@
 import { statementDurationOf, statementSummary } from "../Observability/Metrics.js"
-import { cachedByText } from "./TextCache.js"
 
 export type DatabaseSystem = "sqlite" | "postgresql"
 
-type Histogram = ReturnType<typeof statementDurationOf>
+/** Statement texts whose recorder is kept: the service has a few dozen; past this, one is found per run. */
+const maxTexts = 1000
 
-/** The duration histogram (`db_client_operation_duration_seconds`) of a statement, found by its text. */
-export const statementDurations = (system: DatabaseSystem): (sql: string) => Histogram =>
-  cachedByText((sql) => {
-    const { operation, table } = statementSummary(sql)
-    return statementDurationOf(system, operation, table ?? "")
-  })
+/**
+ * The recorder of a statement's duration (`db_client_operation_duration_seconds`, by system,
+ * operation and table), found by its text: the text is summarised once, not on every run.
+ */
+export const statementDurations = (system: DatabaseSystem): (sql: string) => (seconds: number) => void => {
+  const byText = new Map<string, (seconds: number) => void>()
+  return (sql) => {
+    let record = byText.get(sql)
+    if (record === undefined) {
+      const { operation, table } = statementSummary(sql)
+      record = statementDurationOf(system, operation, table ?? "")
+      if (byText.size < maxTexts) byText.set(sql, record)
+    }
+    return record
+  }
+}

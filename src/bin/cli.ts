@@ -1,19 +1,19 @@
-import { Command, Options } from "@effect/cli"
 import { Config, Console, Effect, Layer, Logger, Option, Redacted, Stream } from "effect"
+import { Command, Flag } from "effect/cli"
 import { PetStoreClient } from "../Client/PetStoreClient.js"
-import { choiceOption, integerArgument, integerOption, isHttpUrl, urlOption } from "../CommandLine/Options.js"
+import { choiceOption, integerArgument, integerOption, InvalidSetting, isHttpUrl, switchOption, urlOption } from "../CommandLine/Options.js"
 import { run } from "../CommandLine/Run.js"
 import type { Pet } from "../Domain/Pet.js"
 import { PetStatus } from "../Domain/Pet.js"
 
 const statusOption = choiceOption("status", PetStatus.literals).pipe(
-  Options.withDescription("Only animals with this status: available, pending or sold"),
-  Options.optional
+  Flag.withDescription("Only animals with this status: available, pending or sold"),
+  Flag.optional
 )
-const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of a table"))
+const json = switchOption("json").pipe(Flag.withDescription("Print JSON instead of a table"))
 const baseUrl = urlOption("base-url").pipe(
-  Options.withDescription("Address of the service (default: PETSTORE_BASE_URL, else http://localhost:3000)"),
-  Options.optional
+  Flag.withDescription("Address of the service (default: PETSTORE_BASE_URL, else http://localhost:3000)"),
+  Flag.optional
 )
 
 const table = (pets: ReadonlyArray<Pet>) => {
@@ -26,20 +26,21 @@ const print = (asJson: boolean, value: Pet | ReadonlyArray<Pet>) =>
   Console.log(asJson ? JSON.stringify(value, null, 2) : table(Array.isArray(value) ? value : [value as Pet]))
 
 // An empty variable counts as unset, as a shell's `PETSTORE_BASE_URL= petstore …` means.
-const baseUrlFromEnvironment = Config.string("PETSTORE_BASE_URL").pipe(
-  Config.validate({ message: "must be an absolute http(s) URL", validation: (url) => url === "" || isHttpUrl(url) }),
-  Config.withDefault(""),
-  Config.map((url) => url === "" ? "http://localhost:3000" : url)
-)
+const baseUrlFromEnvironment = Effect.flatMap(Config.String("PETSTORE_BASE_URL").pipe(Config.withDefault("")), (url) =>
+  url === ""
+    ? Effect.succeed("http://localhost:3000")
+    : isHttpUrl(url)
+    ? Effect.succeed(url)
+    : Effect.fail(new InvalidSetting({ message: "PETSTORE_BASE_URL: must be an absolute http(s) URL" })))
 
-const apiKey = Config.string("PETSTORE_API_KEY").pipe(
-  Config.validate({ message: "must be set", validation: (key) => key !== "" }),
-  Config.map(Redacted.make)
-)
+const apiKey = Effect.flatMap(Config.String("PETSTORE_API_KEY").pipe(Config.withDefault("")), (key) =>
+  key === ""
+    ? Effect.fail(new InvalidSetting({ message: "PETSTORE_API_KEY: must be set" }))
+    : Effect.succeed(Redacted.make(key)))
 
 /** The client for `--base-url`, else `PETSTORE_BASE_URL`, else the local service, with `PETSTORE_API_KEY`. */
 const clientLayer = (url: Option.Option<string>) =>
-  Layer.unwrapEffect(Effect.gen(function*() {
+  Layer.unwrap(Effect.gen(function*() {
     const baseUrl = Option.isSome(url) ? url.value : yield* baseUrlFromEnvironment
     return PetStoreClient.layer({ target: { baseUrl }, apiKey: yield* apiKey })
   }))
@@ -48,8 +49,8 @@ const list = Command.make(
   "list",
   {
     status: statusOption,
-    limit: integerOption("limit").pipe(Options.withDescription("Animals per page, an integer from 1 to 100"), Options.optional),
-    all: Options.boolean("all").pipe(Options.withDescription("Follow the pages to the last one")),
+    limit: integerOption("limit").pipe(Flag.withDescription("Animals per page, an integer from 1 to 100"), Flag.optional),
+    all: switchOption("all").pipe(Flag.withDescription("Follow the pages to the last one")),
     json,
     baseUrl
   },
@@ -67,7 +68,7 @@ const list = Command.make(
 const create = Command.make(
   "create",
   {
-    name: Options.text("name"),
+    name: Flag.String("name"),
     categoryId: integerOption("category-id"),
     status: statusOption,
     json,
@@ -98,9 +99,12 @@ const petstore = Command.make("petstore").pipe(
   Command.withDescription("The Pet Store from the terminal")
 )
 
-Command.run(petstore, { name: "petstore", version: "1.0.0" })(process.argv).pipe(
-  // Warnings (such as the deprecation of `pets get`) go to stderr, so that stdout stays parseable.
-  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true, colors: false }))),
+run(
+  Command.run(petstore, { version: "1.0.0" }).pipe(
+    // Warnings (such as the deprecation of `pets get`) go to stderr, so that stdout stays parseable.
+    Effect.provide(Logger.layer([Logger.consolePretty({ colors: false, mode: "tty" })])),
+    Effect.provideService(Logger.LogToStderr, true)
+  ),
   // A field the client refuses is named by the option that set it.
-  (program) => run(program, { name: "--name", categoryId: "--category-id", status: "--status", limit: "--limit" })
+  { name: "--name", categoryId: "--category-id", status: "--status", limit: "--limit" }
 )

@@ -1,5 +1,5 @@
-import { Args, Command, Options } from "@effect/cli"
 import { Config, Console, Effect, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
 import { run } from "../CommandLine/Run.js"
 import { backup } from "../Move/Backup.js"
 import { copy } from "../Move/Copy.js"
@@ -16,19 +16,15 @@ import { readOnlySince, setReadOnly, settleMillis } from "../Sql/ReadOnlyMode.js
  * libpq's `PGPASSWORD` or `~/.pgpass`.
  */
 const sideOptions = (name: string, description: string) => ({
-  value: Options.text(name).pipe(Options.withDescription(description), Options.optional),
-  env: Options.text(`${name}-env`).pipe(
-    Options.withPseudoName("NAME"),
-    Options.withDescription(`The environment variable holding ${description.toLowerCase()}`),
-    Options.optional
+  value: Flag.String(name).pipe(Flag.withDescription(description), Flag.optional),
+  env: Flag.String(`${name}-env`).pipe(
+    Flag.withMetavar("NAME"),
+    Flag.withDescription(`The environment variable holding ${description.toLowerCase()}`),
+    Flag.optional
   )
 })
 
-// pg warns at each use of ~/.pgpass that its next major version drops it; for this command it is
-// libpq's own file, the documented way to keep a password off the command line.
-process.noDeprecation = true
-
-const databaseUrl = Config.string("DATABASE_URL").pipe(Config.withDefault("data/petstore.db"))
+const databaseUrl = Config.String("DATABASE_URL").pipe(Config.withDefault("data/petstore.db"))
 
 const resolveSide = (
   name: string,
@@ -88,7 +84,7 @@ const statusCommand = Command.make("status", { database }, (options) =>
 
 const readOnlyCommand = Command.make(
   "read-only",
-  { state: Args.choice([["on", true], ["off", false]], { name: "on|off" }), database },
+  { state: Argument.ChoiceWithValue("on|off", [["on", true], ["off", false]]), database },
   ({ database, state }) =>
     Effect.gen(function*() {
       const store = yield* theDatabase(database)
@@ -108,7 +104,7 @@ const readOnlyCommand = Command.make(
     })
 ).pipe(Command.withDescription("Stop (on) or allow again (off) writes on the database, for a move; instances notice within a second"))
 
-const backupCommand = Command.make("backup", { file: Args.text({ name: "FILE" }), database }, ({ database, file }) =>
+const backupCommand = Command.make("backup", { file: Argument.String("FILE"), database }, ({ database, file }) =>
   Effect.flatMap(theDatabase(database), (store) => backup(store, file)).pipe(Effect.flatMap(Console.log)))
   .pipe(Command.withDescription("Write a consistent copy of the SQLite database to FILE while the service serves and writes"))
 
@@ -118,7 +114,7 @@ const db = Command.make("db").pipe(
 )
 
 run(
-  Command.run(db, { name: "petstore db", version: "1.0.0" })(process.argv),
+  Command.run(db, { version: "1.0.0" }),
   {},
   "interrupted: nothing was left half-done (a copy's target is as it was before)"
 )

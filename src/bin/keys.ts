@@ -1,7 +1,7 @@
-import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Command, Flag } from "effect/cli"
 import { ApiKeyRecord, ApiKeys } from "../Auth/ApiKeys.js"
-import { integerArgument, nameOption } from "../CommandLine/Options.js"
+import { integerArgument, nameOption, switchOption } from "../CommandLine/Options.js"
 import { run } from "../CommandLine/Run.js"
 import { AppConfig } from "../Config/AppConfig.js"
 import { ApiKeysLive } from "../Service/Stores.js"
@@ -17,7 +17,7 @@ const describe = (key: ApiKeyRecord) =>
 
 const create = Command.make(
   "create",
-  { name: nameOption("name", 255).pipe(Options.withDescription("Who or what the key is for")) },
+  { name: nameOption("name", 255).pipe(Flag.withDescription("Who or what the key is for")) },
   ({ name }) =>
     Effect.gen(function*() {
       const { key, record } = yield* (yield* ApiKeys).create(name)
@@ -32,7 +32,7 @@ const encodeRecords = Schema.encodeSync(Schema.Array(ApiKeyRecord))
 
 const list = Command.make(
   "list",
-  { json: Options.boolean("json").pipe(Options.withDescription("Print the records as a JSON array")) },
+  { json: switchOption("json").pipe(Flag.withDescription("Print the records as a JSON array")) },
   ({ json }) =>
     Effect.gen(function*() {
       const keys = yield* (yield* ApiKeys).list
@@ -55,4 +55,4 @@ const keys = Command.make("keys").pipe(
   Command.provide(ApiKeysLive.pipe(Layer.provideMerge(AppConfig.layer)))
 )
 
-run(Command.run(keys, { name: "petstore keys", version: "1.0.0" })(process.argv))
+run(Command.run(keys, { version: "1.0.0" }))

@@ -1,21 +1,21 @@
-import { BunHttpServer, BunRuntime } from "@effect/platform-bun"
-import { Cause, ConfigError, Duration, Effect, Layer, Logger, Option } from "effect"
-import { AppConfig } from "../Config/AppConfig.js"
+import { Cause, Config, Duration, Effect, Exit, Layer, Option, Runtime } from "effect"
+import { AppConfig, describeConfigError } from "../Config/AppConfig.js"
+import * as BunServer from "../Http/BunServer.js"
 import { InFlightRequests } from "../Http/InFlightRequests.js"
 import { RequestLines } from "../Http/RequestLog.js"
 import { HttpLive } from "../Http/Server.js"
 import { summarizeCause } from "../Observability/CauseSummary.js"
-import { MetricsCollectors } from "../Observability/Exposition.js"
 import { metricsFolderVariable, serveGroupMetrics, serveMetrics, serveWorkerMetrics } from "../Observability/MetricsServer.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
+import { JsonLogs } from "../Service/JsonLogs.js"
 import { stopDeadline, stopMargin } from "../Service/StopDeadline.js"
 import { migrate, StoresLive } from "../Service/Stores.js"
 import { stopWhenOrphaned, supervise, workerVariable } from "../Service/Workers.js"
 
 /** The server; workers share its port through SO_REUSEPORT, and the kernel spreads connections. */
-const ServerLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, ({ host, port, workers }) =>
-    HttpLive.pipe(Layer.provide(BunHttpServer.layer({ port, hostname: host, development: false, reusePort: workers > 1 })))
+const ServerLive = Layer.unwrap(
+  AppConfig.useSync(({ host, port, workers }) =>
+    HttpLive.pipe(Layer.provide(BunServer.layer({ port, hostname: host, reusePort: workers > 1 })))
   )
 ).pipe(Layer.provide(StoresLive), Layer.provide(RequestLines.Stdout))
 
@@ -33,12 +33,16 @@ const serve = Effect.gen(function*() {
   // Added after the server, so it runs first on stop: running requests finish before the server,
   // then the database, close.
   yield* Effect.addFinalizer(() =>
-    Effect.logInfo("stopping: finishing the requests in flight").pipe(Effect.zipRight(inFlight.drain(config.drainTimeout)))
+    Effect.logInfo("stopping: finishing the requests in flight").pipe(Effect.andThen(inFlight.drain(config.drainTimeout)))
   )
   if (worker !== undefined) yield* Effect.forkScoped(stopWhenOrphaned)
   yield* Effect.logInfo("listening").pipe(
-    Effect.annotateLogs({ environment: config.environment, host: config.host, port: config.port }),
-    Effect.annotateLogs(worker === undefined ? {} : { worker: Number(worker) })
+    Effect.annotateLogs({
+      environment: config.environment,
+      host: config.host,
+      port: config.port,
+      ...(worker === undefined ? {} : { worker: Number(worker) })
+    })
   )
   return yield* Effect.never
 }).pipe(Effect.scoped, Effect.provide(InFlightRequests.layer))
@@ -61,21 +65,39 @@ const main = Effect.gen(function*() {
   return yield* supervise(workers, env, Duration.sum(drainTimeout, Duration.millis(Duration.toMillis(stopMargin) / 2)))
 }).pipe(
   Effect.scoped,
-  Effect.provide([AppConfig.layer, ObservabilityConfig.layer, MetricsCollectors.layer]),
-  Effect.tapErrorCause((cause) =>
-    Effect.logError(
-      Option.match(Cause.failureOption(cause).pipe(Option.filter(ConfigError.isConfigError)), {
-        // Its string names the variable: "(Invalid data at PORT: …)".
-        onSome: (error) => `Invalid configuration: ${error}`,
-        onNone: () => `failed to start: ${summarizeCause(cause)}`
-      })
+  Effect.provide([AppConfig.layer, ObservabilityConfig.layer]),
+  Effect.tapCause((cause) => {
+    const failure = Cause.findErrorOption(cause)
+    return Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logError(
+      Option.isSome(failure) && failure.value instanceof Config.ConfigError
+        // It names the variable: "(Invalid data at PORT: …)".
+        ? `Invalid configuration: (${describeConfigError(failure.value)})`
+        : `failed to start: ${summarizeCause(cause)}`
     )
-  ),
-  Effect.provide(Logger.json)
+  }),
+  Effect.provide(JsonLogs)
 )
+
+/**
+ * Runs `main` until it ends or a signal interrupts it, then exits: 0 when it stopped on a signal
+ * or ended, 1 when it could not start (shaped like the platform packages' `runMain`, which do not
+ * load on this version of effect).
+ */
+const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
+  const onSignal = () => fiber.interruptUnsafe(fiber.id)
+  fiber.addObserver((exit) => {
+    process.removeListener("SIGINT", onSignal)
+    process.removeListener("SIGTERM", onSignal)
+    teardown(exit, (code) => process.exit(code))
+  })
+  process.on("SIGINT", onSignal)
+  process.on("SIGTERM", onSignal)
+})
 
 // A terminal's Ctrl-C reaches both this process and npm, which forwards it: the repeated signal must
 // not cut the drain short. The first signal arms the stop's deadline.
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, stopDeadline.arm)
-// runMain interrupts on SIGINT and SIGTERM; the process then exits 0, or 1 if it could not start.
-BunRuntime.runMain(main, { disableErrorReporting: true, disablePrettyLogger: true })
+runMain(main, {
+  disableErrorReporting: true,
+  teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? 0 : 1)
+})

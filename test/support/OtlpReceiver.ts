@@ -4,12 +4,10 @@ export interface ReceivedSpan {
   readonly traceId: string
   readonly spanId: string
   readonly parentSpanId: string | undefined
-  readonly traceState: string | undefined
-  /** OTLP span flags: the W3C trace flags in the low byte, whether the parent is remote above. */
-  readonly flags: number | undefined
   readonly kind: number
   readonly status: { readonly code?: number; readonly message?: string }
   readonly attributes: Record<string, unknown>
+  readonly events: ReadonlyArray<{ readonly name: string; readonly attributes: Record<string, unknown> }>
   readonly resource: Record<string, unknown>
 }
 
@@ -42,11 +40,13 @@ export const startOtlpReceiver = () => {
               traceId: span.traceId,
               spanId: span.spanId,
               parentSpanId: span.parentSpanId || undefined,
-              traceState: span.traceState || undefined,
-              flags: span.flags,
               kind: span.kind,
               status: span.status ?? {},
               attributes: flatten(span.attributes),
+              events: (span.events ?? []).map((event: { name: string; attributes?: Parameters<typeof flatten>[0] }) => ({
+                name: event.name,
+                attributes: flatten(event.attributes)
+              })),
               resource
             })
           }

@@ -7,7 +7,7 @@ import { PostgresConnection } from "../../src/Sql/PostgresConnection.js"
 
 /** One statement as the cluster's superuser, on a connection of its own. */
 const asAdmin = (statement: string) =>
-  Effect.flatMap(PgClient.PgClient, (sql) => sql.unsafe(statement)).pipe(
+  Effect.flatMap(Effect.service(PgClient.PgClient), (sql) => sql.unsafe(statement)).pipe(
     Effect.provide(PgClient.layer({ url: Redacted.make(inject("postgresUrl")), maxConnections: 1 })),
     Effect.orDie
   )
@@ -25,13 +25,13 @@ export const temporaryDatabase = Effect.acquireRelease(
 }))
 
 /** A migrated PostgreSQL database of its own, dropped when the layer is released. */
-export const TemporaryPostgres = Layer.unwrapScoped(
+export const TemporaryPostgres = Layer.unwrap(
   Effect.map(temporaryDatabase, (databaseUrl) => PostgresConnection.pipe(Layer.provide(AppConfig.make({ databaseUrl }))))
 )
 
 /** A new database on the test cluster for tests outside Effect; dropped on `await using` exit. */
 export const createTestDatabase = async () => {
-  const scope = await Effect.runPromise(Scope.make())
-  const url = await Effect.runPromise(Scope.extend(temporaryDatabase, scope))
+  const scope = Scope.makeUnsafe()
+  const url = await Effect.runPromise(Scope.provide(temporaryDatabase, scope))
   return { url, [Symbol.asyncDispose]: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
 }

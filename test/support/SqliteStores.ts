@@ -6,7 +6,7 @@ import { AppConfig } from "../../src/Config/AppConfig.js"
 import { SqliteConnection } from "../../src/Sql/SqliteConnection.js"
 
 /** A migrated SQLite database in a temporary folder, removed when the layer is released. */
-export const TemporarySqlite = Layer.unwrapScoped(
+export const TemporarySqlite = Layer.unwrap(
   Effect.gen(function*() {
     const folder = yield* Effect.acquireRelease(
       Effect.sync(() => mkdtempSync(join(tmpdir(), "petstore-test-"))),

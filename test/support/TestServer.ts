@@ -1,47 +1,67 @@
-import { HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { BunHttpServer } from "@effect/platform-bun"
-import { Chunk, Clock, Duration, Effect, type Fiber, Layer, Redacted, Stream, TestClock } from "effect"
+import { Clock, Context, Duration, Effect, type Fiber, Layer, Redacted, Stream } from "effect"
+import { HttpClient, HttpClientRequest } from "effect/http"
+import { HttpApiClient } from "effect/http-api"
 import { PetStoreApi } from "../../src/Api.js"
-import { AppConfig } from "../../src/Config/AppConfig.js"
 import { ApiKeys } from "../../src/Auth/ApiKeys.js"
 import { RateLimiter } from "../../src/Auth/RateLimiter.js"
-import { HttpLive } from "../../src/Http/Server.js"
+import { AppConfig } from "../../src/Config/AppConfig.js"
+import * as BunServer from "../../src/Http/BunServer.js"
 import { InFlightRequests } from "../../src/Http/InFlightRequests.js"
 import { RequestLines } from "../../src/Http/RequestLog.js"
+import { HttpLive } from "../../src/Http/Server.js"
 import { ObservabilityConfig } from "../../src/Observability/ObservabilityConfig.js"
 import { Cursors } from "../../src/Pets/Cursors.js"
 import { PetRepository } from "../../src/Pets/PetRepository.js"
 
 export const publicBaseUrl = "http://petstore.test"
 
+/** When each sleep on the test server's clock that has not ended yet ends (its clock's time). */
+const pendingSleeps = new Map<object, number>()
+
+/**
+ * The clock the test runs on (a TestClock), with its sleeps noted in `pendingSleeps`: the test
+ * clock tells no one what sleeps on it, and `answeredOrAsleep` needs to know.
+ */
+const NotedSleeps = Layer.effectContext(Effect.withFiber((fiber) => {
+  const clock = fiber.getRef(Clock.Clock)
+  // The same clock (a TestClock keeps its `adjust`), but for its sleeps.
+  const noted: Clock.Clock = Object.assign(Object.create(clock), {
+    sleep: (duration: Duration.Duration) =>
+      Effect.suspend(() => {
+        const entry = {}
+        pendingSleeps.set(entry, clock.currentTimeMillisUnsafe() + Duration.toMillis(duration))
+        return Effect.ensuring(clock.sleep(duration), Effect.sync(() => pendingSleeps.delete(entry)))
+      })
+  })
+  return Effect.succeed(Context.make(Clock.Clock, noted))
+}))
+
 /** The whole HTTP service on a fresh test server, with the in-memory stores unless told otherwise. */
 export const makeTestServer = (
   pets: Layer.Layer<PetRepository> = PetRepository.InMemory,
-  config: Partial<AppConfig["Type"]> = {},
+  config: Partial<AppConfig["Service"]> = {},
   limiter: Layer.Layer<RateLimiter> = RateLimiter.InMemory,
-  observability: Partial<ObservabilityConfig["Type"]> = {},
+  observability: Partial<ObservabilityConfig["Service"]> = {},
   logLines: (chunk: string) => void = () => {}
 ) =>
   HttpLive.pipe(
-    Layer.provideMerge(BunHttpServer.layerTest),
+    Layer.provideMerge(BunServer.layerTest),
     Layer.provideMerge(Layer.mergeAll(pets, ApiKeys.InMemory, Cursors.InMemory, limiter)),
     Layer.provideMerge(
       Layer.mergeAll(
-        // The deadline's timer runs on real time while these tests move the TestClock: a slowed
-        // answer waiting on the TestClock must not meet it on a loaded machine.
-        AppConfig.make({ publicBaseUrl, requestTimeout: Duration.minutes(5), ...config }),
+        AppConfig.make({ publicBaseUrl, ...config }),
         InFlightRequests.layer,
         RequestLines.layer(logLines),
         ObservabilityConfig.make(observability)
       )
-    )
+    ),
+    Layer.provideMerge(NotedSleeps)
   )
 
 export const TestServer = makeTestServer()
 
 /** A new API key on the test server. */
-export const createKey = (name = "test client") =>
-  Effect.flatMap(ApiKeys, (keys) => keys.create(name))
+export const createKey = (name = "test client") => ApiKeys.use((keys) => keys.create(name))
 
 /** The client derived from the API definition, sending `key` as its bearer credential. */
 export const clientWith = (key: Redacted.Redacted | string | undefined) =>
@@ -73,29 +93,33 @@ export const send = (
     } else if (options.body instanceof Uint8Array) {
       request = HttpClientRequest.bodyUint8Array(request, options.body, options.headers?.["content-type"])
     } else if (options.body !== undefined) {
-      request = HttpClientRequest.bodyStream(request, Stream.fromReadableStream(() => options.body as ReadableStream<Uint8Array>, (e) => e), {
-        contentType: options.headers?.["content-type"] ?? "application/json"
-      })
+      const body = options.body
+      request = HttpClientRequest.bodyStream(
+        request,
+        Stream.fromReadableStream({ evaluate: () => body, onError: (error) => error }),
+        { contentType: options.headers?.["content-type"] ?? "application/json" }
+      )
     }
     const response = yield* http.execute(request)
     const text = yield* response.text
     const isJson = response.headers["content-type"]?.startsWith("application/json") ?? false
     return { status: response.status, headers: response.headers, text, body: isJson ? JSON.parse(text) : undefined }
-  }).pipe(Effect.scoped)
+  })
 
 /**
  * Waits, in real time, until `fiber` (a request sent on the test server) has its answer, or until
- * something sleeps on the TestClock to end within `within` (a slowed answer waiting). Moving the
- * clock before the request has reached its sleep would leave it sleeping for good, however long
- * the request takes to get there on a loaded machine.
+ * something sleeps on the test clock to end within `within` (a slowed answer waiting: 2 s at most,
+ * short of every request's deadline, which sleeps on the same clock). Moving the clock before the
+ * request has reached its sleep would leave it sleeping for good, however long the request takes
+ * to get there on a loaded machine.
  */
-export const answeredOrAsleep = (fiber: Fiber.RuntimeFiber<unknown, unknown>, within: Duration.DurationInput = "5 seconds") =>
+export const answeredOrAsleep = (fiber: Fiber.Fiber<unknown, unknown>, within: Duration.Input = "2 seconds") =>
   Effect.gen(function*() {
-    const horizon = Duration.toMillis(within)
+    const horizon = Duration.toMillis(Duration.fromInputUnsafe(within))
     for (const givenUpAt = Date.now() + 10_000; Date.now() < givenUpAt;) {
-      if (fiber.unsafePoll() !== null) return
+      if (fiber.pollUnsafe() !== undefined) return
       const now = yield* Clock.currentTimeMillis
-      if (Chunk.some(yield* TestClock.sleeps(), (end) => end <= now + horizon)) return
+      if ([...pendingSleeps.values()].some((end) => end <= now + horizon)) return
       yield* Effect.promise(() => Bun.sleep(5))
     }
   })

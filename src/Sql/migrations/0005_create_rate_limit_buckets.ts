@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {
@@ -8,7 +8,7 @@ export default Effect.gen(function*() {
   // and spares a WAL write per request. On SQLite each process keeps its buckets in memory.
   yield* sql.onDialectOrElse({
     pg: () =>
-      Effect.zipRight(
+      Effect.andThen(
         sql`CREATE UNLOGGED TABLE rate_limit_buckets (
           bucket TEXT PRIMARY KEY,
           tokens DOUBLE PRECISION NOT NULL,

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {
@@ -8,7 +8,7 @@ export default Effect.gen(function*() {
   // as the table.
   yield* sql.onDialectOrElse({
     pg: () =>
-      Effect.zipRight(
+      Effect.andThen(
         sql`ALTER TABLE rate_limit_buckets
           ADD COLUMN granted INTEGER NOT NULL DEFAULT 0,
           ADD COLUMN full_at BIGINT NOT NULL DEFAULT 0`,

@@ -1,0 +1,114 @@
+import type { Server as BunServer } from "bun"
+import { Context, Effect, Fiber, Layer, Option, Result, Scope } from "effect"
+import {
+  FetchHttpClient,
+  HttpEffect,
+  HttpServer,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "effect/http"
+import { NetAddress } from "effect/net"
+
+/**
+ * The HTTP server on Bun, in the shape of effect-smol's `@effect/platform-bun` `BunHttpServer.ts`
+ * (which has no release that loads on effect 4.1.0): `Bun.serve` answering each request through
+ * Effect's own web handling (`HttpEffect.toHandled` and `HttpServerResponse.toWeb`, what
+ * `HttpRouter.toWebHandler` runs), as an `HttpServer` service whose scope starts and stops it.
+ * Only what this service uses: no WebSockets, no multipart, no files.
+ */
+export interface ServeOptions {
+  readonly port: number
+  readonly hostname: string
+  /** Workers share the port: the kernel spreads connections over them (SO_REUSEPORT). */
+  readonly reusePort?: boolean | undefined
+}
+
+/**
+ * Starts `Bun.serve` and stops it when the scope closes. A stop closes every connection at once:
+ * by then the requests in flight were let finish (`Http/InFlightRequests.ts`), and a connection
+ * kept open by a client must not hold the process past its stop's bound.
+ */
+export const make = (options: ServeOptions) =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const handlers: Array<(request: Request, server: BunServer<undefined>) => Response | Promise<Response>> = [
+      () => new Response(null, { status: 503, headers: { connection: "close" } })
+    ]
+    const server = Bun.serve({
+      port: options.port,
+      hostname: options.hostname,
+      reusePort: options.reusePort ?? false,
+      development: false,
+      fetch: (request, server) => handlers[handlers.length - 1]!(request, server)
+    })
+    yield* Scope.addFinalizer(
+      scope,
+      // Interruptible, so that the bound can end it: a finalizer runs uninterruptibly.
+      Effect.interruptible(Effect.promise(() => server.stop(true))).pipe(Effect.timeoutOption("1 second"))
+    )
+
+    return HttpServer.make({
+      address: addressOf(server.hostname ?? options.hostname, server.port ?? options.port),
+      serve: (httpApp, middleware) =>
+        Effect.gen(function*() {
+          const parent = yield* Effect.fiber
+          const services = parent.context
+          const serveScope = Context.getUnsafe(services, Scope.Scope)
+          const requests = Scope.forkUnsafe(serveScope, "parallel")
+          const resolvers = new WeakMap<HttpServerRequest.HttpServerRequest, (response: Response) => void>()
+          const httpEffect = HttpEffect.toHandled(httpApp, (request, response) =>
+            Effect.sync(() => {
+              resolvers.get(request)!(toWeb(request, response, services))
+            }), middleware)
+
+          const handler = (source: Request, bun: BunServer<undefined>) =>
+            new Promise<Response>((resolve) => {
+              const request = HttpServerRequest.fromWeb(source).modify({
+                remoteAddress: Option.fromNullishOr(bun.requestIP(source)?.address)
+              })
+              resolvers.set(request, resolve)
+              const map = new Map(services.mapUnsafe)
+              map.set(HttpServerRequest.HttpServerRequest.key, request)
+              const context = Context.makeUnsafe<HttpServerRequest.HttpServerRequest>(map)
+              const fiber = Fiber.runIn(Effect.runForkWith(context)(httpEffect), requests)
+              // A client that goes away interrupts its request, marked as its doing (logged 499).
+              source.signal.addEventListener("abort", () => {
+                fiber.interruptUnsafe(parent.id, HttpServerError.ClientAbort.annotation)
+              }, { once: true })
+            })
+
+          yield* Scope.addFinalizer(serveScope, Effect.sync(() => void handlers.pop()))
+          handlers.push(handler)
+        })
+    })
+  })
+
+/** Where the server listens; a host named rather than given as an address (`localhost`) as the loopback. */
+const addressOf = (hostname: string, port: number) =>
+  NetAddress.inetAddressUnsafe(Result.getOrElse(NetAddress.ipFromString(hostname), () => NetAddress.ipv4Loopback), port)
+
+const toWeb = (
+  request: HttpServerRequest.HttpServerRequest,
+  response: HttpServerResponse.HttpServerResponse,
+  context: Context.Context<never>
+): Response => {
+  const withoutBody = request.method === "HEAD"
+  return HttpServerResponse.toWeb(withoutBody ? response : HttpEffect.scopeTransferToStream(response), {
+    withoutBody,
+    context,
+    signal: (request.source as Request).signal
+  })
+}
+
+/** The server, listening as `options` say. */
+export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer> =>
+  Layer.effect(HttpServer.HttpServer, make(options))
+
+/** A server on a free loopback port, and an `HttpClient` that calls it (for tests). */
+export const layerTest = HttpServer.layerTestClient.pipe(
+  Layer.provide(FetchHttpClient.layer.pipe(
+    Layer.provide(Layer.succeed(FetchHttpClient.RequestInit, { keepalive: false }))
+  )),
+  Layer.provideMerge(layer({ port: 0, hostname: "127.0.0.1" }))
+)
