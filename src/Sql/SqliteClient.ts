@@ -1,7 +1,7 @@
 /**
  * A `SqlClient` on a SQLite file through `bun:sqlite`, built with `effect/sql`'s own constructor:
  * the stand-in for `@effect/sql-sqlite-bun`, whose releases do not load on effect 4.1.0, shaped
- * like its source (effect-smol `packages/sql-sqlite-bun/src/SqliteClient.ts`). Beside what that
+ * like its source (effect-smol `packages/sql/sqlite-bun/src/SqliteClient.ts`). Beside what that
  * client does, it keeps each statement text prepared, waits for another process's lock in Effect
  * rather than inside SQLite, and lends its one connection to statements outside a transaction
  * until the transaction has begun.
