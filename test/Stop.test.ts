@@ -35,10 +35,10 @@ const traffic = (url: string, key: string) => {
   }
 }
 
-/** Milliseconds from SIGTERM to the process's exit, and its exit code. */
-const timeStop = async (server: { readonly proc: Bun.Subprocess }) => {
+/** Milliseconds from the signal (SIGTERM unless named) to the process's exit, and its exit code. */
+const timeStop = async (server: { readonly proc: Bun.Subprocess }, signal: NodeJS.Signals = "SIGTERM") => {
   const sentAt = performance.now()
-  server.proc.kill("SIGTERM")
+  server.proc.kill(signal)
   const code = await server.proc.exited
   return { millis: performance.now() - sentAt, code }
 }
@@ -106,6 +106,37 @@ describe(`a stop ends within the drain time + 2 s (DRAIN_TIMEOUT_SECONDS=${drain
     } finally {
       server.proc.kill("SIGKILL")
       for (const pid of workerPids(server.logs())) if (isRunning(pid)) process.kill(pid, "SIGKILL")
+    }
+  })
+
+  it("on SIGHUP as on SIGTERM: logged, drained and exit 0, for one process and for a supervisor with its workers", async () => {
+    using folder = temporaryFolder()
+    const env = { DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const key = await createKey(env)
+    const single = await startServer(env)
+    try {
+      const stopTraffic = traffic(single.url, key)
+      await Bun.sleep(300)
+      const { code, millis } = await timeStop(single, "SIGHUP")
+      expect(await stopTraffic()).toBeGreaterThan(0)
+      expect(code).toBe(0)
+      expect(millis).toBeLessThan(boundMillis)
+      expect(single.logs()).toContain(`"message":"stopping: finishing the requests in flight"`)
+    } finally {
+      single.proc.kill("SIGKILL")
+    }
+    const supervisor = await startServer({ ...env, WORKERS: "2" })
+    try {
+      expect(await waitFor(() => supervisor.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
+      const workers = workerPids(supervisor.logs())
+      const { code, millis } = await timeStop(supervisor, "SIGHUP")
+      expect(code).toBe(0)
+      expect(millis).toBeLessThan(boundMillis)
+      expect(workers.filter(isRunning)).toEqual([])
+      expect(supervisor.logs().split("\n").filter((line) => line.includes(`"stopping: finishing the requests in flight"`)).length).toBe(2)
+    } finally {
+      supervisor.proc.kill("SIGKILL")
+      for (const pid of workerPids(supervisor.logs())) if (isRunning(pid)) process.kill(pid, "SIGKILL")
     }
   })
 

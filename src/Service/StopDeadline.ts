@@ -4,7 +4,7 @@ import { Duration } from "effect"
 export const stopMargin = Duration.seconds(2)
 
 /**
- * The bound on a stop, whatever it waits for. The first SIGTERM or SIGINT arms a timer that ends
+ * The bound on a stop, whatever it waits for. The first SIGTERM, SIGINT or SIGHUP arms a timer that ends
  * the process once the bound has passed: a finalizer cannot be interrupted, so a database that
  * does not answer would otherwise keep the process alive. Before the configuration is read (a
  * start in progress) the bound is the margin alone. One per process, as signals are.

@@ -38,7 +38,7 @@ const runWorker = (worker: number, env: Record<string, string>, stopTimeout: Dur
 
 /**
  * Keeps `count` workers running: one that exits while the supervisor runs is started again a
- * second later. Interrupted (SIGTERM or SIGINT to the supervisor), it stops them all, killing any
+ * second later. Interrupted (SIGTERM, SIGINT or SIGHUP to the supervisor), it stops them all, killing any
  * still running after `stopTimeout`. `env` is added to the workers' environment.
  */
 export const supervise = (count: number, env: Record<string, string>, stopTimeout: Duration.Input) =>

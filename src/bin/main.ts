@@ -21,7 +21,7 @@ const ServerLive = Layer.unwrap(
 
 const worker = process.env[workerVariable]
 
-/** One server process, until SIGTERM or SIGINT. */
+/** One server process, until SIGTERM, SIGINT or SIGHUP. */
 const serve = Effect.gen(function*() {
   const config = yield* AppConfig
   const inFlight = yield* InFlightRequests
@@ -78,6 +78,10 @@ const main = Effect.gen(function*() {
   Effect.provide(JsonLogs)
 )
 
+// SIGHUP too: a closed terminal or a supervisor's reload sends it, and by default it would end the
+// process at once, cutting the requests in flight.
+const stopSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const
+
 /**
  * Runs `main` until it ends or a signal interrupts it, then exits: 0 when it stopped on a signal
  * or ended, 1 when it could not start (shaped like the platform packages' `runMain`, which do not
@@ -86,17 +90,15 @@ const main = Effect.gen(function*() {
 const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
   const onSignal = () => fiber.interruptUnsafe(fiber.id)
   fiber.addObserver((exit) => {
-    process.removeListener("SIGINT", onSignal)
-    process.removeListener("SIGTERM", onSignal)
+    for (const signal of stopSignals) process.removeListener(signal, onSignal)
     teardown(exit, (code) => process.exit(code))
   })
-  process.on("SIGINT", onSignal)
-  process.on("SIGTERM", onSignal)
+  for (const signal of stopSignals) process.on(signal, onSignal)
 })
 
 // A terminal's Ctrl-C reaches both this process and npm, which forwards it: the repeated signal must
 // not cut the drain short. The first signal arms the stop's deadline.
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, stopDeadline.arm)
+for (const signal of stopSignals) process.on(signal, stopDeadline.arm)
 runMain(main, {
   disableErrorReporting: true,
   teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? 0 : 1)
