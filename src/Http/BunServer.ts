@@ -17,6 +17,9 @@ import { NetAddress } from "effect/net"
  * `HttpRouter.toWebHandler` runs), as an `HttpServer` service whose scope starts and stops it.
  * Only what this service uses: no WebSockets, no multipart, no files.
  */
+/** Where a request's web response goes: the promise `Bun.serve` awaits, carried in the request's context. */
+class Respond extends Context.Service<Respond, (response: Response) => void>()("petstore/BunServer/Respond") {}
+
 export interface ServeOptions {
   readonly port: number
   readonly hostname: string
@@ -56,10 +59,10 @@ export const make = (options: ServeOptions) =>
           const services = parent.context
           const serveScope = Context.getUnsafe(services, Scope.Scope)
           const requests = Scope.forkUnsafe(serveScope, "parallel")
-          const resolvers = new WeakMap<HttpServerRequest.HttpServerRequest, (response: Response) => void>()
           const httpEffect = HttpEffect.toHandled(httpApp, (request, response) =>
-            Effect.sync(() => {
-              resolvers.get(request)!(toWeb(request, response, services))
+            Effect.withFiber((fiber) => {
+              Context.getUnsafe(fiber.context, Respond)(toWeb(request, response, services))
+              return Effect.void
             }), middleware)
 
           const handler = (source: Request, bun: BunServer<undefined>) =>
@@ -67,10 +70,10 @@ export const make = (options: ServeOptions) =>
               const request = HttpServerRequest.fromWeb(source).modify({
                 remoteAddress: Option.fromNullishOr(bun.requestIP(source)?.address)
               })
-              resolvers.set(request, resolve)
               const map = new Map(services.mapUnsafe)
               map.set(HttpServerRequest.HttpServerRequest.key, request)
-              const context = Context.makeUnsafe<HttpServerRequest.HttpServerRequest>(map)
+              map.set(Respond.key, resolve)
+              const context = Context.makeUnsafe<HttpServerRequest.HttpServerRequest | Respond>(map)
               const fiber = Fiber.runIn(Effect.runForkWith(context)(httpEffect), requests)
               // A client that goes away interrupts its request, marked as its doing (logged 499).
               source.signal.addEventListener("abort", () => {

@@ -58,6 +58,8 @@ const makeExportGuard = (batch: Tracing["batch"]) => {
   let droppedSpans = 0
   let exported = 0
   const failed = new Map<string, number>()
+  // A batch's span count from its serialization to its export's answer: the body is all the
+  // library hands both (one entry per batch in flight, never per request).
   const spansIn = new WeakMap<HttpBody.HttpBody, number>()
 
   const pause = () => {
