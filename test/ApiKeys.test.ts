@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import { ApiKeyAlreadyRevoked, ApiKeyNotFound, ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
 import { AppConfig } from "../src/Config/AppConfig.js"
@@ -74,3 +75,35 @@ describe("the SQLite key store", () => {
       expect(rows[0]).toMatchObject({ key_hash: hashKey(Redacted.value(key)) })
     }).pipe(Effect.provide(ApiKeys.Sql.pipe(Layer.provideMerge(TemporarySqlite), Layer.provide(AppConfig.make())))))
 })
+
+for (const [name, database] of [["SQLite", TemporarySqlite], ["PostgreSQL", TemporaryPostgres]] as const) {
+  describe(`a running service's keys, ${name}`, () => {
+    const store = ApiKeys.Sql.pipe(Layer.provideMerge(database), Layer.provide(AppConfig.make()))
+
+    it.effect("a key revoked here is refused from the next lookup on", () =>
+      Effect.gen(function*() {
+        const keys = yield* ApiKeys
+        const hash = hashKey(Redacted.value((yield* keys.create("alice")).key))
+        expect(Option.isSome(yield* keys.findActiveByHash(hash))).toBe(true)
+        yield* keys.revoke(1)
+        expect(yield* keys.findActiveByHash(hash)).toStrictEqual(Option.none())
+      }).pipe(Effect.provide(store)))
+
+    it.effect("a key revoked by another process is trusted for half a second at most; a key not found is never remembered", () =>
+      Effect.gen(function*() {
+        const keys = yield* ApiKeys
+        const sql = yield* SqlClient.SqlClient
+        const hash = hashKey(Redacted.value((yield* keys.create("alice")).key))
+        expect(Option.isSome(yield* keys.findActiveByHash(hash))).toBe(true)
+        // What the keys command does, from another process.
+        yield* sql`UPDATE api_keys SET revoked_at = ${new Date().toISOString()} WHERE id = 1`
+        yield* TestClock.adjust(499)
+        expect(Option.isSome(yield* keys.findActiveByHash(hash))).toBe(true)
+        yield* TestClock.adjust(1)
+        expect(yield* keys.findActiveByHash(hash)).toStrictEqual(Option.none())
+        // Made valid again (as a new key would be): found at once.
+        yield* sql`UPDATE api_keys SET revoked_at = NULL WHERE id = 1`
+        expect(Option.isSome(yield* keys.findActiveByHash(hash))).toBe(true)
+      }).pipe(Effect.provide(store)))
+  })
+}

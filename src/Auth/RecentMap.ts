@@ -61,6 +61,13 @@ export class RecentMap<V> {
     if (!this.recent.delete(key)) this.older.delete(key)
   }
 
+  /** Forgets every entry. */
+  clear(): void {
+    this.recent = new Map()
+    this.older = new Map()
+    this.sweep = this.older.entries()
+  }
+
   private add(key: string, value: V): void {
     if (this.recent.size >= this.half) {
       this.older = this.recent

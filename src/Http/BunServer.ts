@@ -70,10 +70,9 @@ export const make = (options: ServeOptions) =>
               const request = HttpServerRequest.fromWeb(source).modify({
                 remoteAddress: Option.fromNullishOr(bun.requestIP(source)?.address)
               })
-              const map = new Map(services.mapUnsafe)
-              map.set(HttpServerRequest.HttpServerRequest.key, request)
-              map.set(Respond.key, resolve)
-              const context = Context.makeUnsafe<HttpServerRequest.HttpServerRequest | Respond>(map)
+              // Added over the server's context rather than copied into a map of its own: the
+              // request's fiber then keeps the cache of references the server's context built.
+              const context = Context.add(Context.add(services, HttpServerRequest.HttpServerRequest, request), Respond, resolve)
               const fiber = Fiber.runIn(Effect.runForkWith(context)(httpEffect), requests)
               // A client that goes away interrupts its request, marked as its doing (logged 499).
               source.signal.addEventListener("abort", () => {
