@@ -32,7 +32,7 @@ echo "Installing Bun $version from $registry into .tools/ ..." >&2
 if npm install bun@"$version" --prefix .tools --globalconfig "$globalconfig" --userconfig "$userconfig" \
   --fetch-timeout "$fetch_timeout" --fetch-retries "$fetch_retries" \
   --fetch-retry-mintimeout "$fetch_retry_mintimeout" --fetch-retry-maxtimeout "$fetch_retry_maxtimeout" \
-  --loglevel warn --no-save --no-package-lock --no-audit --no-fund --no-update-notifier >&2 &&
+  --loglevel error --no-save --no-package-lock --no-audit --no-fund --no-update-notifier >&2 &&
   .tools/node_modules/.bin/bun --version >/dev/null 2>&1; then
   rm -f .tools/.npmrc
   exit 0
