@@ -17,10 +17,7 @@ if command -v node >/dev/null 2>&1; then
   esac
 fi
 if ! command -v bun >/dev/null 2>&1; then
-  if [ ! -x .tools/node_modules/.bin/bun ]; then
-    echo "Installing Bun 1.4.5 from npm into .tools/ ..." >&2
-    npm install --silent --no-save --no-package-lock --no-audit --no-fund --prefix .tools bun@1.4.5 >&2
-  fi
+  if [ ! -x .tools/node_modules/.bin/bun ]; then sh scripts/install-bun.sh; fi
   PATH="$PWD/.tools/node_modules/.bin:$PATH"
   export PATH
 fi

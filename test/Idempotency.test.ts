@@ -77,18 +77,19 @@ describe("idempotent creates, POST /v1/pets with Idempotency-Key", () => {
       expect((yield* send("GET", "/v1/pets", { key: alice })).body).toHaveLength(4)
     }).pipe(Effect.provide(TestServer)))
 
-  it.effect("a key that is not 1 to 255 printable ASCII characters: 400 invalid_parameter", () =>
+  it.effect("a key that is not 1 to 255 printable ASCII characters: 400 invalid_header, and nothing is created", () =>
     Effect.gen(function*() {
       const { key } = yield* createKey()
       for (const idempotencyKey of ["x".repeat(256), "tab\there", ""]) {
         const response = yield* send("POST", "/v1/pets", { key, headers: { "idempotency-key": idempotencyKey }, body: rex })
         expect(response.status, JSON.stringify(idempotencyKey)).toBe(400)
         expect(response.body).toEqual({
-          code: "invalid_parameter",
+          code: "invalid_header",
           message: "idempotency-key: must be 1 to 255 printable ASCII characters",
           status: 400
         })
       }
+      expect((yield* send("GET", "/v1/pets", { key })).body).toEqual([])
     }).pipe(Effect.provide(TestServer)))
 
   it.effect("a retry while the first request is still running: 409 idempotency_request_in_progress", () =>

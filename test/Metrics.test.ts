@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
+import { statementSummary } from "../src/Observability/Metrics.js"
+import { pgQuery, sqliteQuery } from "./support/MoveCommands.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { promtoolCheckMetrics, startPrometheus } from "./support/Prometheus.js"
 import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
@@ -12,6 +14,19 @@ const valueOf = (exposition: string, series: string) => {
 
 const requests = (method: string, route: string, status: number) =>
   `http_server_request_duration_seconds_count{http_request_method="${method}",http_route="${route}",http_response_status_code="${status}"}`
+
+/**
+ * Every label of the statement durations names a table the database holds, and no label anywhere
+ * is empty (a statement on no table, `BEGIN` or `PRAGMA`, has no table label).
+ */
+const expectRealTableLabels = (exposition: string, tables: ReadonlyArray<string>) => {
+  expect(exposition).not.toMatch(/=""/)
+  const labelled = new Set(
+    [...exposition.matchAll(/^db_client_operation_duration_seconds_count\{[^}]*db_collection_name="([^"]*)"/gm)].map(([, table]) => table!)
+  )
+  expect(labelled.size).toBeGreaterThan(0)
+  expect([...labelled].filter((table) => !tables.includes(table))).toEqual([])
+}
 
 const waitFor = async <A>(read: () => Promise<A>, done: (value: A) => boolean): Promise<A> => {
   let value = await read()
@@ -69,6 +84,17 @@ describe("Prometheus metrics", () => {
           `db_client_operation_duration_seconds_count{db_system_name="sqlite",db_operation_name="INSERT",db_collection_name="pets"}`
         )
       ).toBe(1)
+      // The migrator's `CREATE TABLE IF NOT EXISTS`, at every start.
+      expect(
+        valueOf(
+          exposition,
+          `db_client_operation_duration_seconds_count{db_system_name="sqlite",db_operation_name="CREATE",db_collection_name="effect_sql_migrations"}`
+        )
+      ).toBe(1)
+      expectRealTableLabels(
+        exposition,
+        sqliteQuery<{ name: string }>(env.DATABASE_URL, "SELECT name FROM sqlite_master WHERE type = 'table'").map(({ name }) => name)
+      )
       expect(valueOf(exposition, "process_resident_memory_bytes")).toBeGreaterThan(1024 * 1024)
       expect(valueOf(exposition, "process_cpu_seconds_total")).toBeGreaterThan(0)
       expect(exposition).toContain("# TYPE nodejs_eventloop_delay_seconds histogram")
@@ -234,6 +260,11 @@ describe("Prometheus metrics", () => {
           `db_client_operation_duration_seconds_count{db_system_name="postgresql",db_operation_name="SELECT",db_collection_name="pets"}`
         )
       ).toBe(1)
+      expectRealTableLabels(
+        exposition,
+        (await pgQuery<{ name: string }>(database.url, "SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()"))
+          .map(({ name }) => name)
+      )
       const used = valueOf(exposition, `db_client_connections_usage{state="used"}`)!
       const idle = valueOf(exposition, `db_client_connections_usage{state="idle"}`)!
       expect(used).toBeGreaterThanOrEqual(0)
@@ -242,5 +273,46 @@ describe("Prometheus metrics", () => {
     } finally {
       await server.stop()
     }
+  })
+})
+
+describe("a statement's labels", () => {
+  it("name the table it works on, past IF [NOT] EXISTS, an index's ON, a subquery or a function; none when it names no table", () => {
+    const tables = Object.fromEntries([
+      "CREATE TABLE IF NOT EXISTS effect_sql_migrations (migration_id integer PRIMARY KEY NOT NULL)",
+      `DROP TABLE IF EXISTS "pets" CASCADE`,
+      "CREATE INDEX pets_status_id ON pets (status, id)",
+      `CREATE UNIQUE INDEX IF NOT EXISTS api_keys_hash ON "public"."api_keys" (key_hash)`,
+      "CREATE UNLOGGED TABLE rate_limit_buckets (bucket TEXT PRIMARY KEY)",
+      "INSERT INTO rate_limit_buckets AS b (bucket) SELECT * FROM unnest($1) ON CONFLICT (bucket) DO UPDATE SET bucket = b.bucket",
+      "DELETE FROM idempotency_keys WHERE created_at < $1",
+      "SELECT * FROM (SELECT id FROM pets) AS page",
+      "SELECT r.fingerprint, p.id FROM idempotency_keys r JOIN pets p ON p.id = r.pet_id",
+      "UPDATE api_keys SET revoked_at = $1 WHERE id = $2",
+      "COPY pets (id, name) FROM STDIN",
+      "SELECT EXTRACT(epoch FROM now())",
+      "PRAGMA journal_mode = WAL",
+      "BEGIN",
+      "SELECT 1",
+      "VACUUM INTO $1"
+    ].map((sql) => [sql, statementSummary(sql).table]))
+    expect(Object.values(tables)).toEqual([
+      "effect_sql_migrations",
+      "pets",
+      "pets",
+      "api_keys",
+      "rate_limit_buckets",
+      "rate_limit_buckets",
+      "idempotency_keys",
+      "pets",
+      "idempotency_keys",
+      "api_keys",
+      "pets",
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined
+    ])
   })
 })

@@ -380,4 +380,16 @@ describe("db backup", () => {
       await server.stop()
     }
   })
+
+  it("makes the backup's folder when it does not exist, as on a fresh checkout (`backups/petstore.db`)", async () => {
+    using folder = temporaryFolder()
+    const file = join(folder.path, "petstore.db")
+    await createKey(file)
+    const backupFile = join(folder.path, "backups", "daily", "petstore.db")
+    const result = await db(["backup", backupFile], { DATABASE_URL: file })
+    expect(result.stderr).toBe("")
+    expect(result.exitCode).toBe(0)
+    expect(sqliteQuery(backupFile, "PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }])
+    expect(sqliteQuery(backupFile, "SELECT count(*) AS keys FROM api_keys")).toEqual([{ keys: 1 }])
+  })
 })

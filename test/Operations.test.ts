@@ -105,6 +105,45 @@ describe("served beside the API", () => {
       expect(other.headers["access-control-allow-origin"]).toBeUndefined()
     }).pipe(Effect.provide(makeTestServer(undefined, { corsOrigins: ["https://app.example", "https://admin.example"] }))))
 
+  it.effect("with CORS_ORIGINS, a page's script can read every header a client acts on", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const origin = { origin: "https://app.example" }
+      const responses = [
+        yield* send("POST", "/v1/pets", { key, headers: origin, body: JSON.stringify({ name: "Rex", categoryId: 3 }) }),
+        yield* send("GET", "/v1/pets/1", { key, headers: origin }),
+        yield* send("GET", "/v1/pets", { key, headers: origin }),
+        yield* send("GET", "/v1/pets", { key, headers: origin }),
+        yield* send("GET", "/v1/pets", { headers: origin })
+      ]
+      expect(responses.map((response) => response.status)).toEqual([201, 200, 200, 429, 401])
+      const exposed = responses[0]!.headers["access-control-expose-headers"]!.split(/\s*,\s*/)
+      expect(exposed).toEqual(expect.arrayContaining([
+        "retry-after",
+        "ratelimit",
+        "ratelimit-policy",
+        "location",
+        "x-request-id",
+        "deprecation",
+        "sunset",
+        "link"
+      ]))
+      // A browser shows the page's script the CORS-safelisted headers and the exposed ones; the
+      // rest here are for the browser itself (or say nothing a client acts on).
+      const safelisted = ["cache-control", "content-language", "content-length", "content-type", "expires", "last-modified", "pragma"]
+      const forTheBrowser = ["date", "connection", "keep-alive", "vary", "x-content-type-options"]
+      for (const response of responses) {
+        expect(response.headers["access-control-expose-headers"]).toBe(exposed.join(","))
+        const sent = Object.keys(response.headers).filter((name) =>
+          !name.startsWith("access-control-") && !safelisted.includes(name) && !forTheBrowser.includes(name)
+        )
+        for (const name of sent) expect(exposed, `${response.status}: ${name}`).toContain(name)
+      }
+    }).pipe(Effect.provide(makeTestServer(undefined, {
+      corsOrigins: ["https://app.example"],
+      rateLimit: { perSecond: 1, burst: 3 }
+    }))))
+
   // On the live clock: a draining server waits for a real quiet moment.
   it.live("while stopping, new requests are refused with 503 shutting_down", () =>
     Effect.gen(function*() {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { freePort, runCommand } from "./support/ServerProcess.js"
+import { join } from "node:path"
+import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 /** The one line a failed start logs, and its exit code. */
 const start = async (env: Record<string, string>) => {
@@ -41,5 +42,25 @@ describe("a start that cannot succeed says why in words a person can act on, and
       "Cannot connect to the PostgreSQL database at db.nonexistent.invalid:5432 that DATABASE_URL names"
     )
     for (const { output } of [refused, unknownHost]) expect(output).not.toContain(password)
+  })
+})
+
+describe("LOG_LEVEL", () => {
+  it("warn: no INFO line from the supervisor, its workers or their requests, from start to stop", async () => {
+    using folder = temporaryFolder()
+    const server = await startServer({ DATABASE_URL: join(folder.path, "petstore.db"), LOG_LEVEL: "warn", WORKERS: "2" })
+    try {
+      expect((await fetch(`${server.url}/v1/pets`)).status).toBe(401)
+    } finally {
+      expect(await server.stop()).toBe(0)
+    }
+    const lines = server.logs().split("\n").filter((line) => line !== "")
+    expect(lines.filter((line) => line.includes(`"logLevel":"INFO"`) || line.includes(`"listening"`))).toEqual([])
+  })
+
+  it("off: a start that fails still says why", async () => {
+    const { exitCode, output } = await start({ LOG_LEVEL: "off", WORKERS: "abc" })
+    expect(exitCode).toBe(1)
+    expect(output).toContain("Invalid data at WORKERS")
   })
 })

@@ -24,7 +24,7 @@ const errorFields = <const Codes extends readonly [string, ...Array<string>], co
 
 export class BadRequest extends Schema.TaggedError<BadRequest>()(
   "BadRequest",
-  errorFields(400, ["validation_failed", "malformed_json", "invalid_parameter", "invalid_cursor"])
+  errorFields(400, ["validation_failed", "malformed_json", "invalid_parameter", "invalid_header", "invalid_cursor"])
 ) {}
 
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()(

@@ -109,9 +109,10 @@ export const makeFailureAnswers = () => {
 }
 
 /**
- * HttpApi's own schema failures as the interface's Error body: a request it cannot decode (a path
- * or query parameter, a header) is 400 `invalid_parameter` naming the parameter and its rule; a
- * response it cannot encode is a fault of the service, 500 and logged.
+ * HttpApi's own schema failures as the interface's Error body: a request it cannot decode is 400
+ * naming the parameter or header and its rule, `invalid_parameter` for a path or query parameter
+ * and `invalid_header` for a header (`Idempotency-Key`); a response it cannot encode is a fault of
+ * the service, 500 and logged.
  */
 export const SchemaErrorsLive = HttpApiMiddleware.layerSchemaErrorTransform(SchemaErrors, (error) => {
   if (error.kind === "Body" || error.kind === "ResponseHeaders") {
@@ -121,7 +122,7 @@ export const SchemaErrorsLive = HttpApiMiddleware.layerSchemaErrorTransform(Sche
   }
   return Effect.fail(
     new BadRequest({
-      code: "invalid_parameter",
+      code: error.kind === "Headers" ? "invalid_header" : "invalid_parameter",
       message: describeIssue(error.cause.issue, error.kind === "Payload" ? "body" : "request"),
       status: 400
     })

@@ -52,7 +52,18 @@ export const answered = AppConfig.useSync(({ corsOrigins }) => {
     allowedOrigins: corsOrigins,
     allowedMethods: ["GET", "POST"],
     allowedHeaders: ["authorization", "content-type", "idempotency-key", "x-request-id"],
-    exposedHeaders: ["link", "location", "deprecation", "sunset", "www-authenticate", "x-request-id"],
+    // Every header a client acts on; a browser hides the others from the page's script.
+    exposedHeaders: [
+      "location",
+      "link",
+      "deprecation",
+      "sunset",
+      "retry-after",
+      "ratelimit",
+      "ratelimit-policy",
+      "www-authenticate",
+      "x-request-id"
+    ],
     maxAge: 600
   })
   const failureAnswers = makeFailureAnswers()

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
-import { existsSync, renameSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs"
+import { dirname } from "node:path"
 import { connect, describeStoreFailure, MoveError, type Store } from "./Store.js"
 import { countRows, tables } from "./Tables.js"
 
@@ -16,6 +17,11 @@ export const backup = (store: Store, file: string) =>
       })
     }
     if (existsSync(file)) return yield* new MoveError({ message: `backup: ${file} already exists; name a new file` })
+    // A fresh checkout has no `backups/`, the folder the documented command names.
+    yield* Effect.try({
+      try: () => mkdirSync(dirname(file), { recursive: true }),
+      catch: (error) => new MoveError({ message: `backup: cannot make the folder of ${file}: ${(error as Error).message}` })
+    })
     const partial = `${file}.partial`
     rmSync(partial, { force: true })
     const startedAt = performance.now()

@@ -74,18 +74,38 @@ export const countFailedAuthentication: (reason: string) => void = countersBy(
 
 export const countPetCreated = (): void => petsCreated.updateUnsafe(1, defaultRegistry)
 
-/** A statement's operation (`SELECT`, …) and the table it names first, for its labels and its span. */
-export const statementSummary = (sql: string): { readonly operation: string; readonly table: string | undefined } => ({
-  operation: /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? "OTHER",
-  table: /\b(?:FROM|INTO|UPDATE|TABLE)\s+"?(\w+)/i.exec(sql)?.[1]
-})
+/** A table's name, without its schema or quotes. */
+const tableName = String.raw`(?:ONLY\s+)?(?:"?\w+"?\.)?"?(\w+)(?!\w)`
 
-/** Records a SQL statement's duration in seconds into its series: its system, operation and table. */
-export const statementDurationOf = (system: string, operation: string, table: string): (seconds: number) => void => {
+/**
+ * The table a statement works on: the first name after `FROM` (not a function's, `FROM unnest(…)`),
+ * `INTO`, `UPDATE`, `TABLE` (past `IF [NOT] EXISTS`), an index's `ON`, or a leading `COPY`. A
+ * subquery's parenthesis is skipped for the next name.
+ */
+const tableOf = new RegExp(
+  String.raw`\bFROM\s+${tableName}(?!"?\s*\()|(?:^\s*COPY|\b(?:INTO|UPDATE|TABLE(?:\s+IF(?:\s+NOT)?\s+EXISTS)?|INDEX\b[^;(]*?\bON))\s+${tableName}`,
+  "i"
+)
+
+/** A statement's operation (`SELECT`, …) and the table it works on, when it names one, for its labels and its span. */
+export const statementSummary = (sql: string): { readonly operation: string; readonly table: string | undefined } => {
+  const table = tableOf.exec(sql)
+  return { operation: /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? "OTHER", table: table?.[1] ?? table?.[2] }
+}
+
+/**
+ * Records a SQL statement's duration in seconds into its series: its system, operation and table;
+ * a statement on no table (`BEGIN`, `PRAGMA`, `SELECT 1`) has no table label rather than an empty one.
+ */
+export const statementDurationOf = (system: string, operation: string, table: string | undefined): (seconds: number) => void => {
   const series = Metric.histogram("db_client_operation_duration_seconds", {
     description: "Duration of SQL statements, by database system, operation and table",
     boundaries: statementBoundaries,
-    attributes: { db_system_name: system, db_operation_name: operation, db_collection_name: table }
+    attributes: {
+      db_system_name: system,
+      db_operation_name: operation,
+      ...(table === undefined ? {} : { db_collection_name: table })
+    }
   })
   return (seconds) => series.updateUnsafe(seconds, defaultRegistry)
 }

@@ -15,7 +15,7 @@ export const statementDurations = (system: DatabaseSystem): (sql: string) => (se
     let record = byText.get(sql)
     if (record === undefined) {
       const { operation, table } = statementSummary(sql)
-      record = statementDurationOf(system, operation, table ?? "")
+      record = statementDurationOf(system, operation, table)
       if (byText.size < maxTexts) byText.set(sql, record)
     }
     return record

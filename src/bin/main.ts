@@ -1,4 +1,4 @@
-import { Cause, Config, Duration, Effect, Exit, Layer, Option, Runtime } from "effect"
+import { Cause, Config, Duration, Effect, Exit, Layer, Option, References, Runtime } from "effect"
 import { AppConfig, describeConfigError } from "../Config/AppConfig.js"
 import * as BunServer from "../Http/BunServer.js"
 import { InFlightRequests } from "../Http/InFlightRequests.js"
@@ -65,6 +65,9 @@ const main = Effect.gen(function*() {
   return yield* supervise(workers, env, Duration.sum(drainTimeout, Duration.millis(Duration.toMillis(stopMargin) / 2)))
 }).pipe(
   Effect.scoped,
+  // LOG_LEVEL holds for the service's own lines (`listening`, …) as for the requests'; a start that
+  // fails says why whatever it is (below, outside it).
+  (self) => AppConfig.use(({ logLevel }) => Effect.provideService(self, References.MinimumLogLevel, logLevel)),
   Effect.provide([AppConfig.layer, ObservabilityConfig.layer]),
   Effect.tapCause((cause) => {
     const failure = Cause.findErrorOption(cause)
