@@ -2,12 +2,17 @@ import { describe, expect, it } from "@effect/vitest"
 import { Database } from "bun:sqlite"
 import { chmodSync, existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Effect } from "effect"
 import { inject } from "vitest"
+import { knownVersion } from "../src/Move/SchemaVersion.js"
 import { createKey, db, pgQuery, shows, sqliteQuery, sqliteRows } from "./support/MoveCommands.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 const json = { "content-type": "application/json" }
+
+/** The schema version this build's migrations make. */
+const known = await Effect.runPromise(knownVersion)
 
 const createPet = (url: string, key: string, body: object, idempotencyKey?: string) =>
   fetch(`${url}/v1/pets`, {
@@ -66,7 +71,7 @@ describe("db copy", () => {
 
     const status = await db(["status", "--database-env", "NEW_DATABASE_URL"], { NEW_DATABASE_URL: target.url })
     expect(status.stdout).toMatch(/engine\s+PostgreSQL/)
-    expect(status.stdout).toMatch(/schema version\s+6 \(this build: 6\)/)
+    expect(status.stdout).toMatch(new RegExp(`schema version\\s+${known} \\(this build: ${known}\\)`))
     expect(status.stdout).toMatch(/^pets\s+25$/m)
     expect(status.stdout).toMatch(/^api_keys\s+2$/m)
 
@@ -119,11 +124,11 @@ describe("db copy", () => {
 
     // A source from another schema version is refused, naming both versions.
     const future = new Database(file)
-    future.run("INSERT INTO effect_sql_migrations (migration_id, name) VALUES (9, 'from_the_future')")
+    future.run(`INSERT INTO effect_sql_migrations (migration_id, name) VALUES (${known + 3}, 'from_the_future')`)
     future.close()
     const newer = await db(["copy", "--from", file, "--to", join(folder.path, "other.db")])
     expect(newer.exitCode).toBe(1)
-    expect(newer.stderr).toContain("has schema version 9, but this build knows schema version 6")
+    expect(newer.stderr).toContain(`has schema version ${known + 3}, but this build knows schema version ${known}`)
     expect(existsSync(join(folder.path, "other.db"))).toBe(false)
   })
 
