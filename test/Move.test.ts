@@ -132,6 +132,50 @@ describe("db copy", () => {
     expect(existsSync(join(folder.path, "other.db"))).toBe(false)
   })
 
+  it("takes every table's columns from both databases: verify compares every column, and a column only one side holds is refused in one line", async () => {
+    using folder = temporaryFolder()
+    await using target = await createTestDatabase()
+    const file = join(folder.path, "petstore.db")
+    await serviceStore(file, 4)
+    const oneLine = (result: { stdout: string; stderr: string; exitCode: number }) => {
+      expect(result.exitCode).toBe(1)
+      expect(result.stderr.trim().split("\n")).toHaveLength(1)
+      return result.stderr.trim()
+    }
+    expect((await db(["copy", "--from", file, "--to", target.url])).exitCode).toBe(0)
+
+    // A column no list in this build names, the same on both sides: compared like any other.
+    const sqlite = new Database(file)
+    sqlite.run("ALTER TABLE pets ADD COLUMN colour TEXT")
+    sqlite.run("UPDATE pets SET colour = 'brown' WHERE id = 2")
+    sqlite.close()
+    await pgQuery(target.url, "ALTER TABLE pets ADD COLUMN colour TEXT")
+    await pgQuery(target.url, "UPDATE pets SET colour = 'brown' WHERE id = 2")
+    expect((await db(["verify", "--from", file, "--to", target.url])).exitCode).toBe(0)
+    await pgQuery(target.url, "UPDATE pets SET colour = 'black' WHERE id = 2")
+    const changed = await db(["verify", "--from", file, "--to", target.url])
+    expect(changed.exitCode).toBe(1)
+    expect(changed.stdout).toMatch(/^pets .* DIFFERENT$/m)
+    expect(changed.stderr.trim()).toBe("verification failed: pets differ between source and target")
+
+    // A target that lacks a column the source holds, and the other way round.
+    await pgQuery(target.url, "ALTER TABLE pets DROP COLUMN colour")
+    const lacking = oneLine(await db(["verify", "--from", file, "--to", target.url]))
+    expect(lacking.startsWith(`source ${file} and target postgres://`)).toBe(true)
+    expect(lacking).toContain(" do not have the same columns: the target has no pets.colour; nothing was compared")
+    expect(oneLine(await db(["verify", "--from", target.url, "--to", file]))).toContain(
+      "do not have the same columns: the source has no pets.colour; nothing was compared"
+    )
+
+    // A source whose pets has a column this build's schema does not know: refused, not truncated.
+    const other = join(folder.path, "other.db")
+    expect(oneLine(await db(["copy", "--from", file, "--to", other]))).toBe(
+      `source ${file} and target ${other} (made by this build's migrations) do not have the same columns: ` +
+        "the target has no pets.colour; nothing was copied"
+    )
+    expect(existsSync(other)).toBe(false)
+  })
+
   it("fails in one line without a password, leaving the target as it was, when a side cannot be used", async () => {
     using folder = temporaryFolder()
     await using target = await createTestDatabase()
