@@ -22,7 +22,7 @@ export type NewPetOptions = {
  */
 export const newPetFromOptions = (options: NewPetOptions): NewPet => {
   const pet: Record<string, unknown> = {}
-  for (const [field, value] of Object.entries(options)) {
+  for (const [field, value] of Object.entries(options) as Array<[string, unknown]>) {
     if (!Option.isOption(value)) pet[field] = value
     else if (Option.isSome(value)) pet[field] = value.value
   }
