@@ -57,16 +57,20 @@ const columnsOf = (sql: SqlClient.SqlClient, table: string): Effect.Effect<Reado
       )
   })
 
-/** The kind both sides' values are compared in, or why there is none. */
-const commonKind = (source: CatalogueColumn, target: CatalogueColumn): ColumnKind | string => {
+/** The kind both sides' values are read and compared in, or why there is none. */
+const commonKind = (
+  source: CatalogueColumn,
+  target: CatalogueColumn
+): { readonly kind: ColumnKind } | { readonly problem: string } => {
   if (source.kind === undefined || target.kind === undefined) {
     const [side, type] = source.kind === undefined ? ["source", source.type] : ["target", target.type]
-    return `has type ${type} on the ${side}, which the move does not carry (integers, text and times)`
+    return { problem: `has type ${type} on the ${side}, which the move does not carry (integers, text and times)` }
   }
   const kinds = new Set([source.kind, target.kind])
-  if (kinds.size === 1) return source.kind === "time or text" ? "text" : source.kind
-  if (kinds.has("time or text") && !kinds.has("integer")) return kinds.has("time") ? "time" : "text"
-  return `is ${source.type} on the source but ${target.type} on the target`
+  if (kinds.size === 1) return { kind: source.kind === "time or text" ? "text" : source.kind }
+  // SQLite's text holds what the other side's type says: a time, or text.
+  if (kinds.has("time or text") && !kinds.has("integer")) return { kind: kinds.has("time") ? "time" : "text" }
+  return { problem: `is ${source.type} on the source but ${target.type} on the target` }
 }
 
 /** A side of a copy or verify: the open database and the store it is. */
@@ -103,9 +107,9 @@ export const columnsOnBothSides = (
           problems.push(`the target has no ${table.name}.${column.name}`)
           continue
         }
-        const kind = commonKind(column, targetColumn)
-        if (kind === "integer" || kind === "text" || kind === "time") columns.push({ name: column.name, kind, key: column.key })
-        else problems.push(`${table.name}.${column.name} ${kind}`)
+        const common = commonKind(column, targetColumn)
+        if ("kind" in common) columns.push({ name: column.name, kind: common.kind, key: column.key })
+        else problems.push(`${table.name}.${column.name} ${common.problem}`)
       }
       for (const column of onTarget) {
         if (!sourceNames.has(column.name)) problems.push(`the source has no ${table.name}.${column.name}`)
