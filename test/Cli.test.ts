@@ -1,6 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
+import { newPetOptionNames } from "../src/CommandLine/NewPetOptions.js"
+import { petTable } from "../src/CommandLine/PetTable.js"
+import { describeFailure } from "../src/CommandLine/Run.js"
+import { NewPet, type Pet } from "../src/Domain/Pet.js"
+import { everyField } from "./support/Pets.js"
 import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 const root = new URL("..", import.meta.url).pathname
@@ -108,6 +114,28 @@ describe("petstore, the command line", () => {
     expect(keysHelp.stdout).toContain("Revoke an API key")
     expect(keysHelp.stdout).not.toMatch(ansi)
     expect(existsSync(database)).toBe(false)
+  })
+})
+
+describe("what petstore pets prints", () => {
+  it("a table with a column per field of a pet, in the schema's order, aligned; - for a field left out", () => {
+    const fields = Object.keys(NewPet.fields)
+    const pets: ReadonlyArray<Pet> = [{ id: 1, ...everyField }, { id: 22, name: "Tom", categoryId: 4 }]
+    const [header, ...lines] = petTable(pets).split("\n")
+    expect(header!.split(/ {2,}/)).toEqual(["id", ...fields])
+    // Each column starts where its heading does.
+    const starts = ["id", ...fields].map((field) => header!.indexOf(field))
+    const cells = (line: string) => starts.map((start, i) => line.slice(start, starts[i + 1]).trimEnd())
+    expect(lines.map(cells)).toEqual(
+      pets.map((pet) => ["id", ...fields].map((field) => field in pet ? String(pet[field as keyof Pet]) : "-"))
+    )
+  })
+
+  it("an error names the option that set the field, and where inside it: a list's item by its position", () => {
+    expect(newPetOptionNames).toMatchObject({ name: "--name", categoryId: "--category-id" })
+    const Tagged = Schema.Struct({ tags: Schema.Array(Schema.String.check(Schema.isMinLength(1, { message: "must not be empty" }))) })
+    const error = Effect.runSync(Effect.flip(Schema.decodeUnknownEffect(Tagged)({ tags: ["a", ""] })))
+    expect(describeFailure(error, { tags: "--tags" })).toBe("--tags (value 2): must not be empty")
   })
 })
 

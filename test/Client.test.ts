@@ -4,6 +4,7 @@ import { TestClock } from "effect/testing"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { PetStoreClient } from "../src/Client/PetStoreClient.js"
+import { petTable } from "../src/CommandLine/PetTable.js"
 import { createPetStoreClient, Gone, NotFound, Unauthorized } from "../src/client.js"
 import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 import { createKey, TestServer } from "./support/TestServer.js"
@@ -223,7 +224,7 @@ await client.close()
         runCommand(["src/bin/cli.ts", "pets", ...args, "--base-url", server.url], { PETSTORE_API_KEY: apiKey })
       const created = await cli(["create", "--name", "Tom", "--category-id", "4"])
       expect(created.exitCode).toBe(0)
-      expect(created.stdout).toBe("id  name  category  status\n9   Tom   4         -\n")
+      expect(created.stdout).toBe(`${petTable([{ id: 9, name: "Tom", categoryId: 4 }])}\n`)
       const listed = await cli(["list", "--status", "pending", "--limit", "2", "--json"])
       expect(JSON.parse(listed.stdout).map((pet: { id: number }) => pet.id)).toEqual([1, 2])
       const everything = await cli(["list", "--all", "--limit", "3", "--json"])

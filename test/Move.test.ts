@@ -2,12 +2,18 @@ import { describe, expect, it } from "@effect/vitest"
 import { Database } from "bun:sqlite"
 import { chmodSync, existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Effect } from "effect"
 import { inject } from "vitest"
+import { knownVersion } from "../src/Move/SchemaVersion.js"
 import { createKey, db, pgQuery, shows, sqliteQuery, sqliteRows } from "./support/MoveCommands.js"
+import { everyField } from "./support/Pets.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 const json = { "content-type": "application/json" }
+
+/** The schema version this build's migrations make. */
+const known = await Effect.runPromise(knownVersion)
 
 const createPet = (url: string, key: string, body: object, idempotencyKey?: string) =>
   fetch(`${url}/v1/pets`, {
@@ -16,6 +22,9 @@ const createPet = (url: string, key: string, body: object, idempotencyKey?: stri
     body: JSON.stringify(body)
   })
 
+/** The body of the store's `i`th create: every field of a pet, with text that needs escaping in a COPY. */
+const petBody = (i: number) => ({ ...everyField, name: `pet ${i}\t"\\`, categoryId: i, status: i % 2 ? "sold" : "available" })
+
 /** A SQLite store as the service leaves it: pets, a valid and a revoked key, idempotency records; its cursor. */
 const serviceStore = async (file: string, pets = 25) => {
   const key = await createKey(file, "alice")
@@ -23,7 +32,7 @@ const serviceStore = async (file: string, pets = 25) => {
   const server = await startServer({ DATABASE_URL: file })
   try {
     for (let i = 0; i < pets; i++) {
-      const response = await createPet(server.url, key, { name: `pet ${i}\t"\\`, categoryId: i, status: i % 2 ? "sold" : "available" }, `k${i}`)
+      const response = await createPet(server.url, key, petBody(i), `k${i}`)
       expect(response.status).toBe(201)
     }
     const page = await fetch(`${server.url}/v1/pets?limit=1&status=sold`, { headers: { authorization: `Bearer ${key}` } })
@@ -66,7 +75,7 @@ describe("db copy", () => {
 
     const status = await db(["status", "--database-env", "NEW_DATABASE_URL"], { NEW_DATABASE_URL: target.url })
     expect(status.stdout).toMatch(/engine\s+PostgreSQL/)
-    expect(status.stdout).toMatch(/schema version\s+6 \(this build: 6\)/)
+    expect(status.stdout).toMatch(new RegExp(`schema version\\s+${known} \\(this build: ${known}\\)`))
     expect(status.stdout).toMatch(/^pets\s+25$/m)
     expect(status.stdout).toMatch(/^api_keys\s+2$/m)
 
@@ -76,9 +85,10 @@ describe("db copy", () => {
       const page = await fetch(`${server.url}${cursorPath}`, { headers: auth })
       expect(page.status).toBe(200)
       expect((await page.json() as Array<{ id: number }>).map((pet) => pet.id)).toEqual([4])
-      const retry = await createPet(server.url, key, { name: "pet 3\t\"\\", categoryId: 3, status: "sold" }, "k3")
+      // The idempotent replay answers the pet as it was created, every field of it.
+      const retry = await createPet(server.url, key, petBody(3), "k3")
       expect(retry.status).toBe(201)
-      expect(((await retry.json()) as { id: number }).id).toBe(4)
+      expect(await retry.json()).toEqual({ id: 4, ...petBody(3) })
       const fresh = await createPet(server.url, key, { name: "new", categoryId: 1 })
       expect(((await fresh.json()) as { id: number }).id).toBe(26)
       expect((await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${revoked}` } })).status).toBe(401)
@@ -119,12 +129,56 @@ describe("db copy", () => {
 
     // A source from another schema version is refused, naming both versions.
     const future = new Database(file)
-    future.run("INSERT INTO effect_sql_migrations (migration_id, name) VALUES (9, 'from_the_future')")
+    future.run(`INSERT INTO effect_sql_migrations (migration_id, name) VALUES (${known + 3}, 'from_the_future')`)
     future.close()
     const newer = await db(["copy", "--from", file, "--to", join(folder.path, "other.db")])
     expect(newer.exitCode).toBe(1)
-    expect(newer.stderr).toContain("has schema version 9, but this build knows schema version 6")
+    expect(newer.stderr).toContain(`has schema version ${known + 3}, but this build knows schema version ${known}`)
     expect(existsSync(join(folder.path, "other.db"))).toBe(false)
+  })
+
+  it("takes every table's columns from both databases: verify compares every column, and a column only one side holds is refused in one line", async () => {
+    using folder = temporaryFolder()
+    await using target = await createTestDatabase()
+    const file = join(folder.path, "petstore.db")
+    await serviceStore(file, 4)
+    const oneLine = (result: { stdout: string; stderr: string; exitCode: number }) => {
+      expect(result.exitCode).toBe(1)
+      expect(result.stderr.trim().split("\n")).toHaveLength(1)
+      return result.stderr.trim()
+    }
+    expect((await db(["copy", "--from", file, "--to", target.url])).exitCode).toBe(0)
+
+    // A column no list in this build names, the same on both sides: compared like any other.
+    const sqlite = new Database(file)
+    sqlite.run("ALTER TABLE pets ADD COLUMN colour TEXT")
+    sqlite.run("UPDATE pets SET colour = 'brown' WHERE id = 2")
+    sqlite.close()
+    await pgQuery(target.url, "ALTER TABLE pets ADD COLUMN colour TEXT")
+    await pgQuery(target.url, "UPDATE pets SET colour = 'brown' WHERE id = 2")
+    expect((await db(["verify", "--from", file, "--to", target.url])).exitCode).toBe(0)
+    await pgQuery(target.url, "UPDATE pets SET colour = 'black' WHERE id = 2")
+    const changed = await db(["verify", "--from", file, "--to", target.url])
+    expect(changed.exitCode).toBe(1)
+    expect(changed.stdout).toMatch(/^pets .* DIFFERENT$/m)
+    expect(changed.stderr.trim()).toBe("verification failed: pets differ between source and target")
+
+    // A target that lacks a column the source holds, and the other way round.
+    await pgQuery(target.url, "ALTER TABLE pets DROP COLUMN colour")
+    const lacking = oneLine(await db(["verify", "--from", file, "--to", target.url]))
+    expect(lacking.startsWith(`source ${file} and target postgres://`)).toBe(true)
+    expect(lacking).toContain(" do not have the same columns: the target has no pets.colour; nothing was compared")
+    expect(oneLine(await db(["verify", "--from", target.url, "--to", file]))).toContain(
+      "do not have the same columns: the source has no pets.colour; nothing was compared"
+    )
+
+    // A source whose pets has a column this build's schema does not know: refused, not truncated.
+    const other = join(folder.path, "other.db")
+    expect(oneLine(await db(["copy", "--from", file, "--to", other]))).toBe(
+      `source ${file} and target ${other} (made by this build's migrations) do not have the same columns: ` +
+        "the target has no pets.colour; nothing was copied"
+    )
+    expect(existsSync(other)).toBe(false)
   })
 
   it("fails in one line without a password, leaving the target as it was, when a side cannot be used", async () => {

@@ -6,7 +6,9 @@ import { statSync } from "node:fs"
 import type { NewPet } from "../src/Domain/Pet.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
 import { DatabaseUnavailable } from "../src/Sql/DatabaseErrors.js"
+import { petColumnNames } from "../src/Sql/PetColumns.js"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
+import { everyField } from "./support/Pets.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
 const stores: ReadonlyArray<readonly [string, Layer.Layer<PetRepository, unknown>]> = [
@@ -19,13 +21,15 @@ const rex: NewPet = { name: "Rex", categoryId: 3, status: "available" }
 
 for (const [name, store] of stores) {
   describe(`PetRepository contract, ${name}`, () => {
-    it.effect("create assigns ascending ids from 1 and keeps every field", () =>
+    it.effect("create assigns ascending ids from 1 and keeps every field; findById and list read them all back", () =>
       Effect.gen(function*() {
         const pets = yield* PetRepository
-        const first = yield* pets.create(rex)
+        const first = yield* pets.create(everyField)
         const second = yield* pets.create({ name: "Tom", categoryId: -1 })
-        expect(first).toStrictEqual({ id: 1, ...rex })
+        expect(first).toStrictEqual({ id: 1, ...everyField })
         expect(second).toStrictEqual({ id: 2, name: "Tom", categoryId: -1 })
+        expect(yield* pets.findById(1)).toStrictEqual(Option.some(first))
+        expect((yield* pets.list({ limit: 10 })).pets).toStrictEqual([first, second])
       }).pipe(Effect.provide(store)))
 
     it.effect("findById returns the stored pet byte for byte, or None", () =>
@@ -74,7 +78,7 @@ describe("SQLite database", () => {
       expect(yield* sql`PRAGMA busy_timeout`).toEqual([{ timeout: 0 }])
       expect(yield* sql`PRAGMA foreign_keys`).toEqual([{ foreign_keys: 1 }])
       const plan = yield* sql<{ detail: string }>`EXPLAIN QUERY PLAN
-        SELECT id, name, category_id, status FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21`
+        SELECT ${sql.literal(petColumnNames.join(", "))} FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21`
       const details = plan.map((row) => row.detail).join("\n")
       expect(details).toMatch(/USING INDEX pets_status_id/)
       expect(details).not.toContain("TEMP B-TREE")

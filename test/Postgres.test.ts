@@ -5,6 +5,8 @@ import { isSqlError } from "effect/sql/SqlError"
 import { ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
 import { AppConfig } from "../src/Config/AppConfig.js"
 import { toUnavailable } from "../src/Sql/DatabaseErrors.js"
+import { migrations } from "../src/Sql/Migrations.js"
+import { petColumnNames } from "../src/Sql/PetColumns.js"
 import { PostgresConnection } from "../src/Sql/PostgresConnection.js"
 import { TemporaryPostgres, temporaryDatabase } from "./support/PostgresStores.js"
 
@@ -15,8 +17,8 @@ describe("the PostgreSQL database", () => {
       const instance = PostgresConnection.pipe(Layer.provide(AppConfig.make({ databaseUrl })))
       const [built] = yield* Effect.all(Array.from({ length: 4 }, () => Layer.build(Layer.fresh(instance))), { concurrency: 4 })
       const sql = Context.get(built!, SqlClient.SqlClient)
-      const migrations = yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY 1`
-      expect(migrations.map((row) => row.migration_id)).toEqual([1, 2, 3, 4, 5, 6])
+      const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY 1`
+      expect(applied.map((row) => row.migration_id)).toEqual((yield* migrations).map(([id]) => id))
     }).pipe(Effect.scoped))
 
   it.live("an instance that finds the migrations' lock free does not say it waits for another", () =>
@@ -65,7 +67,7 @@ describe("the PostgreSQL database", () => {
       const sql = yield* SqlClient.SqlClient
       yield* sql`SET enable_seqscan = off`
       const plan = yield* sql<{ "QUERY PLAN": string }>`EXPLAIN
-        SELECT id, name, category_id, status FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21`
+        SELECT ${sql.literal(petColumnNames.join(", "))} FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21`
       const text = plan.map((row) => row["QUERY PLAN"]).join("\n")
       expect(text).toContain("pets_status_id")
       expect(text).not.toContain("Sort")

@@ -3,9 +3,13 @@ import { Effect, Redacted } from "effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { PetStoreClient } from "../src/Client/PetStoreClient.js"
+import { petColumnNames } from "../src/Sql/PetColumns.js"
 import { startOtlpReceiver } from "./support/OtlpReceiver.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+
+/** The pets' columns as every statement of the store selects them. */
+const petColumns = petColumnNames.join(", ")
 
 const callerTraceId = "0af7651916cd43dd8448eb211c80319c"
 const callerSpanId = "b7ad6b7169203331"
@@ -76,7 +80,7 @@ describe("traces over OTLP/HTTP", () => {
     expect(query.name).toBe("SELECT pets")
     expect(query.kind).toBe(3)
     expect(query.attributes).toMatchObject({ "db.system": "sqlite", "db.collection.name": "pets" })
-    expect(query.attributes["db.query.text"]).toBe("SELECT id, name, category_id, status FROM pets WHERE id = ?")
+    expect(query.attributes["db.query.text"]).toBe(`SELECT ${petColumns} FROM pets WHERE id = ?`)
 
     // The request's log line names its trace and span beside the request id.
     const line = server.logs().split("\n").filter((l) => l.includes(`"path":"/v1/pets/${created.id}"`)).map((l) => JSON.parse(l))[0]
@@ -303,7 +307,7 @@ describe("traces over OTLP/HTTP", () => {
     const statement = await receiver.waitFor((span) => span.parentSpanId === repository.spanId && span.kind === 3)
     expect(statement.name).toBe("SELECT pets")
     expect(statement.attributes).toMatchObject({ "db.system": "postgresql", "db.collection.name": "pets" })
-    expect(statement.attributes["db.query.text"]).toBe("SELECT id, name, category_id, status FROM pets WHERE id > $1 ORDER BY id LIMIT $2")
+    expect(statement.attributes["db.query.text"]).toBe(`SELECT ${petColumns} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`)
     expect(receiver.spans.filter((span) => span.traceId === unsampledTrace)).toEqual([])
     // Nor did the unsampled request's statements start traces of their own: every trace has its server span.
     const traces = new Set(receiver.spans.filter((span) => span.kind === 2).map((span) => span.traceId))

@@ -24,6 +24,8 @@ import { AppConfig } from "../../src/Config/AppConfig.js"
 import { ObservabilityConfig } from "../../src/Observability/ObservabilityConfig.js"
 import { TracingLive } from "../../src/Observability/Tracing.js"
 import { unavailableOrDie } from "../../src/Sql/DatabaseErrors.js"
+import { runMigrations } from "../../src/Sql/Migrations.js"
+import { petColumnNames } from "../../src/Sql/PetColumns.js"
 import { PostgresConnection } from "../../src/Sql/PostgresConnection.js"
 import * as SqliteClient from "../../src/Sql/SqliteClient.js"
 import { statementDurations } from "../../src/Sql/StatementTiming.js"
@@ -71,9 +73,12 @@ const compare = (engine: string, ways: Record<string, Read>) =>
     }
   })
 
+/** The pets' columns, as the store selects them. */
+const columnList = petColumnNames.join(", ")
+
 /** A read by id as the stores write it: the first row, a database that cannot serve a typed failure. */
 const byIdOf = (sql: SqlClient.SqlClient) => {
-  const columns = sql.literal("id, name, category_id, status")
+  const columns = sql.literal(columnList)
   return (id: number) => unavailableOrDie(Effect.map(sql`SELECT ${columns} FROM pets WHERE id = ${id}`, (rows) => rows[0]))
 }
 
@@ -85,13 +90,14 @@ const sqlite = Effect.gen(function*() {
   const filename = join(folder, "pets.sqlite")
   const timed = yield* SqliteClient.make({ filename, timer: statementDurations("sqlite") })
   const untimed = yield* SqliteClient.make({ filename })
-  yield* timed`CREATE TABLE pets (id INTEGER PRIMARY KEY, name TEXT NOT NULL, category_id INTEGER NOT NULL, status TEXT)`
+  // The service's own migrations make the tables, as its layer does on PostgreSQL below.
+  yield* Effect.provideService(runMigrations, SqlClient.SqlClient, timed)
   yield* timed`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${pets})
     INSERT INTO pets (name, category_id, status) SELECT 'Rex ' || i, 1, 'available' FROM n`
   const prepared = yield* Effect.acquireRelease(
     Effect.sync(() => new Database(filename, { readonly: true })),
     (db) => Effect.sync(() => db.close())
-  ).pipe(Effect.map((db) => db.query("SELECT id, name, category_id, status FROM pets WHERE id = ?")))
+  ).pipe(Effect.map((db) => db.query(`SELECT ${columnList} FROM pets WHERE id = ?`)))
   yield* compare("SQLite", {
     "the service's client, timed": byIdOf(timed),
     "the service's client, untimed": byIdOf(untimed),

@@ -107,7 +107,8 @@ const describeCliError = (error: CliError.CliError): string => {
 
 /**
  * One line for a failure: the field and the rule. `fields` names, for a field of the API, the
- * option that set it (`categoryId` → `--category-id`).
+ * option that set it (`categoryId` → `--category-id`); a failure inside a field says where
+ * (`--tags (value 2): …` for a list's second item).
  */
 export const describeFailure = (error: unknown, fields: Readonly<Record<string, string>>): string => {
   if (CliError.isCliError(error)) return describeCliError(error)
@@ -119,8 +120,14 @@ export const describeFailure = (error: unknown, fields: Readonly<Record<string, 
   if (Schema.isSchemaError(error)) {
     const issue = firstIssue(error.issue)
     if (issue === undefined) return oneLine(error.message)
-    const field = (issue.path ?? []).map(String).join(".")
-    return field === "" ? issue.message : `${fields[field] ?? field}: ${issue.message}`
+    const [head, ...within] = issue.path ?? []
+    if (head === undefined) return issue.message
+    const field = String(head)
+    // Inside a field (an item of a list, a key of an object): where, after the option's name.
+    const where = within.length === 0
+      ? ""
+      : ` (${within.map((key) => (typeof key === "number" ? `value ${key + 1}` : String(key))).join(", ")})`
+    return `${fields[field] ?? field}${where}: ${issue.message}`
   }
   if (HttpClientError.isHttpClientError(error)) {
     const url = error.request.url

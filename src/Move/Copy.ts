@@ -6,6 +6,7 @@ import { resolve } from "node:path"
 import { runMigrations } from "../Sql/Migrations.js"
 import { readOnlySince, settleMillis } from "../Sql/ReadOnlyMode.js"
 import { Checksum } from "./Checksum.js"
+import { columnsOnBothSides } from "./Columns.js"
 import { withoutSecondaryIndexes } from "./Indexes.js"
 import { openSession } from "./PostgresSession.js"
 import { makeProgress } from "./Progress.js"
@@ -109,6 +110,8 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
     created.file = to.engine === "sqlite" && !existsSync(to.filename)
     const { copyClient, sql: target } = yield* openTarget(to)
     created.tables = yield* onTarget(prepareTarget(target, to))
+    // The columns as the source holds them and this build's migrations made them on the target.
+    const copiedTables = yield* columnsOnBothSides({ sql: source, store: from }, { sql: target, store: to }, "copied")
 
     // Writes that passed the check just before the flag was set reach the source before the snapshot.
     const since = yield* onSource(readOnlySince(source))
@@ -131,7 +134,7 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
         return yield* onTarget(Effect.catchDefect(target.withTransaction(Effect.gen(function*() {
           const copying = makeProgress("copying", total)
           const sourceSums = new Map<string, Checksum>()
-          for (const table of tables) {
+          for (const table of copiedTables) {
             const checksum = new Checksum()
             sourceSums.set(table.name, checksum)
             // The writer starts inside: a COPY in progress holds the session until it ends.
@@ -158,7 +161,7 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
             nextIds.push(`next ${table.name} id ${next}`)
           }
           const verifying = makeProgress("verifying", total)
-          const targetSums = yield* onTarget(checksums(target, verifying.advance))
+          const targetSums = yield* onTarget(checksums(target, copiedTables, verifying.advance))
           const verified = verifying.finish()
           const comparison = compare(sourceSums, targetSums)
           if (comparison.differing.length > 0) {

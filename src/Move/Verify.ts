@@ -1,9 +1,10 @@
 import type { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 import { Checksum } from "./Checksum.js"
+import { columnsOnBothSides } from "./Columns.js"
 import { requireKnownVersion } from "./SchemaVersion.js"
 import { connect, describeStoreFailure, type Store } from "./Store.js"
-import { type CanonicalRow, readPage, type Table, tables } from "./Tables.js"
+import { type CanonicalRow, type CopiedTable, pageReader, tables } from "./Tables.js"
 
 /** Rows per page read; a page of pets is a few MiB in memory. */
 export const batchSize = 2_000
@@ -29,10 +30,10 @@ export const inSnapshot = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Eff
  */
 export const forEachPage = <E, R>(
   sql: SqlClient.SqlClient,
-  table: Table,
+  table: CopiedTable,
   onPage: (rows: Array<CanonicalRow>) => Effect.Effect<void, E, R>
 ): Effect.Effect<void, unknown, R> => {
-  const read = (after: CanonicalRow | undefined) => readPage(sql, table, after, batchSize)
+  const read = pageReader(sql, table, batchSize)
   const loop = (rows: Array<CanonicalRow>): Effect.Effect<void, unknown, R> =>
     rows.length < batchSize
       ? onPage(rows)
@@ -43,9 +44,16 @@ export const forEachPage = <E, R>(
   return Effect.flatMap(read(undefined), loop)
 }
 
-/** Each copied table's row count and checksum, read from the store as it is (callers choose the snapshot). */
-export const checksums = (sql: SqlClient.SqlClient, onRows: (rows: number) => void = () => {}) =>
-  Effect.forEach(tables, (table) =>
+/**
+ * Each copied table's row count and checksum over every column both sides hold, read from the
+ * store as it is (callers choose the snapshot).
+ */
+export const checksums = (
+  sql: SqlClient.SqlClient,
+  copied: ReadonlyArray<CopiedTable>,
+  onRows: (rows: number) => void = () => {}
+) =>
+  Effect.forEach(copied, (table) =>
     Effect.gen(function*() {
       const checksum = new Checksum()
       yield* forEachPage(sql, table, (rows) =>
@@ -78,8 +86,9 @@ export const compare = (source: ReadonlyMap<string, Checksum>, target: ReadonlyM
 }
 
 /**
- * `db verify`: both stores' counts and checksums, each read in its own snapshot, compared; fails
- * naming every table that differs.
+ * `db verify`: both stores' counts and checksums over every column, each read in its own
+ * snapshot, compared; fails naming every table that differs. Stores whose tables do not have the
+ * same columns are refused before anything is read.
  */
 export const verify = (from: Store, to: Store) =>
   Effect.gen(function*() {
@@ -89,9 +98,10 @@ export const verify = (from: Store, to: Store) =>
     const target = yield* connect(to, { role: "target", mode: "read" })
     yield* onSource(requireKnownVersion(source, from, "source"))
     yield* onTarget(requireKnownVersion(target, to, "target"))
+    const copied = yield* columnsOnBothSides({ sql: source, store: from }, { sql: target, store: to }, "compared")
     const startedAt = performance.now()
-    const sourceSums = yield* onSource(inSnapshot(source, checksums(source)))
-    const targetSums = yield* onTarget(inSnapshot(target, checksums(target)))
+    const sourceSums = yield* onSource(inSnapshot(source, checksums(source, copied)))
+    const targetSums = yield* onTarget(inSnapshot(target, checksums(target, copied)))
     const comparison = compare(sourceSums, targetSums)
     const seconds = (performance.now() - startedAt) / 1000
     return { ...comparison, seconds }

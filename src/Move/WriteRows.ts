@@ -1,56 +1,61 @@
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
 import type Pg from "pg"
 import { type CopyIn, copyIn } from "./CopyIn.js"
-import { type CanonicalRow, type Column, sqliteTime, type Table } from "./Tables.js"
+import { type CanonicalRow, type Column, type CopiedTable, quoted, sqliteTime } from "./Tables.js"
 
 /**
- * Writes a page of canonical rows into the target in as few statements as the engine allows;
+ * A writer of pages of canonical rows into the target, in as few statements as the engine allows;
  * `effect/sql`'s `sql.insert` would build one placeholder per value and cost several times
- * the insert itself at a million rows.
+ * the insert itself at a million rows. The statements' texts are made once per table.
  *
  * PostgreSQL: one `INSERT … SELECT FROM unnest(…)` per page, a single array parameter per
  * column, so the statement's text stays the same whatever the page's size. SQLite: multi-row
  * `VALUES` inside the copy's transaction, 500 rows a statement (measured: twice as fast as one row
  * a statement, and larger statements get slower again).
  */
-export const writeRows = (sql: SqlClient.SqlClient, table: Table, rows: ReadonlyArray<CanonicalRow>) =>
-  rows.length === 0 ? Effect.void : sql.onDialectOrElse({
-    pg: () => Effect.asVoid(sql.unsafe(postgresInsert(table), table.columns.map((_, i) => rows.map((row) => row[i])))),
-    orElse: () => Effect.forEach(chunks(rows, sqliteRowsPerStatement), (chunk) =>
-      sql.unsafe(sqliteInsert(table, chunk.length), chunk.flatMap((row) => row.map((value, i) => sqliteValue(table.columns[i]!, value)))),
-      { discard: true })
+const rowWriter = (sql: SqlClient.SqlClient, table: CopiedTable): (rows: ReadonlyArray<CanonicalRow>) => Effect.Effect<void, SqlError> =>
+  sql.onDialectOrElse({
+    pg: () => {
+      const text = postgresInsert(table)
+      return (rows) =>
+        rows.length === 0 ? Effect.void : Effect.asVoid(sql.unsafe(text, table.columns.map((_, i) => rows.map((row) => row[i]))))
+    },
+    orElse: () => {
+      const full = sqliteInsert(table, sqliteRowsPerStatement)
+      return (rows) =>
+        Effect.forEach(chunks(rows, sqliteRowsPerStatement), (chunk) =>
+          sql.unsafe(
+            chunk.length === sqliteRowsPerStatement ? full : sqliteInsert(table, chunk.length),
+            chunk.flatMap((row) => row.map((value, i) => sqliteValue(table.columns[i]!, value)))
+          ), { discard: true })
+    }
   })
 
 const sqliteRowsPerStatement = 500
 
 const postgresTypes = { integer: "bigint", text: "text", time: "timestamptz" } as const
 
-const conflict = (table: Table) => {
+const columnList = (table: CopiedTable) => table.columns.map((column) => quoted(column.name)).join(", ")
+
+const conflict = (table: CopiedTable) => {
   if (table.upsert !== true) return ""
-  const key = table.columns.slice(0, table.keyLength).map((column) => column.name)
-  const rest = table.columns.slice(table.keyLength).map((column) => `${column.name} = excluded.${column.name}`)
+  const key = table.columns.slice(0, table.keyLength).map((column) => quoted(column.name))
+  const rest = table.columns.slice(table.keyLength).map((column) => `${quoted(column.name)} = excluded.${quoted(column.name)}`)
   return ` ON CONFLICT (${key.join(", ")}) DO UPDATE SET ${rest.join(", ")}`
 }
 
-// One statement text per table the move copies: as many entries as `Tables.ts` lists.
-const postgresInserts = new Map<string, string>()
-const postgresInsert = (table: Table) => {
-  let text = postgresInserts.get(table.name)
-  if (text === undefined) {
-    const arrays = table.columns.map((column, i) => `$${i + 1}::${postgresTypes[column.kind]}[]`)
-    // OVERRIDING SYSTEM VALUE: the ids are the source's, not new ones from the identity.
-    text = `INSERT INTO ${table.name} (${table.columns.map((column) => column.name).join(", ")}) ` +
-      `${table.sequence === undefined ? "" : "OVERRIDING SYSTEM VALUE "}SELECT * FROM unnest(${arrays.join(", ")})${conflict(table)}`
-    postgresInserts.set(table.name, text)
-  }
-  return text
+const postgresInsert = (table: CopiedTable) => {
+  const arrays = table.columns.map((column, i) => `$${i + 1}::${postgresTypes[column.kind]}[]`)
+  // OVERRIDING SYSTEM VALUE: the ids are the source's, not new ones from the identity.
+  return `INSERT INTO ${table.name} (${columnList(table)}) ` +
+    `${table.sequence === undefined ? "" : "OVERRIDING SYSTEM VALUE "}SELECT * FROM unnest(${arrays.join(", ")})${conflict(table)}`
 }
 
-const sqliteInsert = (table: Table, rows: number) => {
+const sqliteInsert = (table: CopiedTable, rows: number) => {
   const row = `(${table.columns.map(() => "?").join(", ")})`
-  return `INSERT INTO ${table.name} (${table.columns.map((column) => column.name).join(", ")}) VALUES ` +
-    Array.from({ length: rows }, () => row).join(", ") + conflict(table)
+  return `INSERT INTO ${table.name} (${columnList(table)}) VALUES ` + Array.from({ length: rows }, () => row).join(", ") + conflict(table)
 }
 
 const sqliteValue = (column: Column, value: string | null) =>
@@ -66,9 +71,9 @@ function* chunks<A>(items: ReadonlyArray<A>, size: number) {
  */
 export const tableWriter = (
   sql: SqlClient.SqlClient,
-  table: Table,
+  table: CopiedTable,
   copyClient: Pg.Client | undefined
 ): Effect.Effect<CopyIn> =>
   copyClient !== undefined && table.upsert !== true
     ? copyIn(copyClient, table)
-    : Effect.succeed({ write: (rows) => writeRows(sql, table, rows), end: Effect.void, abort: Effect.void })
+    : Effect.sync(() => ({ write: rowWriter(sql, table), end: Effect.void, abort: Effect.void }))

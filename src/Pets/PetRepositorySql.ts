@@ -1,26 +1,26 @@
 import { Clock, Effect, Option, Schedule } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { NewPet, Pet } from "../Domain/Pet.js"
-import { PetStatus } from "../Domain/Pet.js"
 import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
+import { newPetRow, petColumnNames, petFromRow } from "../Sql/PetColumns.js"
 import { ClaimTakenOver, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
 import type { PetRepository } from "./PetRepository.js"
 
 /**
- * Pets in the `pets` table, on SQLite or PostgreSQL alike. A reservation is one statement (insert,
- * or take over an expired or abandoned record), so two instances racing for a key cannot both win.
+ * Pets in the `pets` table, on SQLite or PostgreSQL alike; every statement reads the columns
+ * `PetColumns.ts` lists. A reservation is one statement (insert, or take over an expired or
+ * abandoned record), so two instances racing for a key cannot both win.
  */
 export const makeSqlPetRepository = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const columns = sql.literal("id, name, category_id, status")
-  const insertPet = ({ categoryId, name, status }: NewPet) =>
-    Effect.map(
-      sql`INSERT INTO pets (name, category_id, status) VALUES (${name}, ${categoryId}, ${status ?? null}) RETURNING ${columns}`,
-      (rows) => toPet(rows[0])
-    )
+  const columns = sql.literal(petColumnNames.join(", "))
+  // The replay answers the pet as the create did: the same columns, from the joined row.
+  const replayColumns = sql.literal(petColumnNames.map((name) => `p.${name}`).join(", "))
+  const insertPet = (pet: NewPet) =>
+    Effect.map(sql`INSERT INTO pets ${sql.insert(newPetRow(pet))} RETURNING ${columns}`, (rows) => petFromRow(rows[0]))
   const findRecord = ({ apiKeyId, key }: IdempotencyScope) =>
-    sql<{ fingerprint: string | null; id: unknown }>`
-      SELECT r.fingerprint, p.id, p.name, p.category_id, p.status
+    sql<{ fingerprint: string | null; pet_id: unknown }>`
+      SELECT r.fingerprint, r.pet_id, ${replayColumns}
       FROM idempotency_keys r LEFT JOIN pets p ON p.id = r.pet_id
       WHERE r.api_key_id = ${apiKeyId} AND r.idempotency_key = ${key}`
   const reserve = (
@@ -41,9 +41,9 @@ export const makeSqlPetRepository = Effect.gen(function*() {
       const [record] = yield* findRecord(scope)
       // Released between the two statements: claim it again.
       if (record === undefined) return yield* reserve(scope, now, abandonedAfterMillis)
-      return record.id === null
+      return record.pet_id === null
         ? { _tag: "InProgress" }
-        : { _tag: "Completed", fingerprint: record.fingerprint!, pet: toPet(record) }
+        : { _tag: "Completed", fingerprint: record.fingerprint!, pet: petFromRow(record) }
     })
   const purgeExpired = Effect.flatMap(
     Clock.currentTimeMillis,
@@ -79,7 +79,7 @@ export const makeSqlPetRepository = Effect.gen(function*() {
     findById: (id) =>
       unavailableOrDie(Effect.map(
         sql`SELECT ${columns} FROM pets WHERE id = ${id}`,
-        (rows) => rows.length === 0 ? Option.none() : Option.some(toPet(rows[0]))
+        (rows) => rows.length === 0 ? Option.none() : Option.some(petFromRow(rows[0]))
       )),
     list: ({ afterId = 0, limit, status }) =>
       unavailableOrDie(Effect.map(
@@ -89,7 +89,7 @@ export const makeSqlPetRepository = Effect.gen(function*() {
           : sql`SELECT ${columns} FROM pets WHERE status = ${status} AND id > ${afterId} ORDER BY id LIMIT ${limit + 1}`,
         (rows) => {
           const pets: Array<Pet> = []
-          for (let i = 0; i < rows.length && i < limit; i++) pets.push(toPet(rows[i]))
+          for (let i = 0; i < rows.length && i < limit; i++) pets.push(petFromRow(rows[i]))
           return { pets, hasMore: rows.length > limit }
         }
       )),
@@ -98,24 +98,3 @@ export const makeSqlPetRepository = Effect.gen(function*() {
   }
   return repository
 })
-
-const statuses: ReadonlySet<unknown> = new Set(PetStatus.literals)
-
-/**
- * A row of `pets` (snake_case columns, NULL for an absent status; PostgreSQL gives BIGINT columns
- * as JavaScript bigints) checked against the table's shape and mapped by hand: decoding through a
- * Schema costs more than the query on a page of 100.
- */
-const toPet = (row: any): Pet => {
-  const { category_id, id: rowId, name, status } = row
-  // Numbers as SQLite gives them; only PostgreSQL's bigints are converted.
-  const id = typeof rowId === "number" ? rowId : Number(rowId)
-  const categoryId = typeof category_id === "number" ? category_id : Number(category_id)
-  if (
-    !Number.isSafeInteger(id) || typeof name !== "string" || !Number.isSafeInteger(categoryId) ||
-    (status !== null && !statuses.has(status))
-  ) {
-    throw new Error(`pets row ${row.id} does not have the table's shape`)
-  }
-  return status === null ? { id, name, categoryId } : { id, name, categoryId, status }
-}

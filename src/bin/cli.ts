@@ -1,7 +1,9 @@
 import { Config, Console, Effect, Layer, Logger, Option, Redacted, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
 import { PetStoreClient } from "../Client/PetStoreClient.js"
+import { newPetFromOptions, newPetOptionNames } from "../CommandLine/NewPetOptions.js"
 import { choiceOption, integerArgument, integerOption, InvalidSetting, isHttpUrl, switchOption, urlOption } from "../CommandLine/Options.js"
+import { petTable } from "../CommandLine/PetTable.js"
 import { run } from "../CommandLine/Run.js"
 import type { Pet } from "../Domain/Pet.js"
 import { PetStatus } from "../Domain/Pet.js"
@@ -16,14 +18,8 @@ const baseUrl = urlOption("base-url").pipe(
   Flag.optional
 )
 
-const table = (pets: ReadonlyArray<Pet>) => {
-  const rows = [["id", "name", "category", "status"], ...pets.map((pet) => [String(pet.id), pet.name, String(pet.categoryId), pet.status ?? "-"])]
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join("  ").trimEnd()).join("\n")
-}
-
 const print = (asJson: boolean, value: Pet | ReadonlyArray<Pet>) =>
-  Console.log(asJson ? JSON.stringify(value, null, 2) : table(Array.isArray(value) ? value : [value as Pet]))
+  Console.log(asJson ? JSON.stringify(value, null, 2) : petTable(Array.isArray(value) ? value : [value as Pet]))
 
 // An empty variable counts as unset, as a shell's `PETSTORE_BASE_URL= petstore …` means.
 const baseUrlFromEnvironment = Effect.flatMap(Config.String("PETSTORE_BASE_URL").pipe(Config.withDefault("")), (url) =>
@@ -77,9 +73,7 @@ const create = Command.make(
   ({ baseUrl, categoryId, json, name, status }) =>
     Effect.gen(function*() {
       const client = yield* PetStoreClient
-      const pet = yield* client.createPet(
-        Option.match(status, { onNone: () => ({ name, categoryId }), onSome: (status) => ({ name, categoryId, status }) })
-      )
+      const pet = yield* client.createPet(newPetFromOptions({ name, categoryId, status }))
       yield* print(json, pet)
     }).pipe(Effect.provide(clientLayer(baseUrl)))
 ).pipe(Command.withDescription("Add an animal"))
@@ -106,5 +100,5 @@ run(
     Effect.provideService(Logger.LogToStderr, true)
   ),
   // A field the client refuses is named by the option that set it.
-  { name: "--name", categoryId: "--category-id", status: "--status", limit: "--limit" }
+  { ...newPetOptionNames, limit: "--limit" }
 )
