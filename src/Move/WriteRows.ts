@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
-import type Pg from "pg"
 import { type CopyIn, copyIn } from "./CopyIn.js"
+import type { PostgresSession } from "./PostgresSession.js"
 import { type CanonicalRow, type Column, sqliteTime, type Table } from "./Tables.js"
 
 /**
@@ -61,13 +61,13 @@ function* chunks<A>(items: ReadonlyArray<A>, size: number) {
 }
 
 /**
- * How the copy fills a table in the target's transaction: PostgreSQL's COPY on the session's
- * client (`copyClient`) when the table takes plain inserts, else `writeRows`.
+ * How the copy fills a table in the target's transaction: PostgreSQL's COPY on the target's
+ * session (`copyClient`) when the table takes plain inserts, else `writeRows`.
  */
 export const tableWriter = (
   sql: SqlClient.SqlClient,
   table: Table,
-  copyClient: Pg.Client | undefined
+  copyClient: PostgresSession | undefined
 ): Effect.Effect<CopyIn> =>
   copyClient !== undefined && table.upsert !== true
     ? copyIn(copyClient, table)
