@@ -12,10 +12,10 @@ export interface Deadlines {
 }
 
 /**
- * With the defaults, a server that stops answering ends a copy within 30 s: 15 s for the answer,
+ * With the defaults, a server that stops answering ends a copy within 30 s: 20 s for the answer,
  * then at most 5 s to remove what the copy created (`CleanUp.ts`).
  */
-const defaults: Deadlines = { connectMillis: 10_000, statementMillis: 15_000 }
+const defaults: Deadlines = { connectMillis: 10_000, statementMillis: 20_000 }
 
 export const Deadlines = Context.Reference<Deadlines>("petstore/Move/Deadlines", { defaultValue: () => defaults })
 
