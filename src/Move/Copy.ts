@@ -93,7 +93,7 @@ export interface CopyResult {
  * and never written, the target built from this build's migrations and written in one
  * transaction, its sequences set past the copied ids and checked, then every table's count and
  * checksum compared on both sides before the commit. Any failure leaves the target as it was
- * (or removes what the copy created in it).
+ * (or removes what the copy created in it, if the target answers: `CleanUp.ts`).
  */
 export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveError> => {
   const created = { file: false, tables: [] as Array<string> }
