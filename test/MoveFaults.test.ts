@@ -38,7 +38,9 @@ const startCopy = (args: ReadonlyArray<string>, env: Record<string, string>) => 
   const stderr = new Response(proc.stderr).text()
   return {
     proc,
-    ended: async () => ({ exitCode: await proc.exited, stdout: await stdout, stderr: (await stderr).trim() })
+    ended: async () => ({ exitCode: await proc.exited, stdout: await stdout, stderr: (await stderr).trim() }),
+    // A test that fails half-way leaves no copy running.
+    [Symbol.dispose]: () => proc.exitCode === null && proc.kill("SIGKILL")
   }
 }
 
@@ -123,7 +125,7 @@ describe("db copy against a server that stops answering", () => {
     const proxy = await stallingProxy({ host: "127.0.0.1", port: Number(new URL(target.url).port) })
     const through = proxy.through(target.url)
     try {
-      const copy = startCopy(["--from", file, "--to-env", "TARGET"], { ...short, TARGET: through })
+      using copy = startCopy(["--from", file, "--to-env", "TARGET"], { ...short, TARGET: through })
       await copyingPets(target.url)
       proxy.stall()
       const stalledAt = performance.now()
@@ -160,7 +162,7 @@ describe("db copy stopped with Ctrl-C", () => {
     const through = proxy.through(target.url)
     try {
       // The default deadlines: it is the signal that ends the wait, not a deadline.
-      const copy = startCopy(["--from", file, "--to-env", "TARGET"], { TARGET: through })
+      using copy = startCopy(["--from", file, "--to-env", "TARGET"], { TARGET: through })
       await copyingPets(target.url)
       proxy.stall()
       await Bun.sleep(200)

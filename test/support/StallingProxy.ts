@@ -1,4 +1,4 @@
-import { createServer, type Server, type Socket } from "node:net"
+import { createServer, type Server, Socket } from "node:net"
 
 /**
  * A TCP forwarder on a loopback port in front of a server (`host:port`), as a network path looks
@@ -41,7 +41,7 @@ export const stallingProxy = async (
   const server: Server = createServer((client) => {
     track(client)
     if (stalled) return void client.pause()
-    const upstream = new (client.constructor as typeof Socket)()
+    const upstream = new Socket()
     track(upstream)
     upstream.connect(target.port, target.host)
     relay(client, upstream, true)
