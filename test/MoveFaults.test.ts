@@ -3,7 +3,7 @@ import { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import fc from "fast-check"
 import { spawnSync } from "node:child_process"
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Deadlines } from "../src/Move/Deadlines.js"
@@ -149,6 +149,32 @@ describe("db copy against a server that stops answering", () => {
     expect(again.stderr).toBe("")
     expect(again.exitCode).toBe(0)
     expect(again.stdout).toMatch(/^pets\s+100000\s+100000\s+([0-9a-f]{16})\s+\1\s+ok$/m)
+  })
+  it("a source that stops answering mid-copy ends it after the statement deadline, naming the source; the target file is removed", async () => {
+    using folder = temporaryFolder()
+    await using source = await createTestDatabase()
+    const file = join(folder.path, "petstore.db")
+    await storeWithPets(file, 100_000)
+    expect((await db(["copy", "--from", file, "--to", source.url])).exitCode).toBe(0)
+    const proxy = await stallingProxy({ host: "127.0.0.1", port: Number(new URL(source.url).port) })
+    const through = proxy.through(source.url)
+    const back = join(folder.path, "back.db")
+    try {
+      using copy = startCopy(["--from-env", "SOURCE", "--to", back], { ...short, SOURCE: through })
+      // The target file is made before the first page is read, and 100,000 pets take far longer than a poll.
+      for (const deadline = performance.now() + 15_000; !existsSync(back) && performance.now() < deadline;) await Bun.sleep(5)
+      proxy.stall()
+      const stalledAt = performance.now()
+      const result = await copy.ended()
+      expect(performance.now() - stalledAt).toBeLessThan(5_000)
+      expect(result.exitCode).toBe(1)
+      expect(result.stderr).toBe(
+        `source PostgreSQL database ${through} (it did not answer in time): no answer within 1 s (DB_STATEMENT_TIMEOUT_SECONDS)`
+      )
+    } finally {
+      await proxy[Symbol.asyncDispose]()
+    }
+    expect(readdirSync(folder.path).filter((name) => name.startsWith("back.db"))).toEqual([])
   })
 })
 
