@@ -1,6 +1,7 @@
 import { Cause, Effect, Fiber } from "effect"
 import { rmSync } from "node:fs"
 import { Deadlines } from "./Deadlines.js"
+import { endAbandoned } from "./PostgresSession.js"
 import { connect, type Store } from "./Store.js"
 
 /**
@@ -23,7 +24,7 @@ export interface Created {
  * answers within it, and one that stopped answering is not waited for (the copy has already
  * waited a statement's deadline for it). Interrupted, within the stop's bound.
  */
-const boundMillis = (interrupted: boolean, connectMillis: number) => interrupted ? 1_200 : Math.min(5_000, connectMillis)
+const boundMillis = (interrupted: boolean, connectMillis: number) => interrupted ? 1_000 : Math.min(5_000, connectMillis)
 
 /**
  * Removes what a failed copy created: the file it made, or the tables its migrations made. The
@@ -43,6 +44,7 @@ export const cleanUp = (store: Store, created: Created, cause: Cause.Cause<unkno
     if (created.tables.length === 0) return asBefore()
     const { connectMillis } = yield* Deadlines
     const removal = connect(store, { role: "target", mode: "write" }).pipe(
+      Effect.tap((sql) => store.engine === "postgres" ? endAbandoned(sql, store.url) : Effect.void),
       Effect.flatMap((sql) =>
         Effect.forEach(
           created.tables,

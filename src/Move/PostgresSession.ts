@@ -58,6 +58,22 @@ const abandoned = new SqlError({
   })
 })
 
+/**
+ * The server processes of the sessions this command closed without the server's word, by the URL
+ * they were opened with: a process busy with a statement (an index build, rows still buffered)
+ * only notices its session ended when that is done, and holds the transaction's locks until then.
+ * One per process, as the sessions it opened.
+ */
+const abandonedBackends = new Map<string, Set<number>>()
+
+/** Ends, on the server `url` names, the processes of the sessions this command closed there, so that their locks go now. */
+export const endAbandoned = (sql: SqlClient.SqlClient, url: string) => {
+  const pids = [...(abandonedBackends.get(url) ?? [])]
+  return pids.length === 0
+    ? Effect.void
+    : Effect.asVoid(sql`SELECT pg_terminate_backend(pid) FROM unnest(${pids}::int[]) AS pid`)
+}
+
 /** How long a healthy server gets to acknowledge the end of a session before its socket is closed. */
 const endMillis = 1_000
 
@@ -75,6 +91,11 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
     let closed: SqlError | undefined
     const close = (reason: SqlError) => {
       closed ??= reason
+      // The pid the server gave at the start (BackendKeyData), which `pg` keeps but does not type.
+      const pid = (client as unknown as { processID?: number }).processID
+      if (pid !== undefined && pid !== null) {
+        abandonedBackends.set(url, (abandonedBackends.get(url) ?? new Set()).add(pid))
+      }
       client.connection.stream.destroy()
     }
 
