@@ -197,10 +197,13 @@ describe("db copy stopped with Ctrl-C", () => {
       const result = await copy.ended()
       expect(performance.now() - signalledAt).toBeLessThan(2_000)
       expect(result.exitCode).toBe(1)
-      expect(result.stderr).toBe(
+      // Either the clean-up's own word (it gave up on the target), or, on a loaded machine, the stop's bound's.
+      expect([
         `interrupted: nothing was committed; ${through} did not answer in time to remove the empty tables this copy ` +
-          "made in it, and a copy into it again works"
-      )
+        "made in it, and a copy into it again works",
+        `interrupted: nothing was committed; the empty tables the copy may have made in ${through} may be left, and a ` +
+        "copy into it again works"
+      ]).toContain(result.stderr)
     } finally {
       await proxy[Symbol.asyncDispose]()
     }
