@@ -146,15 +146,32 @@ export const describeFailure = (error: unknown, fields: Readonly<Record<string, 
 /**
  * Runs a command line's program on the process: output on stdout, each error as one line on
  * stderr and exit code 1; help asked for exits 0. SIGINT and SIGTERM interrupt it; with
- * `interrupted`, such a stop is a failure too: that line and exit code 1.
+ * `interrupted`, such a stop is a failure too: its line (read when printed, so that the program
+ * can keep it true as it goes) and exit code 1, within `interrupted.withinMillis` of the signal
+ * whatever the program's clean-up still waits for.
  */
 export const run = <E>(
   program: Effect.Effect<void, E, Command.Environment>,
   fields: Readonly<Record<string, string>> = {},
-  interrupted?: string
+  interrupted?: { readonly line: () => string; readonly withinMillis: number }
 ) => {
+  let told = false
+  const tell = () => {
+    if (told || interrupted === undefined) return
+    told = true
+    process.stderr.write(`${interrupted.line()}\n`)
+  }
+  if (interrupted !== undefined) {
+    // Unref'd: a stop that ends in time exits on its own, with its own code.
+    const arm = () => void setTimeout(() => {
+      tell()
+      process.exit(1)
+    }, interrupted.withinMillis).unref()
+    process.once("SIGINT", arm)
+    process.once("SIGTERM", arm)
+  }
   const main = program.pipe(
-    Effect.onInterrupt(() => interrupted === undefined ? Effect.void : Effect.sync(() => process.stderr.write(`${interrupted}\n`))),
+    Effect.onInterrupt(() => Effect.sync(tell)),
     Effect.tapCause((cause) => {
       if (Cause.hasInterruptsOnly(cause)) return Effect.void
       const failure = Cause.findErrorOption(cause)

@@ -1,18 +1,18 @@
 import { Clock, Effect, Option, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
-import type Pg from "pg"
-import { existsSync, rmSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { resolve } from "node:path"
 import { runMigrations } from "../Sql/Migrations.js"
 import { readOnlySince, settleMillis } from "../Sql/ReadOnlyMode.js"
 import { Checksum } from "./Checksum.js"
+import { cleanUp } from "./CleanUp.js"
 import { columnsOnBothSides } from "./Columns.js"
 import { withoutSecondaryIndexes } from "./Indexes.js"
-import { openSession } from "./PostgresSession.js"
+import { openSession, type PostgresSession } from "./PostgresSession.js"
 import { makeProgress } from "./Progress.js"
 import { knownVersion, requireKnownVersion, tablesOf, versionOf } from "./SchemaVersion.js"
 import { highestId, nextId, sequencedTables, setNextId } from "./Sequences.js"
-import { connect, connectTimeoutMillis, describeStoreFailure, engineName, MoveError, type Store, timedOut } from "./Store.js"
+import { connect, describeStoreFailure, engineName, MoveError, type Store } from "./Store.js"
 import { countRows, tables } from "./Tables.js"
 import { checksums, compare, forEachPage, inSnapshot } from "./Verify.js"
 import { tableWriter } from "./WriteRows.js"
@@ -74,11 +74,10 @@ const prepareTarget = (sql: SqlClient.SqlClient, store: Store) =>
  */
 const openTarget = (
   store: Store
-): Effect.Effect<{ readonly sql: SqlClient.SqlClient; readonly copyClient: Pg.Client | undefined }, MoveError, Scope.Scope> =>
+): Effect.Effect<{ readonly sql: SqlClient.SqlClient; readonly copyClient: PostgresSession | undefined }, MoveError, Scope.Scope> =>
   store.engine === "postgres"
     ? openSession(store.url).pipe(
-      Effect.map(({ client, sql }) => ({ sql, copyClient: client })),
-      Effect.timeoutOrElse({ duration: connectTimeoutMillis, orElse: () => Effect.fail(timedOut(store, "target")) }),
+      Effect.map((session) => ({ sql: session.sql, copyClient: session })),
       Effect.mapError((error) => describeStoreFailure(store, "target", error))
     )
     : Effect.map(connect(store, { role: "target", mode: "create" }), (sql) => ({ sql, copyClient: undefined }))
@@ -95,7 +94,7 @@ export interface CopyResult {
  * and never written, the target built from this build's migrations and written in one
  * transaction, its sequences set past the copied ids and checked, then every table's count and
  * checksum compared on both sides before the commit. Any failure leaves the target as it was
- * (or removes what the copy created in it).
+ * (or removes what the copy created in it, if the target answers: `CleanUp.ts`).
  */
 export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveError> => {
   const created = { file: false, tables: [] as Array<string> }
@@ -203,27 +202,6 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
     }
   }).pipe(
     Effect.scoped,
-    Effect.onError(() => cleanUp(to, created))
-  )
-}
-
-/** Removes what a failed copy created: the file it made, or the tables its migrations made. */
-const cleanUp = (store: Store, created: { readonly file: boolean; readonly tables: ReadonlyArray<string> }) => {
-  if (store.engine === "sqlite" && created.file) {
-    return Effect.sync(() => {
-      for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(`${store.filename}${suffix}`, { force: true })
-    })
-  }
-  if (created.tables.length === 0) return Effect.void
-  return connect(store, { role: "target", mode: "write" }).pipe(
-    Effect.flatMap((sql) =>
-      Effect.forEach(
-        created.tables,
-        (name) => sql.unsafe(`DROP TABLE IF EXISTS "${name}"${sql.onDialectOrElse({ pg: () => " CASCADE", orElse: () => "" })}`),
-        { discard: true }
-      )
-    ),
-    Effect.scoped,
-    Effect.ignore
+    Effect.onError((cause) => cleanUp(to, created, cause))
   )
 }

@@ -1,8 +1,7 @@
 import { Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
-import type Pg from "pg"
 import { from as copyFrom } from "pg-copy-streams"
-import { pgFailure } from "./PostgresSession.js"
+import { type Outcome, pgFailure, type PostgresSession } from "./PostgresSession.js"
 import { type CanonicalRow, type CopiedTable, quoted } from "./Tables.js"
 
 /** COPY's text format: tab between values, `\N` for null, backslash escapes. */
@@ -24,38 +23,43 @@ export interface CopyIn {
  * unnest(…)` here (0.55 s against 1.6 s for 200,000 pets). Rows are written as they come and
  * PostgreSQL takes them while the next page is read.
  */
-export const copyIn = (client: Pg.Client, table: CopiedTable): Effect.Effect<CopyIn> =>
+export const copyIn = (session: PostgresSession, table: CopiedTable): Effect.Effect<CopyIn> =>
   Effect.sync(() => {
-    const stream = client.query(copyFrom(`COPY ${table.name} (${table.columns.map((column) => quoted(column.name)).join(", ")}) FROM STDIN`))
+    const stream = session.client.query(
+      copyFrom(`COPY ${table.name} (${table.columns.map((column) => quoted(column.name)).join(", ")}) FROM STDIN`)
+    )
     let failure: Error | undefined
     stream.on("error", (error) => {
       failure = error
     })
-    const failed = () => pgFailure(failure, "copy")
+    // Each wait for the server to take rows is bounded as a statement is (`PostgresSession.ts`).
+    const settled = (event: "drain" | "finish") => (done: (outcome: Outcome<void>) => void) => {
+      const onEvent = () => {
+        stream.off("error", onError)
+        done({ ok: true, value: undefined })
+      }
+      const onError = (error: Error) => {
+        stream.off(event, onEvent)
+        done({ ok: false, error })
+      }
+      stream.once(event, onEvent)
+      stream.once("error", onError)
+    }
+    const failed = () => Effect.fail(pgFailure(failure, "copy"))
     return {
       write: (rows) =>
-        Effect.callback<void, SqlError>((resume) => {
-          if (failure !== undefined) return resume(Effect.fail(failed()))
+        Effect.suspend(() => {
+          if (failure !== undefined) return failed()
           let text = ""
           for (const row of rows) text += row.map(copyValue).join("\t") + "\n"
-          if (stream.write(text)) return resume(Effect.void)
-          const onDrain = () => {
-            stream.off("error", onError)
-            resume(Effect.void)
-          }
-          const onError = () => {
-            stream.off("drain", onDrain)
-            resume(Effect.fail(failed()))
-          }
-          stream.once("drain", onDrain)
-          stream.once("error", onError)
+          return stream.write(text) ? Effect.void : session.answer(settled("drain"))
         }),
-      end: Effect.callback<void, SqlError>((resume) => {
-        if (failure !== undefined) return resume(Effect.fail(failed()))
-        stream.once("finish", () => resume(Effect.void))
-        stream.once("error", () => resume(Effect.fail(failed())))
-        stream.end()
-      }),
+      end: Effect.suspend(() =>
+        failure !== undefined ? failed() : session.answer<void>((done) => {
+          settled("finish")(done)
+          stream.end()
+        })
+      ),
       abort: Effect.sync(() => stream.destroy(new Error("the copy stopped")))
     }
   })

@@ -3,22 +3,31 @@ import { Effect, type Scope, Stream } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
-import { AuthenticationError, ConnectionError, SqlError, UnknownError } from "effect/sql/SqlError"
+import { AuthenticationError, ConnectionError, SqlError, StatementTimeoutError, UnknownError } from "effect/sql/SqlError"
 import Pg from "pg"
+import { Deadlines } from "./Deadlines.js"
 import { libpqLogin } from "./Libpq.js"
-import { connectTimeoutMillis } from "./Store.js"
 
 /**
- * A copy's target on PostgreSQL: one session on `pg`, the driver `COPY … FROM STDIN` needs
- * (`@effect/sql-pg` refuses COPY), seen by the rest of the copy as an `effect/sql` `SqlClient`
- * with `@effect/sql-pg`'s own compiler. The copy's transaction holds its tables' rows, their
- * indexes, sequences and checks, so all of it runs on that one session.
+ * The db command's connection to a PostgreSQL store: one session on `pg`, the driver `COPY …
+ * FROM STDIN` needs (`@effect/sql-pg` refuses COPY), seen by the rest of the command as an
+ * `effect/sql` `SqlClient` with `@effect/sql-pg`'s own compiler. A copy's transaction holds its
+ * tables' rows, their indexes, sequences and checks, so all of it runs on that one session.
+ *
+ * Every wait for the server is bounded (`Deadlines`): a server that does not answer in time, or a
+ * wait given up (an interrupted command), closes the session, and every later use of it fails at
+ * once with the same reason. A statement left running would hold every later one (a `ROLLBACK`
+ * included), and the server rolls back the transaction of a session that ends.
  */
 export interface PostgresSession {
   readonly sql: SqlClient.SqlClient
   /** The session's driver client, for COPY within the transaction `sql` has open. */
   readonly client: Pg.Client
+  /** Waits, bounded as every statement is, for the answer to what `start` began on `client`. */
+  readonly answer: <A>(start: (done: (outcome: Outcome<A>) => void) => void) => Effect.Effect<A, SqlError>
 }
+
+export type Outcome<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly error: unknown }
 
 /** A failure of `pg` classified as `effect/sql` does: by SQLSTATE, a failure with none being the connection's own. */
 export const pgFailure = (cause: unknown, operation: string): SqlError => {
@@ -33,57 +42,146 @@ export const pgFailure = (cause: unknown, operation: string): SqlError => {
   })
 }
 
-const query = <A>(client: Pg.Client, config: Pg.QueryConfig | Pg.QueryArrayConfig) =>
-  Effect.tryPromise({
-    try: () => client.query(config as Pg.QueryConfig) as Promise<Pg.QueryResult<any>>,
-    catch: (cause) => pgFailure(cause, "execute")
-  }).pipe(Effect.map((result): A => result as A))
+const noAnswer = (millis: number, variable: string, operation: string) => {
+  const cause = Object.assign(new Error(`no answer within ${millis / 1000} s (${variable})`), { code: "ETIMEDOUT" })
+  const props = { cause, message: cause.message, operation }
+  return new SqlError({
+    reason: operation === "connect" ? new ConnectionError(props) : new StatementTimeoutError(props)
+  })
+}
 
-/** Opens the session: the URL's login completed from libpq's environment, 10 s to connect. */
+const abandoned = new SqlError({
+  reason: new ConnectionError({
+    cause: new Error("the session was closed: the command stopped waiting for it"),
+    message: "the session was closed: the command stopped waiting for it",
+    operation: "execute"
+  })
+})
+
+/**
+ * The server processes of the sessions this command closed without the server's word, by the URL
+ * they were opened with: a process busy with a statement (an index build, rows still buffered)
+ * only notices its session ended when that is done, and holds the transaction's locks until then.
+ * One per process, as the sessions it opened.
+ */
+const abandonedBackends = new Map<string, Set<number>>()
+
+/** Ends, on the server `url` names, the processes of the sessions this command closed there, so that their locks go now. */
+export const endAbandoned = (sql: SqlClient.SqlClient, url: string) => {
+  const pids = [...(abandonedBackends.get(url) ?? [])]
+  return pids.length === 0
+    ? Effect.void
+    : Effect.asVoid(sql`SELECT pg_terminate_backend(pid) FROM unnest(${pids}::int[]) AS pid`)
+}
+
+/** How long a healthy server gets to acknowledge the end of a session before its socket is closed. */
+const endMillis = 1_000
+
+/** Opens the session: the URL's login completed from libpq's environment. */
 export const openSession = (url: string): Effect.Effect<PostgresSession, SqlError, Scope.Scope> =>
   Effect.gen(function*() {
+    const deadlines = yield* Deadlines
     const login = libpqLogin(url)
     const withLogin = new URL(url)
     if (login.username !== undefined) withLogin.username = encodeURIComponent(login.username)
     if (login.password !== undefined) withLogin.password = encodeURIComponent(login.password)
-    const client = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: async () => {
-          const client = new Pg.Client({
-            connectionString: withLogin.href,
-            connectionTimeoutMillis: connectTimeoutMillis,
-            application_name: "petstore db"
+    const client = new Pg.Client({ connectionString: withLogin.href, application_name: "petstore db" })
+    // A lost session's error is the statement's to report; unheard, it would stop the process.
+    client.on("error", () => {})
+    let closed: SqlError | undefined
+    const close = (reason: SqlError) => {
+      closed ??= reason
+      // The pid the server gave at the start (BackendKeyData), which `pg` keeps but does not type.
+      const pid = (client as unknown as { processID?: number }).processID
+      if (pid !== undefined && pid !== null) {
+        abandonedBackends.set(url, (abandonedBackends.get(url) ?? new Set()).add(pid))
+      }
+      client.connection.stream.destroy()
+    }
+
+    // Timers of their own rather than `Effect.timeout`: a `ROLLBACK` runs in a finalizer, where an
+    // Effect timeout cannot interrupt the wait.
+    const bounded = <A>(
+      millis: number,
+      late: () => SqlError,
+      operation: string,
+      start: (done: (outcome: Outcome<A>) => void) => void
+    ) =>
+      Effect.callback<A, SqlError>((resume) => {
+        if (closed !== undefined) return resume(Effect.fail(closed))
+        let waiting = true
+        const finish = (effect: Effect.Effect<A, SqlError>) => {
+          if (!waiting) return
+          waiting = false
+          clearTimeout(timer)
+          resume(effect)
+        }
+        const timer = setTimeout(() => {
+          close(late())
+          finish(Effect.fail(closed!))
+        }, millis)
+        start((outcome) =>
+          finish(outcome.ok ? Effect.succeed(outcome.value) : Effect.fail(closed ?? pgFailure(outcome.error, operation)))
+        )
+        return Effect.sync(() => {
+          if (!waiting) return
+          waiting = false
+          clearTimeout(timer)
+          close(abandoned)
+        })
+      })
+    const answer = <A>(start: (done: (outcome: Outcome<A>) => void) => void) =>
+      bounded(deadlines.statementMillis, () => noAnswer(deadlines.statementMillis, "DB_STATEMENT_TIMEOUT_SECONDS", "execute"), "execute", start)
+    const settle = <A>(promise: () => Promise<A>) => (done: (outcome: Outcome<A>) => void) =>
+      void promise().then((value) => done({ ok: true, value }), (error) => done({ ok: false, error }))
+
+    // Interruptible, unlike an acquisition's default: a connection given up on is closed at once (its socket destroyed).
+    yield* Effect.acquireRelease(
+      Effect.interruptible(bounded(
+        deadlines.connectMillis,
+        () => noAnswer(deadlines.connectMillis, "DB_CONNECT_TIMEOUT_SECONDS", "connect"),
+        "connect",
+        settle(() => client.connect())
+      )),
+      () =>
+        Effect.callback<void>((resume) => {
+          if (closed !== undefined) {
+            client.connection.stream.destroy()
+            return resume(Effect.void)
+          }
+          const timer = setTimeout(() => {
+            client.connection.stream.destroy()
+            resume(Effect.void)
+          }, endMillis)
+          client.end().finally(() => {
+            clearTimeout(timer)
+            resume(Effect.void)
           })
-          // A lost session's error is the statement's to report; unheard, it would stop the process.
-          client.on("error", () => {})
-          await client.connect()
-          return client
-        },
-        catch: (cause) => pgFailure(cause, "connect")
-      }),
-      (client) => Effect.promise(() => client.end().catch(() => undefined))
+        })
     )
+
+    const query = <A>(config: Pg.QueryConfig | Pg.QueryArrayConfig) =>
+      answer(settle(() => client.query(config as Pg.QueryConfig) as Promise<A>))
     const rows = (sql: string, params: ReadonlyArray<unknown>) =>
-      Effect.map(query<Pg.QueryResult>(client, { text: sql, values: [...params] }), (result) => result.rows)
+      Effect.map(query<Pg.QueryResult>({ text: sql, values: [...params] }), (result) => result.rows)
     const values = (sql: string, params: ReadonlyArray<unknown>) =>
-      Effect.map(
-        query<Pg.QueryArrayResult>(client, { text: sql, values: [...params], rowMode: "array" }),
-        (result) => result.rows
-      )
+      Effect.map(query<Pg.QueryArrayResult>({ text: sql, values: [...params], rowMode: "array" }), (result) => result.rows)
     const connection: Connection = {
       execute: (sql, params, transform) => transform === undefined ? rows(sql, params) : Effect.map(rows(sql, params), transform),
-      executeRaw: (sql, params) => query(client, { text: sql, values: [...params] }),
+      executeRaw: (sql, params) => query({ text: sql, values: [...params] }),
       executeValues: values,
       executeValuesUnprepared: values,
       executeUnprepared: (sql, params, transform) =>
         transform === undefined ? rows(sql, params) : Effect.map(rows(sql, params), transform),
-      executeStream: () => Stream.die(new Error("the copy's PostgreSQL session does not stream"))
+      executeStream: () => Stream.die(new Error("the db command's PostgreSQL session does not stream"))
     }
     const sql = yield* SqlClient.make({
       acquirer: Effect.succeed(connection),
       compiler: PgClient.makeCompiler(),
       driver: "pg",
+      // A closed session's transaction is over: the server rolled it back when the session ended.
+      isTransaction: () => closed === undefined,
       spanAttributes: [["db.system.name", "postgresql"]]
     }).pipe(Effect.provide(Reactivity.layer))
-    return { sql, client }
+    return { sql, client, answer }
   })

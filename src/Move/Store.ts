@@ -1,5 +1,4 @@
-import { PgClient } from "@effect/sql-pg"
-import { Data, Effect, Predicate, Redacted, type Scope } from "effect"
+import { Data, Effect, Predicate, type Scope } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import type { SqlClient } from "effect/sql"
 import { isSqlError } from "effect/sql/SqlError"
@@ -8,6 +7,7 @@ import { sqliteFilename } from "../Config/AppConfig.js"
 import { isPostgresUrl } from "../Sql/PostgresConnection.js"
 import * as SqliteClient from "../Sql/SqliteClient.js"
 import { libpqLogin } from "./Libpq.js"
+import { openSession } from "./PostgresSession.js"
 
 /** A failure of the db command, as the one line it prints (never a password). */
 export class MoveError extends Data.TaggedError("MoveError")<{ readonly message: string }> {}
@@ -20,6 +20,38 @@ export type Store =
 export const engineName = (store: Store) => (store.engine === "sqlite" ? "SQLite" : "PostgreSQL")
 
 /**
+ * A `postgres://` URL as messages show it: without its password. Where the userinfo ends is taken
+ * from the last `@`, and when the userinfo holds a character that would end it early (a password's
+ * unencoded `/`, `?`, `#` or `@`), none of it is shown: a wrong guess would show part of a password.
+ */
+export const withoutPassword = (value: string): string => {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(value)?.[0] ?? ""
+  const rest = value.slice(scheme.length)
+  const at = rest.lastIndexOf("@")
+  if (at === -1) return value
+  const userinfo = rest.slice(0, at)
+  const user = userinfo.split(":")[0]!
+  return /[/?#@]/.test(userinfo) || user === "" ? `${scheme}${rest.slice(at + 1)}` : `${scheme}${user}@${rest.slice(at + 1)}`
+}
+
+/** Whether a URL's userinfo holds a character that ends it before its last `@` (see `withoutPassword`). */
+const ambiguous = (value: string) => {
+  const rest = value.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")
+  const at = rest.lastIndexOf("@")
+  return at !== -1 && /[/?#@]/.test(rest.slice(0, at))
+}
+
+/** The password a `postgres://` URL holds, decoded; "" when none. */
+export const passwordOf = (url: string): string => {
+  const password = new URL(url).password
+  try {
+    return decodeURIComponent(password)
+  } catch {
+    return password
+  }
+}
+
+/**
  * The store a value names: a `postgres://` URL, or a SQLite path (bare, `sqlite:` or `file:`). Its
  * label is what messages show: the path, or the URL without its password.
  */
@@ -30,29 +62,24 @@ export const parseStore = (value: string, name: string): Effect.Effect<Store, Mo
       ? Effect.fail(new MoveError({ message: `${name}: names no SQLite file` }))
       : Effect.succeed({ engine: "sqlite", filename, label: filename })
   }
+  // Quoting the value could show its password.
+  const invalid = new MoveError({
+    message: `${name}: is not a valid postgres:// URL (a password's reserved characters, such as @ / ? #, must be percent-encoded)`
+  })
+  if (ambiguous(value)) return Effect.fail(invalid)
   try {
-    const shown = new URL(value)
-    shown.password = ""
-    return Effect.succeed({ engine: "postgres", url: value, label: shown.href.replace(/:@/, "@") })
+    new URL(value)
   } catch {
-    // Quoting the value could show its password.
-    return Effect.fail(
-      new MoveError({ message: `${name}: is not a valid postgres:// URL (a password's reserved characters must be percent-encoded)` })
-    )
+    return Effect.fail(invalid)
   }
+  return Effect.succeed({ engine: "postgres", url: value, label: withoutPassword(value) })
 }
 
 /** Every password a message could carry: the URL's, libpq's `PGPASSWORD` and the password file's. */
 const secretsOf = (store: Store): Array<string> => {
   const secrets = [process.env["PGPASSWORD"] ?? ""]
   if (store.engine === "postgres") {
-    const password = new URL(store.url).password
-    secrets.push(password)
-    try {
-      secrets.push(decodeURIComponent(password))
-    } catch {
-      // Left as written.
-    }
+    secrets.push(new URL(store.url).password, passwordOf(store.url))
     const login = libpqLogin(store.url)
     if (login.password !== undefined) secrets.push(login.password)
   }
@@ -80,12 +107,16 @@ const wordsOf = (error: unknown): string => {
  */
 const lockWaitMillis = 5_000
 
-/** How long a PostgreSQL server has to answer a connection. */
-export const connectTimeoutMillis = 10_000
-
 /** What a code the driver gives (an errno, a SQLSTATE, a SQLite result code) means to an operator. */
 const hintsByCode: Record<string, string> = {
   ECONNREFUSED: "nothing listens there",
+  ENOENT: "no such file or folder",
+  ENOTDIR: "a part of its path is not a folder",
+  EROFS: "the file system is read-only",
+  EACCES: "no permission to write there",
+  EPERM: "no permission to write there",
+  ENOSPC: "the disk is full",
+  EDQUOT: "the disk quota is used up",
   ENOTFOUND: "the host name is unknown",
   EAI_AGAIN: "the host name is unknown",
   ETIMEDOUT: "it did not answer in time",
@@ -98,6 +129,9 @@ const hintsByCode: Record<string, string> = {
   "57P02": "the connection was lost",
   "57P03": "the connection was lost",
   SQLITE_NOTADB: "it is not a SQLite database, or it is damaged",
+  SQLITE_FULL: "the disk is full",
+  SQLITE_CANTOPEN: "it cannot be opened",
+  SQLITE_READONLY: "it is read-only",
   SQLITE_CORRUPT: "it is not a SQLite database, or it is damaged"
 }
 
@@ -126,11 +160,17 @@ const hintOf = (error: unknown): string | undefined => {
   }
 }
 
-/** One line for a driver's failure on a store: which store, what happened, the driver's words, never a password. */
+/**
+ * One line for a driver's failure on a store: which store, what happened, the driver's words,
+ * never a password. Words that hold one are left out whole: a mark where it stood would show a
+ * short one.
+ */
 export const describeStoreFailure = (store: Store, role: string, error: unknown): MoveError => {
   if (error instanceof MoveError) return error
-  let reason = wordsOf(error)
-  for (const secret of secretsOf(store)) reason = reason.replaceAll(secret, "***")
+  const words = wordsOf(error)
+  const reason = secretsOf(store).some((secret) => words.includes(secret))
+    ? "the driver's message is left out: it held the password"
+    : words
   const hint = hintOf(error)
   return new MoveError({
     message: `${role} ${engineName(store)} database ${store.label}${hint === undefined ? "" : ` (${hint})`}: ${reason}`
@@ -150,19 +190,12 @@ const firstBytes = (filename: string, length: number) => {
 /** The first bytes of every SQLite database file. */
 const sqliteHeader = "SQLite format 3\0"
 
-/** A connection that the server does not answer in time, named as such rather than left to hang. */
-export const timedOut = (store: Store, role: string) =>
-  new MoveError({
-    message: `${role} ${engineName(store)} database ${store.label} (it did not answer in time): ` +
-      `no answer within ${connectTimeoutMillis / 1000} s`
-  })
-
 /**
  * An open connection to a store, as a plain `SqlClient` (a source and a target are open at once,
  * so neither is the context's). A SQLite source is opened read-only and must exist; a target is
  * created when missing. A PostgreSQL server is asked once at the open, so that a failure to
- * connect is told here, and has 10 s to answer; `PGPASSWORD`, `PGUSER` and `~/.pgpass` apply as
- * libpq's do when the URL leaves them out.
+ * connect is told here; every wait for it is bounded (`PostgresSession.ts`); `PGPASSWORD`,
+ * `PGUSER` and `~/.pgpass` apply as libpq's do when the URL leaves them out.
  */
 export const connect = (
   store: Store,
@@ -186,26 +219,10 @@ export const connect = (
     }
     return openSqlite(store.filename, options.mode, fail)
   }
-  const login = libpqLogin(store.url)
-  return PgClient.make({
-    url: Redacted.make(store.url),
-    username: login.username,
-    password: login.password === undefined ? undefined : Redacted.make(login.password),
-    maxConnections: 2,
-    // Longer than the probe's own bound, which names the wait for what it is.
-    connectTimeout: connectTimeoutMillis + 5_000,
-    applicationName: "petstore db"
-  }).pipe(
-    Effect.tap((sql) =>
-      sql`SELECT 1`.pipe(
-        Effect.timeoutOrElse({
-          duration: connectTimeoutMillis,
-          orElse: () => Effect.fail(timedOut(store, options.role))
-        })
-      )
-    ),
-    Effect.mapError(fail),
-    Effect.provide(Reactivity.layer)
+  return openSession(store.url).pipe(
+    Effect.map(({ sql }) => sql),
+    Effect.tap((sql) => sql`SELECT 1`),
+    Effect.mapError(fail)
   )
 }
 

@@ -25,6 +25,15 @@ export const inSnapshot = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Eff
   )
 
 /**
+ * A turn of the event loop: reads from SQLite and writes to a socket that keeps up never wait, and
+ * without it a signal or a deadline's timer would go unheard until the table's end.
+ */
+const nextTurn = Effect.callback<void>((resume) => {
+  const turn = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(turn))
+})
+
+/**
  * Every page of a table in key order, handed to `onPage`; the next page is read while `onPage`
  * works on the current one, so one engine's work overlaps the other's.
  */
@@ -38,7 +47,7 @@ export const forEachPage = <E, R>(
     rows.length < batchSize
       ? onPage(rows)
       : Effect.flatMap(
-        Effect.zip(onPage(rows), read(rows[rows.length - 1]), { concurrent: true }),
+        Effect.zip(onPage(rows), Effect.andThen(nextTurn, read(rows[rows.length - 1])), { concurrent: true }),
         ([, next]) => loop(next)
       )
   return Effect.flatMap(read(undefined), loop)

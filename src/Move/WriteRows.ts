@@ -1,8 +1,8 @@
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import type Pg from "pg"
 import { type CopyIn, copyIn } from "./CopyIn.js"
+import type { PostgresSession } from "./PostgresSession.js"
 import { type CanonicalRow, type Column, type CopiedTable, quoted, sqliteTime } from "./Tables.js"
 
 /**
@@ -66,13 +66,13 @@ function* chunks<A>(items: ReadonlyArray<A>, size: number) {
 }
 
 /**
- * How the copy fills a table in the target's transaction: PostgreSQL's COPY on the session's
- * client (`copyClient`) when the table takes plain inserts, else `writeRows`.
+ * How the copy fills a table in the target's transaction: PostgreSQL's COPY on the target's
+ * session (`copyClient`) when the table takes plain inserts, else `writeRows`.
  */
 export const tableWriter = (
   sql: SqlClient.SqlClient,
   table: CopiedTable,
-  copyClient: Pg.Client | undefined
+  copyClient: PostgresSession | undefined
 ): Effect.Effect<CopyIn> =>
   copyClient !== undefined && table.upsert !== true
     ? copyIn(copyClient, table)

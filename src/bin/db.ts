@@ -2,10 +2,12 @@ import { Config, Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { run } from "../CommandLine/Run.js"
 import { backup } from "../Move/Backup.js"
+import { copying, interruption } from "../Move/CleanUp.js"
 import { copy } from "../Move/Copy.js"
+import { Deadlines, deadlinesConfig } from "../Move/Deadlines.js"
 import { requireKnownVersion } from "../Move/SchemaVersion.js"
 import { status } from "../Move/Status.js"
-import { connect, describeStoreFailure, MoveError, parseStore, type Store } from "../Move/Store.js"
+import { connect, describeStoreFailure, MoveError, parseStore, passwordOf, type Store } from "../Move/Store.js"
 import { verify } from "../Move/Verify.js"
 import { readOnlySince, setReadOnly, settleMillis } from "../Sql/ReadOnlyMode.js"
 
@@ -34,7 +36,17 @@ const resolveSide = (
   if (Option.isSome(side.value) && Option.isSome(side.env)) {
     return Effect.fail(new MoveError({ message: `--${name} and --${name}-env: give one of them` }))
   }
-  if (Option.isSome(side.value)) return parseStore(side.value.value, `--${name}`)
+  if (Option.isSome(side.value)) {
+    return Effect.tap(parseStore(side.value.value, `--${name}`), (store) =>
+      store.engine === "postgres" && passwordOf(store.url) !== ""
+        ? Effect.sync(() =>
+          process.stderr.write(
+            `warning: --${name} holds a password, which other users see in ps while the command runs and the shell's ` +
+              `history keeps; put the URL in an environment variable and give its name with --${name}-env\n`
+          )
+        )
+        : Effect.void)
+  }
   if (Option.isSome(side.env)) {
     const value = process.env[side.env.value] ?? ""
     return value === ""
@@ -57,6 +69,7 @@ const copyCommand = Command.make("copy", { from, to }, (options) =>
   Effect.gen(function*() {
     const source = yield* resolveSide("from", options.from)
     const target = yield* resolveSide("to", options.to)
+    copying(target)
     const result = yield* copy(source, target)
     for (const line of result.lines) yield* Console.log(line)
     yield* Console.log(result.summary)
@@ -114,7 +127,9 @@ const db = Command.make("db").pipe(
 )
 
 run(
-  Command.run(db, { version: "1.0.0" }),
+  Command.run(db, { version: "1.0.0" }).pipe(Effect.provideServiceEffect(Deadlines, deadlinesConfig)),
   {},
-  "interrupted: nothing was left half-done (a copy's target is as it was before)"
+  // The first Ctrl-C ends the command within 2 s, with its line, whatever it still waits for: the
+  // bound leaves room for the process to end on a loaded machine.
+  { line: () => interruption.line, withinMillis: 1_500 }
 )
