@@ -29,6 +29,18 @@ interface Answer {
   readonly at: number
   readonly millis: number
   readonly status: number
+  /** The Error body's code, for an error. */
+  readonly code?: string
+}
+
+const withClient = async <A>(url: string, f: (client: pg.Client) => Promise<A>) => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    return await f(client)
+  } finally {
+    await client.end()
+  }
 }
 
 const isJson = (line: string) => {
@@ -42,8 +54,7 @@ const isJson = (line: string) => {
 
 describe("a failover: the database's address moves to a promoted standby while the old host is frozen", () => {
   it("from a short settle after the switch each instance answers ≥ 99% successfully within the deadline and /readyz 200; every acknowledged create is on the new primary exactly once; only JSON in the log", async () => {
-    // Commits wait for the standby, so what was acknowledged is there when it is promoted.
-    const primary = startPostgresCluster(freePort(), 100, "-c synchronous_standby_names=*")
+    const primary = startPostgresCluster(freePort(), 100, "-c synchronous_standby_names='*'")
     const standbyPort = freePort()
     let standby: ReturnType<typeof startStandby> | undefined
     const servers: Array<Awaited<ReturnType<typeof startServer>>> = []
@@ -52,6 +63,9 @@ describe("a failover: the database's address moves to a promoted standby while t
       await using address = await tcpForwarder(Number(new URL(primary.url).port))
       const env = { DATABASE_URL: `postgres://petstore@127.0.0.1:${address.port}/postgres`, ...timeouts }
       const key = await createKey(env, "failover")
+      // Commits wait for the standby: what the service acknowledges is on both.
+      const replication = await withClient(primary.url, (client) => client.query("SELECT sync_state FROM pg_stat_replication"))
+      expect(replication.rows).toEqual([{ sync_state: "sync" }])
       servers.push(await startServer(env), await startServer(env))
       const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
 
@@ -63,7 +77,9 @@ describe("a failover: the database's address moves to a promoted standby while t
         const at = performance.now()
         const response = await request().catch(() => undefined)
         const body = response === undefined ? undefined : await response.text()
-        into.push({ instance, at, millis: performance.now() - at, status: response?.status ?? 0 })
+        const status = response?.status ?? 0
+        const code = status >= 400 && body !== undefined ? JSON.parse(body).code : undefined
+        into.push({ instance, at, millis: performance.now() - at, status, ...(code === undefined ? {} : { code }) })
         return { status: response?.status, body }
       }
       const client = async (instance: number, n: number) => {
@@ -114,9 +130,7 @@ describe("a failover: the database's address moves to a promoted standby while t
         expect(probes.filter(({ status }) => status !== 200)).toEqual([])
       }
 
-      const newPrimary = new pg.Client({ connectionString: standby.url })
-      await newPrimary.connect()
-      try {
+      await withClient(standby.url, async (newPrimary) => {
         const { rows } = await newPrimary.query<{ id: string; name: string }>("SELECT id, name FROM pets")
         const stored = new Map<number, Array<string>>()
         for (const { id, name } of rows) stored.set(Number(id), [...(stored.get(Number(id)) ?? []), name])
@@ -124,9 +138,7 @@ describe("a failover: the database's address moves to a promoted standby while t
         expect(new Set(names).size).toBe(names.length)
         expect(acknowledged.size).toBeGreaterThan(20)
         for (const [id, name] of acknowledged) expect(stored.get(id), `pet ${id}`).toEqual([name])
-      } finally {
-        await newPrimary.end()
-      }
+      })
       for (const server of servers) {
         expect(server.logs().split("\n").filter((line) => line !== "" && !isJson(line))).toEqual([])
       }

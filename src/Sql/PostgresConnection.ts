@@ -1,5 +1,5 @@
 import { PgClient, type PgConnection, PgPool } from "@effect/sql-pg"
-import { Duration, Effect, Fiber, Layer, Option, Predicate, Redacted, Schedule, type Scope } from "effect"
+import { Duration, Effect, Exit, Fiber, Layer, Option, Predicate, Redacted, Schedule, Scope } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
@@ -135,7 +135,7 @@ const leavable = <A>(
   statement: Effect.Effect<A, SqlError>,
   boundMillis: number,
   onLeft: Effect.Effect<void>,
-  onNoAnswer: () => void
+  onNoAnswer: Effect.Effect<void>
 ): Effect.Effect<A, SqlError> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(Effect.forkDetach(restore(statement)), (fiber) => {
@@ -147,8 +147,7 @@ const leavable = <A>(
         })
         const timer = setTimeout(() => {
           stopWatching()
-          onNoAnswer()
-          resume(Effect.andThen(leave, Effect.fail(noAnswer(boundMillis))))
+          resume(Effect.andThen(Effect.andThen(leave, onNoAnswer), Effect.fail(noAnswer(boundMillis))))
         }, boundMillis)
         return Effect.sync(() => {
           clearTimeout(timer)
@@ -175,7 +174,7 @@ const spoils = (error: SqlError) => error.reason._tag === "StatementTimeoutError
  * A pooled session as `effect/sql` runs statements on it, each statement's duration given to
  * `durationOf` when set. `retire` closes the session once its checkout ends, after a failure that
  * `spoils` it and when a caller leaves a statement running (`onLeft`, for a transaction's session
- * what else it needs); `noAnswer` learns of a server that did not answer within `boundMillis`;
+ * what else it needs); `noAnswer` runs when the server did not answer within `boundMillis`;
  * `lost` learns of a failure that ended the session.
  */
 const connectionOf = (
@@ -185,7 +184,7 @@ const connectionOf = (
     readonly boundMillis: number
     readonly retire: Effect.Effect<void>
     readonly onLeft: Effect.Effect<void>
-    readonly noAnswer: () => void
+    readonly noAnswer: Effect.Effect<void>
     readonly lost?: () => void
   }
 ): Connection => {
@@ -216,10 +215,6 @@ const connectionOf = (
   }
 }
 
-/** A stale session lent by `pool.use`, to borrow another. */
-class Stale {}
-const stale = new Stale()
-
 interface ClientOptions {
   readonly url: string
   readonly maxConnections: number
@@ -244,7 +239,7 @@ interface ClientOptions {
  */
 const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, SqlError, Scope.Scope | Reactivity.Reactivity> =>
   Effect.gen(function*() {
-    const pool = yield* PgPool.make({
+    const poolConfig: PgPool.Config = {
       url: Redacted.make(options.url),
       maxConnections: options.maxConnections,
       idleTimeout,
@@ -257,8 +252,34 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
         statement_timeout: String(Duration.toMillis(options.statementTimeout)),
         idle_in_transaction_session_timeout: String(idleInTransactionMillis)
       }
-    })
-    yield* pool.use((session) => session.query("SELECT 1")).pipe(
+    }
+    const boundMillis = Duration.toMillis(options.statementTimeout) + 500
+    const layerScope = yield* Effect.scope
+    const openPool = Effect.flatMap(Scope.fork(layerScope), (scope) =>
+      Effect.map(Scope.provide(PgPool.make(poolConfig), scope), (pool) => ({ pool, scope })))
+    type Sessions = Effect.Success<typeof openPool>
+
+    // A server that let a statement go unanswered past its bound has stopped answering (stopped,
+    // its host frozen, the network cut), and every session opened to it went with it, though
+    // their sockets neither answer nor close: tried one by one, each would fail a request of its
+    // own. The pool is replaced instead: checkouts go to a new one (sessions opened from now on,
+    // to wherever the address points: a standby promoted), and the old one is closed once what
+    // it lent is back, after a bound in which its statements end or are left.
+    let current: Sessions = yield* openPool
+    const silent = (sessions: Sessions): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (current !== sessions) return Effect.void
+        return Effect.flatMap(Effect.orDie(openPool), (replacement) => {
+          if (current !== sessions) return Scope.close(replacement.scope, Exit.void)
+          current = replacement
+          return Effect.asVoid(Effect.forkIn(
+            Effect.delay(Scope.close(sessions.scope, Exit.void), Duration.millis(2 * boundMillis)),
+            layerScope
+          ))
+        })
+      })
+
+    yield* current.pool.use((session) => session.query("SELECT 1")).pipe(
       Effect.retry({
         while: isRefused,
         schedule: Schedule.min([Schedule.exponential("200 millis"), Schedule.spaced("2 seconds")]).pipe(
@@ -273,77 +294,59 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
     )
     const durationOf = options.observed ? statementDurations("postgresql") : undefined
     const usage = options.observed ? yield* connectionsUsage : undefined
-    const boundMillis = Duration.toMillis(options.statementTimeout) + 500
 
-    // A server that let a statement go unanswered past its bound has stopped answering (stopped,
-    // its host frozen, the network cut), and every session opened to it before then went with it,
-    // though their sockets neither answer nor close: each is closed at its next checkout instead
-    // of failing a request of its own. Sessions opened since (the address moved to a standby
-    // promoted) are kept.
-    let silentSince = -1
-    const firstSeen = new WeakMap<PgConnection.PgConnection, number>()
-    const isStale = (session: PgConnection.PgConnection) => {
-      const seen = firstSeen.get(session)
-      if (seen !== undefined) return seen <= silentSince
-      firstSeen.set(session, performance.now())
-      return false
-    }
-    const noAnswer = () => {
-      silentSince = performance.now()
-    }
-    const fresh: Effect.Effect<PgConnection.PgConnection, SqlError, Scope.Scope> = Effect.flatMap(
-      pool.get,
-      (session) => isStale(session) ? Effect.andThen(pool.invalidate(session), fresh) : Effect.succeed(session)
-    )
-
-    const wrap = (session: PgConnection.PgConnection) => {
-      const retire = pool.invalidate(session)
-      return connectionOf(session, { durationOf, boundMillis, retire, onLeft: Effect.void, noAnswer })
-    }
+    const wrap = (sessions: Sessions) => (session: PgConnection.PgConnection) =>
+      connectionOf(session, {
+        durationOf,
+        boundMillis,
+        retire: sessions.pool.invalidate(session),
+        onLeft: Effect.void,
+        noAnswer: silent(sessions)
+      })
     // A transaction's session that was lost needs no `ROLLBACK` (the server ended the transaction
     // with it), and trying one would turn the transaction's failure into a defect. One whose
     // statement was left running is closed rather than rolled back: the `ROLLBACK` would wait
     // for that statement, and the server rolls back a transaction whose session ends.
     const lostTransactions = new WeakSet<Connection>()
-    const wrapTransaction = (session: PgConnection.PgConnection) => {
+    const wrapTransaction = (sessions: Sessions) => (session: PgConnection.PgConnection) => {
       const abandon = () => lostTransactions.add(connection)
       const connection: Connection = connectionOf(session, {
         durationOf,
         boundMillis,
-        retire: pool.invalidate(session),
+        retire: sessions.pool.invalidate(session),
         onLeft: Effect.sync(abandon),
-        noAnswer,
+        noAnswer: silent(sessions),
         lost: abandon
       })
       return connection
     }
     const checkout = (
-      take: Effect.Effect<PgConnection.PgConnection, SqlError, Scope.Scope>,
-      wrapped: (session: PgConnection.PgConnection) => Connection
+      take: (pool: PgPool.PgPool) => Effect.Effect<PgConnection.PgConnection, SqlError, Scope.Scope>,
+      wrapped: (sessions: Sessions) => (session: PgConnection.PgConnection) => Connection
     ) =>
-      usage === undefined ? Effect.map(take, wrapped) : Effect.flatMap(take, (session) =>
-        Effect.as(
-          Effect.acquireRelease(Effect.sync(() => usage.take(session)), () => Effect.sync(() => usage.give(session))),
-          wrapped(session)
-        ))
-    // `pool.use` lends without a scope (the cheaper path, taken per statement); a stale session it
-    // lends is closed and the statement borrows again.
-    const borrow = <A, E, R>(f: (connection: Connection) => Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-      Effect.catchIf(
-        pool.use((session): Effect.Effect<A, E | Stale, R> => {
-          if (isStale(session)) return Effect.andThen(pool.invalidate(session), Effect.fail(stale))
-          if (usage === undefined) return f(wrap(session))
-          usage.take(session)
-          return Effect.ensuring(f(wrap(session)), Effect.sync(() => usage.give(session)))
-        }),
-        (error): error is Stale => error === stale,
-        () => borrow(f)
-      )
+      Effect.suspend(() => {
+        const sessions = current
+        return usage === undefined
+          ? Effect.map(take(sessions.pool), wrapped(sessions))
+          : Effect.flatMap(take(sessions.pool), (session) =>
+            Effect.as(
+              Effect.acquireRelease(Effect.sync(() => usage.take(session)), () => Effect.sync(() => usage.give(session))),
+              wrapped(sessions)(session)
+            ))
+      })
     return yield* SqlClient.make({
-      acquirer: checkout(fresh, wrap),
-      borrower: borrow,
-      // As `PgPool.reserve`, from a session known fresh.
-      transactionAcquirer: checkout(Effect.flatMap(fresh, (session) => session.pin), wrapTransaction),
+      acquirer: checkout((pool) => pool.get, wrap),
+      // `pool.use` lends without a scope: the cheaper path, taken per statement.
+      borrower: (f) =>
+        Effect.suspend(() => {
+          const sessions = current
+          return sessions.pool.use((session) => {
+            if (usage === undefined) return f(wrap(sessions)(session))
+            usage.take(session)
+            return Effect.ensuring(f(wrap(sessions)(session)), Effect.sync(() => usage.give(session)))
+          })
+        }),
+      transactionAcquirer: checkout((pool) => pool.reserve, wrapTransaction),
       isTransaction: (connection) => !lostTransactions.has(connection),
       // PostgreSQL prepares transaction control like any other statement.
       prepareTransactionControls: true,
