@@ -11,7 +11,7 @@ import {
   UniqueViolation,
   UnknownError
 } from "effect/sql/SqlError"
-import { DatabaseUnavailable, toUnavailable, unavailableOrDie } from "../src/Sql/DatabaseErrors.js"
+import { DatabaseUnavailable, isReadOnly, toUnavailable, unavailableOrDie } from "../src/Sql/DatabaseErrors.js"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
@@ -77,6 +77,8 @@ describe("what a failed statement's reason means for a request", () => {
     ]
     for (const [error, reason, message] of cases) {
       expect(toUnavailable(error)).toEqual(new DatabaseUnavailable({ reason, message }))
+      // A refused write, by its code alone (a standby says 25006 too), never by the words.
+      expect(isReadOnly(error)).toBe(reason === "read_only")
     }
   })
 

@@ -178,7 +178,7 @@ describe("every error answers with exactly {code, message, status}", () => {
       reserve: () => Effect.die(new Error("disk on fire")),
       release: () => Effect.void,
       createOnce: () => Effect.die(new Error("disk on fire")),
-      isReady: Effect.succeed(false)
+      readiness: Effect.succeed("unavailable" as const)
     })
     const capture = Logger.layer([
       Logger.make(({ cause, fiber, message }) => {

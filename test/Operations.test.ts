@@ -7,7 +7,7 @@ import { createKey, makeTestServer, publicBaseUrl, send, TestServer } from "./su
 
 const UnreadyStore = Layer.effect(
   PetRepository,
-  Effect.map(PetRepository, (pets) => ({ ...pets, isReady: Effect.succeed(false) }))
+  Effect.map(PetRepository, (pets) => ({ ...pets, readiness: Effect.succeed("unavailable" as const) }))
 ).pipe(Layer.provide(PetRepository.InMemory))
 
 const fixture = new URL("./fixtures/openapi.json", import.meta.url)

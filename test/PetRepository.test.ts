@@ -62,9 +62,9 @@ for (const [name, store] of stores) {
         expect(exact.hasMore).toBe(false)
       }).pipe(Effect.provide(store)))
 
-    it.effect("isReady answers true while the store works", () =>
+    it.effect("readiness answers ready while the store works", () =>
       Effect.gen(function*() {
-        expect(yield* (yield* PetRepository).isReady).toBe(true)
+        expect(yield* (yield* PetRepository).readiness).toBe("ready")
       }).pipe(Effect.provide(store)))
   })
 }

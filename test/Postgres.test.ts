@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Context, Effect, Layer, Logger, Redacted } from "effect"
+import { Cause, Context, Effect, Layer, Logger, Redacted, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { isSqlError } from "effect/sql/SqlError"
 import { ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
@@ -52,6 +52,44 @@ describe("the PostgreSQL database", () => {
       const unavailable = isSqlError(failure) ? toUnavailable(failure) : undefined
       expect(unavailable?.message).toMatch(/idle-in-transaction timeout|connection closed/i)
       expect(yield* sql`SELECT 1 AS one`).toEqual([{ one: 1 }])
+    }).pipe(Effect.provide(TemporaryPostgres), Effect.scoped))
+
+  it.live("a session whose statement timed out, or that refused a write as read-only, is closed, never lent again", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const pidOf = sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.pipe(Effect.map(([row]) => row!.pid))
+      const isOpen = (pid: number) =>
+        Effect.map(sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ${pid}`, ([row]) => Number(row!.n) > 0)
+      // Closed in the background once its checkout ends: asked again within a bound.
+      const closedSoon = (pid: number) =>
+        isOpen(pid).pipe(
+          Effect.flatMap((open) => open ? Effect.fail("open" as const) : Effect.void),
+          Effect.retry({ schedule: Schedule.spaced("20 millis"), times: 50 }),
+          Effect.as(true),
+          Effect.orElseSucceed(() => false)
+        )
+      // The session's id, and the statement failing the transaction it runs in.
+      const failing = (statement: Effect.Effect<unknown, unknown>) =>
+        Effect.suspend(() => {
+          let session = -1
+          const run = Effect.flatMap(pidOf, (pid) => {
+            session = pid
+            return statement
+          })
+          return Effect.map(Effect.exit(sql.withTransaction(run)), (exit) => {
+            expect(exit._tag).toBe("Failure")
+            return session
+          })
+        })
+      const timedOut = yield* failing(sql`SET LOCAL statement_timeout = 50`.pipe(Effect.andThen(sql`SELECT pg_sleep(1)`)))
+      const refused = yield* failing(
+        sql`SET TRANSACTION READ ONLY`.pipe(Effect.andThen(sql`INSERT INTO pets (name, category_id) VALUES ('x', 1)`))
+      )
+      expect(yield* closedSoon(timedOut)).toBe(true)
+      expect(yield* closedSoon(refused)).toBe(true)
+      // A statement that failed for its own fault leaves its session to be lent again.
+      const faulty = yield* failing(sql`SELECT missing_column FROM pets`)
+      expect(yield* isOpen(faulty)).toBe(true)
     }).pipe(Effect.provide(TemporaryPostgres), Effect.scoped))
 
   it.effect("keeps only the SHA-256 hash of a key, never the key", () =>

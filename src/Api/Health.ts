@@ -16,7 +16,8 @@ export class HealthApi extends HttpApiGroup.make("health")
   .add(
     HttpApiEndpoint.get("readyz", "/readyz", { success: Health, error: [ServiceUnavailableBody, InternalErrorBody] })
       .annotate(OpenApi.Summary, "Readiness")
-      .annotate(OpenApi.Description, "Answers 200 when the database answers, 503 when it cannot.")
+      .annotate(OpenApi.Description, "Answers 200 when the database answers and takes writes, 503 when it does not answer " +
+        "(database_unavailable) or is read-only (database_read_only: a standby, or writes turned off).")
   )
   .annotate(OpenApi.Description, "Health probes, without authentication.")
 {}

@@ -64,7 +64,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     })
 }
 
-const makeInMemory = (options: { readonly maxBuckets?: number } = {}): RateLimiter["Service"] => {
+/** Buckets in this process's memory, as `RateLimiter.inMemory` keeps them. */
+export const makeInMemory = (options: { readonly maxBuckets?: number } = {}): RateLimiter["Service"] => {
   // A bucket is one number, the time it is full again if nothing is taken: its tokens follow
   // from it and the policy, and from then on it is the same as no bucket. Each policy has its
   // own map, keyed by the caller's own string, so a flood of new addresses costs a map entry

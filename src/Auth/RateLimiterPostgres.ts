@@ -1,7 +1,16 @@
-import { Clock, Deferred, type Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Deferred, type Duration, Effect, Layer, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
+import { gaugeReadAtScrape } from "../Observability/Metrics.js"
+import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { type DatabaseUnavailable, unavailableOrDie } from "../Sql/DatabaseErrors.js"
-import { decision, defaultMaxBuckets, RateLimiter, type RateLimitDecision, type RateLimitPolicy } from "./RateLimiter.js"
+import {
+  decision,
+  defaultMaxBuckets,
+  makeInMemory,
+  RateLimiter,
+  type RateLimitDecision,
+  type RateLimitPolicy
+} from "./RateLimiter.js"
 import { RecentMap } from "./RecentMap.js"
 
 /**
@@ -23,6 +32,9 @@ interface Lease {
   pending: Deferred.Deferred<void> | undefined
 }
 
+/** How long an instance decides alone before it tries the shared buckets again. */
+const localRetryMillis = 1000
+
 /** Shared buckets kept in the database; past this many, the least recently used are deleted. */
 export const defaultMaxSharedBuckets = 1_000_000
 
@@ -36,6 +48,11 @@ export const defaultMaxSharedBuckets = 1_000_000
  * until it has a token again, so a client over its limit costs no writes either. A database that
  * cannot serve now fails the take with `DatabaseUnavailable`; the requests waiting on that lease
  * then try again themselves.
+ *
+ * A database that answers but refuses writes (read-only: a standby, `default_transaction_read_only`;
+ * or full) would otherwise refuse every request with it, reads included: the instance then decides
+ * alone, with buckets in its memory holding the whole policy, and tries the shared buckets again
+ * a second later. Each change is logged, and `petstore_rate_limit_local` is 1 meanwhile.
  */
 export const RateLimiterPostgres = (
   options: {
@@ -52,6 +69,34 @@ export const RateLimiterPostgres = (
       // Idle leases (no refill running, no tokens left, not known empty) are swept as new buckets
       // come; past the cap the least recently used half goes whole, and a lease dropped with
       // tokens unspent leaves its client refused up to one lease early, as another instance's would.
+      const local = makeInMemory({ maxBuckets: options.maxBuckets ?? defaultMaxBuckets })
+      /** Until when this instance decides alone; since when, if it does. */
+      let localUntil = 0
+      let localSince: number | undefined
+      const observability = yield* Effect.serviceOption(ObservabilityConfig)
+      if (Option.exists(observability, ({ metrics }) => Option.isSome(metrics))) {
+        yield* gaugeReadAtScrape(
+          "petstore_rate_limit_local",
+          "1 while this instance decides rate limits alone because the shared buckets in PostgreSQL cannot be written, else 0",
+          {},
+          () => localSince === undefined ? 0 : 1
+        )
+      }
+      const decideLocally = (error: DatabaseUnavailable, now: number) => {
+        localUntil = now + localRetryMillis
+        if (localSince !== undefined) return Effect.void
+        localSince = now
+        return Effect.logWarning("rate limits decided locally: the shared buckets cannot be written").pipe(
+          Effect.annotateLogs({ reason: error.message })
+        )
+      }
+      const sharedAgain = (now: number) => {
+        if (localSince === undefined) return Effect.void
+        const seconds = (now - localSince) / 1000
+        localSince = undefined
+        return Effect.logInfo("rate limits shared again").pipe(Effect.annotateLogs({ localSeconds: seconds }))
+      }
+
       const leases = new RecentMap<Lease>(
         options.maxBuckets ?? defaultMaxBuckets,
         (lease, now) => lease.pending === undefined && lease.emptyUntil <= now && lease.tokens < 1
@@ -105,6 +150,7 @@ export const RateLimiterPostgres = (
         key: string,
         now: number
       ): Effect.Effect<RateLimitDecision, DatabaseUnavailable> => {
+        if (now < localUntil) return local.take(policy, key)
         const bucket = `${policy.name}:${key}`
         let lease = leases.get(bucket)
         if (lease !== undefined) {
@@ -120,7 +166,13 @@ export const RateLimiterPostgres = (
           lease = { tokens: 0, sharedTokens: policy.burst, sharedAt: now, emptyUntil: 0, pending: undefined }
           leases.set(bucket, lease, now)
         }
-        return Effect.andThen(refill(policy, bucket, lease, now), Effect.suspend(() => take(policy, key, now)))
+        return Effect.matchEffect(refill(policy, bucket, lease, now), {
+          onFailure: (error) =>
+            error.reason === "read_only" || error.reason === "full"
+              ? Effect.andThen(decideLocally(error, now), local.take(policy, key))
+              : Effect.fail(error),
+          onSuccess: () => Effect.andThen(sharedAgain(now), Effect.suspend(() => take(policy, key, now)))
+        })
       }
 
       // Every instance deletes the full buckets and those past the cap, now and then.

@@ -107,6 +107,11 @@ export class AppConfig extends Context.Service<AppConfig, {
   readonly databaseStatementTimeout: Duration.Duration
   /** How long a start keeps retrying a database that refuses connections (`DATABASE_START_TIMEOUT_SECONDS`). */
   readonly databaseStartTimeout: Duration.Duration
+  /**
+   * PostgreSQL: how long a connection may sit silent before TCP keepalive probes it
+   * (`DATABASE_KEEPALIVE_SECONDS`); a host that answers none of the probes ends it.
+   */
+  readonly databaseKeepAlive: Duration.Duration
 }>()("petstore/AppConfig") {
   static readonly config = Config.all({
     port: checked(
@@ -199,6 +204,13 @@ export class AppConfig extends Context.Service<AppConfig, {
       "must be a number of seconds from 0 to 3600",
       (n) => n >= 0 && n <= 3600,
       30
+    ),
+    // Whole seconds: the kernel's keepalive idle time is set in seconds.
+    databaseKeepAlive: seconds(
+      "DATABASE_KEEPALIVE_SECONDS",
+      "must be a whole number of seconds from 1 to 300",
+      (n) => Number.isInteger(n) && n >= 1 && n <= 300,
+      10
     )
   }).pipe(
     Config.map(({ productionUrl, publicBaseUrl, stagingUrl, ...config }) => {
@@ -238,6 +250,7 @@ export class AppConfig extends Context.Service<AppConfig, {
       databaseConnectTimeout: Duration.seconds(3),
       databaseStatementTimeout: Duration.seconds(3),
       databaseStartTimeout: Duration.seconds(30),
+      databaseKeepAlive: Duration.seconds(10),
       ...config
     })
   }

@@ -79,7 +79,7 @@ export class InternalError extends Schema.TaggedError<InternalError>()(
 
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
   "ServiceUnavailable",
-  errorFields(503, ["database_unavailable", "request_timeout", "shutting_down", "read_only"])
+  errorFields(503, ["database_unavailable", "database_read_only", "request_timeout", "shutting_down", "read_only"])
 ) {}
 
 /** A tagged error class of this file: its schema, its constructor and its fields (`_tag`, `code`, `message`, `status`). */
@@ -142,8 +142,9 @@ export const TooManyRequestsBody = ErrorBody(
 export const InternalErrorBody = ErrorBody(InternalError, "The service failed unexpectedly.")
 export const ServiceUnavailableBody = ErrorBody(
   ServiceUnavailable,
-  "The database does not answer, the request ran past the instance's deadline, the instance is shutting down, or " +
-    "writes are stopped for a move of the database (read_only); see Retry-After."
+  "The database does not answer or is read-only (database_read_only: a standby, or writes turned off; reads are " +
+    "served), the request ran past the instance's deadline, the instance is shutting down, or writes are stopped " +
+    "for a move of the database (read_only); see Retry-After."
 )
 
 /** The wire form of every error the service answers with, by tag. */

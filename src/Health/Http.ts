@@ -2,7 +2,7 @@ import { Effect, Fiber } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
 import { ServiceUnavailable } from "../Domain/ApiError.js"
-import { PetRepository } from "../Pets/PetRepository.js"
+import { PetRepository, type Readiness } from "../Pets/PetRepository.js"
 
 /**
  * A load balancer's check must get an answer within a second, whatever the database does: a check
@@ -11,13 +11,21 @@ import { PetRepository } from "../Pets/PetRepository.js"
  */
 const readinessTimeout = "750 millis"
 
-const readiness = (isReady: Effect.Effect<boolean>) =>
-  Effect.flatMap(Effect.forkDetach(isReady), (check) =>
-    Effect.timeoutOrElse(Fiber.join(check), { duration: readinessTimeout, orElse: () => Effect.succeed(false) }))
+const readiness = (check: Effect.Effect<Readiness>) =>
+  Effect.flatMap(Effect.forkDetach(check), (fiber) =>
+    Effect.timeoutOrElse(Fiber.join(fiber), { duration: readinessTimeout, orElse: () => Effect.succeed<Readiness>("unavailable") }))
 
 const ok = { status: "ok" } as const
 
-const notReady = new ServiceUnavailable({ code: "database_unavailable", message: "database: does not answer", status: 503 })
+const notReady = {
+  unavailable: new ServiceUnavailable({ code: "database_unavailable", message: "database: does not answer", status: 503 }),
+  // Reads would be served, but a load balancer should send this instance's writes nowhere.
+  read_only: new ServiceUnavailable({
+    code: "database_read_only",
+    message: "database: is read-only (a standby, or default_transaction_read_only); creates are refused",
+    status: 503
+  })
+} as const
 
 export const HealthHttpLive = HttpApiBuilder.group(PetStoreApi, "health", (handlers) =>
   Effect.gen(function*() {
@@ -25,5 +33,5 @@ export const HealthHttpLive = HttpApiBuilder.group(PetStoreApi, "health", (handl
     return handlers
       .handle("livez", () => Effect.succeed(ok))
       .handle("readyz", () =>
-        Effect.flatMap(readiness(pets.isReady), (ready) => ready ? Effect.succeed(ok) : Effect.fail(notReady)))
+        Effect.flatMap(readiness(pets.readiness), (state) => state === "ready" ? Effect.succeed(ok) : Effect.fail(notReady[state])))
   }))

@@ -34,7 +34,7 @@ export const ObservedPetRepository = Layer.effect(
       list: traced("list", counted.list),
       reserve: traced("reserve", counted.reserve),
       release: traced("release", counted.release),
-      isReady: inSpan("PetRepository.isReady", "PetRepository.isReady")(counted.isReady)
+      readiness: inSpan("PetRepository.readiness", "PetRepository.readiness")(counted.readiness)
     })
   })
 )

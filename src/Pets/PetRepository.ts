@@ -5,6 +5,9 @@ import type { ClaimTakenOver, IdempotencyScope, Reservation } from "./Idempotenc
 import { makeInMemoryPetRepository } from "./PetRepositoryInMemory.js"
 import { makeSqlPetRepository } from "./PetRepositorySql.js"
 
+/** The store answers and takes writes; answers nothing; answers reads but refuses writes (a standby, a read-only database). */
+export type Readiness = "ready" | "unavailable" | "read_only"
+
 export { ClaimTakenOver, type IdempotencyScope, type Reservation } from "./Idempotency.js"
 
 export interface PetQuery {
@@ -50,8 +53,8 @@ export class PetRepository extends Context.Service<PetRepository, {
     fingerprint: string,
     pet: NewPet
   ) => Effect.Effect<Pet, ClaimTakenOver | DatabaseUnavailable>
-  /** Whether the store answers, for the readiness probe. */
-  readonly isReady: Effect.Effect<boolean>
+  /** Whether the store answers and takes writes, for the readiness probe. */
+  readonly readiness: Effect.Effect<Readiness>
 }>()("petstore/PetRepository") {
   /** Pets in the process's memory, for tests and for composing without a database. */
   static readonly InMemory = Layer.effect(PetRepository, makeInMemoryPetRepository)

@@ -50,7 +50,7 @@ export const makeInMemoryPetRepository = Effect.gen(function*() {
         )
         return { pets: matching.slice(0, limit), hasMore: matching.length > limit }
       }),
-    isReady: Effect.succeed(true)
+    readiness: Effect.succeed("ready")
   }
   return repository
 })

@@ -4,7 +4,7 @@ import type { NewPet, Pet } from "../Domain/Pet.js"
 import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import { newPetRow, petColumnNames, petFromRow } from "../Sql/PetColumns.js"
 import { ClaimTakenOver, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
-import type { PetRepository } from "./PetRepository.js"
+import type { PetRepository, Readiness } from "./PetRepository.js"
 
 /**
  * Pets in the `pets` table, on SQLite or PostgreSQL alike; every statement reads the columns
@@ -93,8 +93,17 @@ export const makeSqlPetRepository = Effect.gen(function*() {
           return { pets, hasMore: rows.length > limit }
         }
       )),
-    // The pets table itself, not just the connection: a table locked by another session is not ready.
-    isReady: sql`SELECT id FROM pets LIMIT 1`.pipe(Effect.as(true), Effect.catchCause(() => Effect.succeed(false)))
+    // The pets table itself, not just the connection: a table locked by another session is not
+    // ready. On PostgreSQL, whether a write would be refused too, without writing: a standby's
+    // transactions are read-only, as are a session's under `default_transaction_read_only`.
+    readiness: sql.onDialectOrElse({
+      pg: () =>
+        Effect.map(
+          sql<{ read_only: string }>`SELECT current_setting('transaction_read_only') AS read_only, EXISTS (SELECT 1 FROM pets) AS probed`,
+          ([row]): Readiness => row?.read_only === "on" ? "read_only" : "ready"
+        ),
+      orElse: () => Effect.as(sql`SELECT id FROM pets LIMIT 1`, "ready" as const)
+    }).pipe(Effect.catchCause(() => Effect.succeed<Readiness>("unavailable")))
   }
   return repository
 })

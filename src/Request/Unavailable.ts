@@ -11,24 +11,37 @@ const databaseUnavailable = new ServiceUnavailable({
 
 const retryAfter = { "retry-after": "1" }
 
+const databaseReadOnly = new ServiceUnavailable({
+  code: "database_read_only",
+  message: "The database is read-only (a standby, or writes turned off): reads are served; retry the create after Retry-After",
+  status: 503
+})
+
+/** A read-only database is a failover under way or an operator's choice: seconds to minutes. */
+const readOnlyRetryAfter = { "retry-after": "5" }
+
 /**
  * A store that cannot serve now (a `DatabaseUnavailable`: away, hung, locked, read-only or full):
- * 503 `database_unavailable` with `Retry-After`, so a client can tell an outage from a bug, and a
- * warning in the log naming the request and the database's own words.
+ * 503 `database_unavailable` with `Retry-After`, so a client can tell an outage from a bug, or
+ * `database_read_only` when it refused a write as read-only; and a warning in the log naming the
+ * request and the database's own words.
  */
 export const answerUnavailable = (
-  error: { readonly message: string }
+  error: Pick<Unavailability, "message" | "reason">
 ): Effect.Effect<never, ServiceUnavailable, HttpServerRequest.HttpServerRequest> =>
-  CurrentRequest.use((current) =>
-    Effect.logWarning("database unavailable").pipe(
+  CurrentRequest.use((current) => {
+    const readOnly = error.reason === "read_only"
+    return Effect.logWarning(readOnly ? "database read-only" : "database unavailable").pipe(
       Effect.annotateLogs({ requestId: current?.id, reason: error.message }),
-      Effect.andThen(noteResponseHeaders(retryAfter)),
-      Effect.andThen(Effect.fail(databaseUnavailable))
-    ))
+      Effect.andThen(noteResponseHeaders(readOnly ? readOnlyRetryAfter : retryAfter)),
+      Effect.andThen(Effect.fail(readOnly ? databaseReadOnly : databaseUnavailable))
+    )
+  })
 
 /** What a store fails with when its database cannot serve now (`Sql/DatabaseErrors.ts`). */
 interface Unavailability {
   readonly _tag: "DatabaseUnavailable"
+  readonly reason: string
   readonly message: string
 }
 

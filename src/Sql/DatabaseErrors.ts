@@ -74,6 +74,9 @@ const unavailabilityOf = (reason: SqlErrorReason): Unavailability | undefined =>
   }
 }
 
+/** Whether `error` is the database refusing a write: read-only (PostgreSQL's `25006`, a standby's too) or SQLite's file. */
+export const isReadOnly = (error: SqlError): boolean => unavailabilityOf(error.reason) === "read_only"
+
 /** The database's own words: the driver's error beneath the reason, else the reason's message. */
 export const databaseWords = (error: SqlError): string => {
   const cause: unknown = error.reason.cause

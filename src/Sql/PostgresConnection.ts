@@ -1,5 +1,5 @@
 import { PgClient, type PgConnection, PgPool } from "@effect/sql-pg"
-import { Duration, Effect, Fiber, Layer, Option, Predicate, Redacted, Schedule, type Scope } from "effect"
+import { Duration, Effect, Exit, Fiber, Layer, Option, Predicate, Redacted, Schedule, Scope } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
@@ -7,7 +7,7 @@ import { ConnectionError, SqlError, UnknownError } from "effect/sql/SqlError"
 import { AppConfig } from "../Config/AppConfig.js"
 import { gaugeReadAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
-import { databaseWords } from "./DatabaseErrors.js"
+import { databaseWords, isReadOnly } from "./DatabaseErrors.js"
 import { runMigrations } from "./Migrations.js"
 import { statementDurations } from "./StatementTiming.js"
 
@@ -17,31 +17,67 @@ const migrationLock = 7_346_270_001
 /** Whether a `DATABASE_URL` names a PostgreSQL database rather than a SQLite file. */
 export const isPostgresUrl = (databaseUrl: string): boolean => /^postgres(ql)?:\/\//i.test(databaseUrl)
 
-/**
- * Why the database `DATABASE_URL` names could not be reached, naming its host and port (never the
- * user's password, which the URL carries) and the driver's reason: refused, unknown host, timeout.
- */
-const cannotConnect = (databaseUrl: string, error: unknown): Error => {
-  let url: URL
+/** Where `DATABASE_URL` points, as host:port: never the user's password, which the URL carries. */
+const addressOf = (databaseUrl: string): string | undefined => {
   try {
-    url = new URL(databaseUrl)
+    const { hostname, port } = new URL(databaseUrl)
+    return `${hostname || "localhost"}:${port || "5432"}`
   } catch {
-    // Quoting the value could show its password.
+    return undefined
+  }
+}
+
+/** `reason`, without the URL's password in either spelling (the driver may quote the URL). */
+const withoutPassword = (databaseUrl: string, reason: string): string => {
+  let password: string
+  try {
+    password = new URL(databaseUrl).password
+  } catch {
+    return reason
+  }
+  if (password === "") return reason
+  let decoded = password
+  try {
+    decoded = decodeURIComponent(password)
+  } catch {
+    // Left as written.
+  }
+  return reason.replaceAll(password, "***").replaceAll(decoded, "***")
+}
+
+const reasonOf = (error: unknown) =>
+  error instanceof SqlError ? databaseWords(error) : error instanceof Error ? error.message : String(error)
+
+/**
+ * Why the service cannot start on the database `DATABASE_URL` names, in one line naming its host
+ * and port and the reason: refused, unknown host, timeout, a standby, read-only.
+ */
+const cannotStart = (databaseUrl: string, doing: string, error: unknown): Error => {
+  const address = addressOf(databaseUrl)
+  // Quoting the value could show its password.
+  if (address === undefined) {
     return new Error("DATABASE_URL is not a valid postgres:// URL (a password's reserved characters must be percent-encoded)")
   }
-  const { hostname, port } = url
-  const reason = error instanceof SqlError ? databaseWords(error) : error instanceof Error ? error.message : String(error)
-  let password = url.password
-  try {
-    password = decodeURIComponent(password)
-  } catch {
-    // Left as written: the reason is searched for either spelling below.
-  }
   return new Error(
-    `Cannot connect to the PostgreSQL database at ${hostname || "localhost"}:${port || "5432"} that DATABASE_URL ` +
-      `names: ${password === "" ? reason : reason.replaceAll(password, "***")}`
+    `Cannot ${doing} the PostgreSQL database at ${address} that DATABASE_URL names: ${withoutPassword(databaseUrl, reasonOf(error))}`
   )
 }
+
+/**
+ * The service writes on every create and keeps its schema by migrating: a standby (in recovery)
+ * or a database whose sessions are read-only (`default_transaction_read_only`) cannot serve it.
+ * Found at start with one statement, named rather than left to fail the migrations.
+ */
+const writable = (sql: SqlClient.SqlClient) =>
+  Effect.flatMap(
+    sql<{ standby: boolean; read_only: string }>`SELECT pg_is_in_recovery() AS standby, current_setting('transaction_read_only') AS read_only`,
+    ([row]) =>
+      row?.standby === true
+        ? Effect.fail(new Error("it is a standby (in recovery), which takes no writes; point DATABASE_URL at the primary"))
+        : row?.read_only === "on"
+        ? Effect.fail(new Error("it is read-only (its sessions' default_transaction_read_only is on); make it writable"))
+        : Effect.void
+  )
 
 /** A transaction left idle this long is ended by the server, freeing its locks and connection. */
 const idleInTransactionMillis = 10_000
@@ -98,7 +134,8 @@ const isLost = (error: SqlError) => {
 const leavable = <A>(
   statement: Effect.Effect<A, SqlError>,
   boundMillis: number,
-  onLeft: Effect.Effect<void>
+  onLeft: Effect.Effect<void>,
+  onNoAnswer: Effect.Effect<void>
 ): Effect.Effect<A, SqlError> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(Effect.forkDetach(restore(statement)), (fiber) => {
@@ -110,7 +147,7 @@ const leavable = <A>(
         })
         const timer = setTimeout(() => {
           stopWatching()
-          resume(Effect.andThen(leave, Effect.fail(noAnswer(boundMillis))))
+          resume(Effect.andThen(Effect.andThen(leave, onNoAnswer), Effect.fail(noAnswer(boundMillis))))
         }, boundMillis)
         return Effect.sync(() => {
           clearTimeout(timer)
@@ -126,29 +163,43 @@ const noAnswer = (boundMillis: number) => {
 }
 
 /**
+ * A failure after which a session is closed rather than given back: its statement timed out or
+ * was cancelled (the server's `57014`; the session may still be busy with it), or it refused a
+ * write as read-only (a session keeps the `default_transaction_read_only` it started with, so
+ * only a new one sees the database writable again).
+ */
+const spoils = (error: SqlError) => error.reason._tag === "StatementTimeoutError" || isReadOnly(error)
+
+/**
  * A pooled session as `effect/sql` runs statements on it, each statement's duration given to
- * `durationOf` when set. `lost` learns of a failure that ended the session; `onLeft` runs when a
- * caller leaves a statement running.
+ * `durationOf` when set. `retire` closes the session once its checkout ends, after a failure that
+ * `spoils` it and when a caller leaves a statement running (`onLeft`, for a transaction's session
+ * what else it needs); `noAnswer` runs when the server did not answer within `boundMillis`;
+ * `lost` learns of a failure that ended the session.
  */
 const connectionOf = (
   session: PgConnection.PgConnection,
   options: {
     readonly durationOf: ((sql: string) => (seconds: number) => void) | undefined
     readonly boundMillis: number
+    readonly retire: Effect.Effect<void>
     readonly onLeft: Effect.Effect<void>
+    readonly noAnswer: Effect.Effect<void>
     readonly lost?: () => void
   }
 ): Connection => {
-  const { boundMillis, durationOf, lost, onLeft } = options
+  const { boundMillis, durationOf, lost, noAnswer, onLeft, retire } = options
+  const left = Effect.andThen(retire, onLeft)
   const run = <A>(sql: string, statement: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> => {
-    const watched = lost === undefined
-      ? statement
-      : Effect.tapError(statement, (error) => Effect.sync(() => isLost(error) && lost()))
+    const watched = Effect.tapError(statement, (error) => {
+      if (lost !== undefined && isLost(error)) lost()
+      return spoils(error) ? retire : Effect.void
+    })
     const timed = durationOf === undefined ? watched : Effect.suspend(() => {
       const start = performance.now()
       return Effect.onExit(watched, () => Effect.sync(() => durationOf(sql)((performance.now() - start) / 1000)))
     })
-    return leavable(timed, boundMillis, onLeft)
+    return leavable(timed, boundMillis, left, noAnswer)
   }
   const rows = (sql: string, params: ReadonlyArray<unknown>, prepare: boolean) =>
     run(sql, Effect.map(session.query(sql, params, prepare), (result) => result.rows))
@@ -171,6 +222,8 @@ interface ClientOptions {
   readonly connectTimeout: Duration.Duration
   readonly statementTimeout: Duration.Duration
   readonly startTimeout: Duration.Duration
+  /** How long a connection sits silent before TCP keepalive probes its server. */
+  readonly keepAlive: Duration.Duration
   /** Time each statement and count the pool's connections in use (metrics are on). */
   readonly observed: boolean
 }
@@ -186,18 +239,47 @@ interface ClientOptions {
  */
 const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, SqlError, Scope.Scope | Reactivity.Reactivity> =>
   Effect.gen(function*() {
-    const pool = yield* PgPool.make({
+    const poolConfig: PgPool.Config = {
       url: Redacted.make(options.url),
       maxConnections: options.maxConnections,
       idleTimeout,
       connectTimeout: options.connectTimeout,
+      // A host that dies without a word (powered off, cut off) leaves its sockets open: the
+      // probes end an idle one within the keepalive and ten probes a second apart.
+      keepAlive: options.keepAlive,
       applicationName: options.applicationName,
       startupParameters: {
         statement_timeout: String(Duration.toMillis(options.statementTimeout)),
         idle_in_transaction_session_timeout: String(idleInTransactionMillis)
       }
-    })
-    yield* pool.use((session) => session.query("SELECT 1")).pipe(
+    }
+    const boundMillis = Duration.toMillis(options.statementTimeout) + 500
+    const layerScope = yield* Effect.scope
+    const openPool = Effect.flatMap(Scope.fork(layerScope), (scope) =>
+      Effect.map(Scope.provide(PgPool.make(poolConfig), scope), (pool) => ({ pool, scope })))
+    type Sessions = Effect.Success<typeof openPool>
+
+    // A server that let a statement go unanswered past its bound has stopped answering (stopped,
+    // its host frozen, the network cut), and every session opened to it went with it, though
+    // their sockets neither answer nor close: tried one by one, each would fail a request of its
+    // own. The pool is replaced instead: checkouts go to a new one (sessions opened from now on,
+    // to wherever the address points: a standby promoted), and the old one is closed once what
+    // it lent is back, after a bound in which its statements end or are left.
+    let current: Sessions = yield* openPool
+    const silent = (sessions: Sessions): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (current !== sessions) return Effect.void
+        return Effect.flatMap(Effect.orDie(openPool), (replacement) => {
+          if (current !== sessions) return Scope.close(replacement.scope, Exit.void)
+          current = replacement
+          return Effect.asVoid(Effect.forkIn(
+            Effect.delay(Scope.close(sessions.scope, Exit.void), Duration.millis(2 * boundMillis)),
+            layerScope
+          ))
+        })
+      })
+
+    yield* current.pool.use((session) => session.query("SELECT 1")).pipe(
       Effect.retry({
         while: isRefused,
         schedule: Schedule.min([Schedule.exponential("200 millis"), Schedule.spaced("2 seconds")]).pipe(
@@ -212,37 +294,59 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
     )
     const durationOf = options.observed ? statementDurations("postgresql") : undefined
     const usage = options.observed ? yield* connectionsUsage : undefined
-    const boundMillis = Duration.toMillis(options.statementTimeout) + 500
-    const wrap = (session: PgConnection.PgConnection) =>
-      connectionOf(session, { durationOf, boundMillis, onLeft: pool.invalidate(session) })
+
+    const wrap = (sessions: Sessions) => (session: PgConnection.PgConnection) =>
+      connectionOf(session, {
+        durationOf,
+        boundMillis,
+        retire: sessions.pool.invalidate(session),
+        onLeft: Effect.void,
+        noAnswer: silent(sessions)
+      })
     // A transaction's session that was lost needs no `ROLLBACK` (the server ended the transaction
     // with it), and trying one would turn the transaction's failure into a defect. One whose
     // statement was left running is closed rather than rolled back: the `ROLLBACK` would wait
     // for that statement, and the server rolls back a transaction whose session ends.
     const lostTransactions = new WeakSet<Connection>()
-    const wrapTransaction = (session: PgConnection.PgConnection) => {
+    const wrapTransaction = (sessions: Sessions) => (session: PgConnection.PgConnection) => {
       const abandon = () => lostTransactions.add(connection)
-      const connection: Connection = connectionOf(session, { durationOf, boundMillis, onLeft: Effect.sync(abandon), lost: abandon })
+      const connection: Connection = connectionOf(session, {
+        durationOf,
+        boundMillis,
+        retire: sessions.pool.invalidate(session),
+        onLeft: Effect.sync(abandon),
+        noAnswer: silent(sessions),
+        lost: abandon
+      })
       return connection
     }
     const checkout = (
-      take: Effect.Effect<PgConnection.PgConnection, SqlError, Scope.Scope>,
-      wrapped: (session: PgConnection.PgConnection) => Connection
+      take: (pool: PgPool.PgPool) => Effect.Effect<PgConnection.PgConnection, SqlError, Scope.Scope>,
+      wrapped: (sessions: Sessions) => (session: PgConnection.PgConnection) => Connection
     ) =>
-      usage === undefined ? Effect.map(take, wrapped) : Effect.flatMap(take, (session) =>
-        Effect.as(
-          Effect.acquireRelease(Effect.sync(() => usage.take(session)), () => Effect.sync(() => usage.give(session))),
-          wrapped(session)
-        ))
+      Effect.suspend(() => {
+        const sessions = current
+        return usage === undefined
+          ? Effect.map(take(sessions.pool), wrapped(sessions))
+          : Effect.flatMap(take(sessions.pool), (session) =>
+            Effect.as(
+              Effect.acquireRelease(Effect.sync(() => usage.take(session)), () => Effect.sync(() => usage.give(session))),
+              wrapped(sessions)(session)
+            ))
+      })
     return yield* SqlClient.make({
-      acquirer: checkout(pool.get, wrap),
-      borrower: usage === undefined
-        ? (f) => pool.use((session) => f(wrap(session)))
-        : (f) => pool.use((session) => {
-          usage.take(session)
-          return Effect.ensuring(f(wrap(session)), Effect.sync(() => usage.give(session)))
+      acquirer: checkout((pool) => pool.get, wrap),
+      // `pool.use` lends without a scope: the cheaper path, taken per statement.
+      borrower: (f) =>
+        Effect.suspend(() => {
+          const sessions = current
+          return sessions.pool.use((session) => {
+            if (usage === undefined) return f(wrap(sessions)(session))
+            usage.take(session)
+            return Effect.ensuring(f(wrap(sessions)(session)), Effect.sync(() => usage.give(session)))
+          })
         }),
-      transactionAcquirer: checkout(pool.reserve, wrapTransaction),
+      transactionAcquirer: checkout((pool) => pool.reserve, wrapTransaction),
       isTransaction: (connection) => !lostTransactions.has(connection),
       // PostgreSQL prepares transaction control like any other statement.
       prepareTransactionControls: true,
@@ -338,9 +442,13 @@ export const PostgresConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConf
       connectTimeout: config.databaseConnectTimeout,
       statementTimeout: config.databaseStatementTimeout,
       startTimeout: config.databaseStartTimeout,
+      keepAlive: config.databaseKeepAlive,
       observed: Option.exists(observability, ({ metrics }) => Option.isSome(metrics))
-    }).pipe(Effect.mapError((error) => cannotConnect(config.databaseUrl, error)))
-    yield* migrate(sql, config.databaseStartTimeout)
+    }).pipe(Effect.mapError((error) => cannotStart(config.databaseUrl, "connect to", error)))
+    yield* writable(sql).pipe(Effect.mapError((error) => cannotStart(config.databaseUrl, "start on", error)))
+    yield* migrate(sql, config.databaseStartTimeout).pipe(
+      Effect.mapError((error) => cannotStart(config.databaseUrl, "migrate", error))
+    )
     return sql
   })
 ).pipe(Layer.provide(Reactivity.layer))

@@ -16,6 +16,12 @@ export interface PostgresCluster {
   readonly stop: () => void
 }
 
+/** A hot standby of a cluster, streaming from it, read-only until promoted. */
+export interface PostgresStandby extends PostgresCluster {
+  /** `pg_ctl promote`: the standby leaves recovery and takes writes; returns once it does. */
+  readonly promote: () => void
+}
+
 const run = (command: string, args: ReadonlyArray<string>, asUser?: string) => {
   const [file, argv] = asUser === undefined ? [command, args] : ["runuser", ["-u", asUser, "--", command, ...args]]
   const result = spawnSync(file, argv, { encoding: "utf8", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } })
@@ -44,20 +50,23 @@ const serverBin = (): string => {
   return find() ?? (() => { throw new Error("apt-get installed postgresql but no initdb was found") })()
 }
 
-export const startPostgresCluster = (port: number, maxConnections = 300): PostgresCluster => {
-  const bin = serverBin()
+// The server refuses to run as root; as root, a cluster belongs to Debian's `postgres` user.
+const user = isRoot ? "postgres" : undefined
+
+/** A temporary folder the cluster's user owns. */
+const clusterFolder = () => {
   const folder = mkdtempSync(join(tmpdir(), "petstore-pg-"))
-  // The server refuses to run as root; as root, the cluster belongs to Debian's `postgres` user.
-  const user = isRoot ? "postgres" : undefined
-  if (isRoot) {
-    chownSync(folder, Number(run("id", ["-u", "postgres"])), Number(run("id", ["-g", "postgres"])))
-  }
+  if (isRoot) chownSync(folder, Number(run("id", ["-u", "postgres"])), Number(run("id", ["-g", "postgres"])))
+  return folder
+}
+
+/** The cluster in `folder`/data started on `port`, and how to restart and remove it. */
+const started = (bin: string, folder: string, port: number, settings: string): PostgresCluster => {
   const data = join(folder, "data")
   try {
-    run(join(bin, "initdb"), ["-D", data, "-U", "petstore", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"], user)
     run(join(bin, "pg_ctl"), [
       "-D", data, "-l", join(folder, "server.log"), "-w", "-t", "60",
-      "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${folder} -c max_connections=${maxConnections} -c fsync=off`,
+      "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${folder} -c fsync=off ${settings}`,
       "start"
     ], user)
   } catch (error) {
@@ -75,5 +84,43 @@ export const startPostgresCluster = (port: number, maxConnections = 300): Postgr
         rmSync(folder, { recursive: true, force: true })
       }
     }
+  }
+}
+
+/**
+ * `settings` are further `-c name=value` options of the server, this cluster's alone (a standby
+ * made from it does not inherit them): `-c synchronous_standby_names=*` has every commit wait for
+ * a standby.
+ */
+export const startPostgresCluster = (port: number, maxConnections = 300, settings = ""): PostgresCluster => {
+  const bin = serverBin()
+  const folder = clusterFolder()
+  try {
+    run(join(bin, "initdb"), ["-D", join(folder, "data"), "-U", "petstore", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"], user)
+  } catch (error) {
+    rmSync(folder, { recursive: true, force: true })
+    throw error
+  }
+  return started(bin, folder, port, `-c max_connections=${maxConnections} ${settings}`)
+}
+
+/**
+ * A hot standby of `primary` on `port`: `pg_basebackup -R` (a copy of its data and the settings
+ * to stream from it; `initdb` allows replication connections on loopback), started in recovery.
+ */
+export const startStandby = (primary: PostgresCluster, port: number): PostgresStandby => {
+  const bin = serverBin()
+  const folder = clusterFolder()
+  const data = join(folder, "data")
+  const from = new URL(primary.url)
+  try {
+    run(join(bin, "pg_basebackup"), ["-h", from.hostname, "-p", from.port, "-U", "petstore", "-D", data, "-R", "-X", "stream", "--no-sync"], user)
+  } catch (error) {
+    rmSync(folder, { recursive: true, force: true })
+    throw error
+  }
+  return {
+    ...started(bin, folder, port, "-c max_connections=300"),
+    promote: () => void run(join(bin, "pg_ctl"), ["-D", data, "-w", "-t", "60", "promote"], user)
   }
 }
