@@ -8,6 +8,7 @@ import { summarizeCause } from "../Observability/CauseSummary.js"
 import { metricsFolderVariable, serveGroupMetrics, serveMetrics, serveWorkerMetrics } from "../Observability/MetricsServer.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { JsonLogs } from "../Service/JsonLogs.js"
+import { claimPort } from "../Service/PortClaim.js"
 import { stopDeadline, stopMargin } from "../Service/StopDeadline.js"
 import { migrate, StoresLive } from "../Service/Stores.js"
 import { stopWhenOrphaned, supervise, workerVariable } from "../Service/Workers.js"
@@ -52,8 +53,11 @@ const serve = Effect.gen(function*() {
  * server processes; otherwise it is the server.
  */
 const main = Effect.gen(function*() {
-  const { drainTimeout, port, workers } = yield* AppConfig
+  const { drainTimeout, host, port, workers } = yield* AppConfig
   yield* Effect.sync(() => stopDeadline.set(Duration.sum(drainTimeout, stopMargin)))
+  // The service's claim, held by the single server or the supervisor (never its workers) until it
+  // ends, before anything else: a second service on the port touches neither database nor port.
+  if (worker === undefined) yield* claimPort(host, port)
   if (workers === 1 || worker !== undefined) return yield* serve
   yield* migrate
   const { metrics } = yield* ObservabilityConfig
