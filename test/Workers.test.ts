@@ -67,6 +67,8 @@ describe("WORKERS: several server processes on one port", () => {
     const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "workers"], env)).stdout.trim().split("\n").at(-1)!
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
+      // Both serving: the server answered once one of them did.
+      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
       const headers = { authorization: `Bearer ${key}`, "content-type": "application/json", connection: "close" }
       const created = await Promise.all(Array.from({ length: 20 }, (_, i) =>
         fetch(`${server.url}/v1/pets`, { method: "POST", headers, body: JSON.stringify({ name: `p${i}`, categoryId: i }) })
