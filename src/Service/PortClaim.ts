@@ -4,10 +4,10 @@ import { connect } from "node:net"
 /**
  * The name a service holds while it serves `port`: a Linux abstract Unix socket, which needs no
  * file and which the kernel releases the moment the process ends, however it ends (SIGKILL too).
- * The port alone: with SO_REUSEPORT the kernel also lets `0.0.0.0:3000` and `127.0.0.1:3000`
- * share, so two hosts on one port are one port.
+ * Named by the port alone: with SO_REUSEPORT the kernel also lets `0.0.0.0:3000` and
+ * `127.0.0.1:3000` share connections.
  */
-export const claimName = (port: number) => `\0petstore:${port}`
+const claimName = (port: number) => `\0petstore:${port}`
 
 /** Where a connection to `host` lands on this machine: a wildcard address is served on the loopback. */
 const reachable = (host: string) => host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host
@@ -16,19 +16,21 @@ const reachable = (host: string) => host === "0.0.0.0" ? "127.0.0.1" : host === 
 const accepts = (host: string, port: number) =>
   Effect.callback<boolean>((resume) => {
     const socket = connect({ host: reachable(host), port })
-    socket.once("connect", () => resume(Effect.succeed(true)))
+    socket.once("connect", () => {
+      socket.destroy()
+      resume(Effect.succeed(true))
+    })
     socket.once("error", () => resume(Effect.succeed(false)))
     return Effect.sync(() => socket.destroy())
   }).pipe(Effect.timeoutOrElse({ duration: "1 second", orElse: () => Effect.succeed(false) }))
 
 /**
- * One port, one service: claims `port` for this service (the single server, or the supervisor of
- * `WORKERS`, whose workers share the port through SO_REUSEPORT) for as long as the scope lasts, and
- * fails the start with one line if another service already serves it. Workers bind with
- * SO_REUSEPORT, which the kernel lets any other process of the same user join; so the claim is a
- * name only one process can hold, and, for a server that holds no claim (another program, or an
- * older release of this one), a connection attempt to the port. Neither listens on the port
- * itself.
+ * One port, one service: claims `port` for this service (the single server, or the supervisor whose
+ * workers share the port) for as long as the scope lasts, or fails with one line if another
+ * service serves it. Binding the port cannot tell, as the kernel lets any process of the same user
+ * join a port bound with SO_REUSEPORT; so the claim is a name only one process can hold, and, for
+ * a server that holds none (another program, an older release of this one), a connection attempt.
+ * Neither listens on the port.
  */
 export const claimPort = (host: string, port: number) =>
   Effect.gen(function*() {
