@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
 import { createTestDatabase } from "./support/PostgresStores.js"
-import { isRunning, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { freePort, isRunning, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 /** The pids of the workers the supervisor's log says it started, newest last. */
 const workerPids = (logs: string) =>
@@ -46,6 +46,47 @@ describe("WORKERS: several server processes on one port", () => {
       server.proc.kill("SIGKILL")
     }
   })
+
+  for (const workers of [1, 2]) {
+    it(`WORKERS=${workers}: a server process takes connections only once it can answer them`, async () => {
+      using folder = temporaryFolder()
+      const port = freePort()
+      const proc = Bun.spawn(["bun", "src/bin/main.ts"], {
+        env: {
+          ...process.env,
+          HOST: "127.0.0.1",
+          PORT: String(port),
+          METRICS_PORT: "off",
+          WORKERS: String(workers),
+          DATABASE_URL: join(folder.path, "petstore.db")
+        },
+        stdout: "pipe",
+        stderr: "ignore"
+      })
+      let output = ""
+      void proc.stdout.pipeTo(new WritableStream({ write: (chunk) => void (output += new TextDecoder().decode(chunk)) }))
+      const listening = () => output.split("\n").filter((line) => line.includes(`"listening"`)).length
+      try {
+        // From the start until every one serves, calls from four clients, each on a new connection: refused, or answered 200.
+        const statuses = new Set<number>()
+        const poll = async () => {
+          for (let attempt = 0; attempt < 4000 && listening() < workers; attempt++) {
+            const status = await fetch(`http://127.0.0.1:${port}/livez`, { headers: { connection: "close" } })
+              .then((response) => response.status, () => undefined)
+            if (status === undefined) await Bun.sleep(5)
+            else statuses.add(status)
+          }
+        }
+        await Promise.all(Array.from({ length: 4 }, poll))
+        expect(listening()).toBe(workers)
+        expect([...statuses].filter((status) => status !== 200)).toEqual([])
+        proc.kill("SIGTERM")
+        expect(await proc.exited).toBe(0)
+      } finally {
+        proc.kill("SIGKILL")
+      }
+    })
+  }
 
   it("workers whose supervisor is killed stop by themselves, leaving nothing on the port", async () => {
     using folder = temporaryFolder()

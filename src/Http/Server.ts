@@ -101,21 +101,27 @@ export const serverMiddleware = Effect.gen(function*() {
 })
 
 /**
- * The whole HTTP service: the router's app, answered as above, served under the server
- * middleware. Needs an `HttpServer`, the stores, `InFlightRequests`, `RequestLines`, `AppConfig`
- * and `ObservabilityConfig`.
+ * The whole HTTP service on `server`: the router's app, answered as above, served under the server
+ * middleware. The server is built last, once the app is: it takes connections from the moment it
+ * listens, and would answer those it took before the app was served 503 with no body (with
+ * SO_REUSEPORT, a worker starting beside others takes its share of everyone's). Needs the stores,
+ * `InFlightRequests`, `RequestLines`, `AppConfig`, `ObservabilityConfig`, and what `server` needs.
  */
-export const HttpLive = Layer.unwrap(
-  Effect.gen(function*() {
-    const router = yield* HttpRouter.HttpRouter
-    const app = (yield* answered)(router.asHttpEffect())
-    return HttpServer.serve((yield* serverMiddleware)(app))
-  })
-).pipe(
-  Layer.provide(Layer.provideMerge(AppLive, HttpRouter.layer)),
-  Layer.provide(ExactRoutes),
-  // The platform's request tracer stays off: the request observer makes the server span, and
-  // only when traces are exported, so tracing off costs nothing.
-  Layer.provide(Layer.succeed(HttpMiddleware.TracerDisabledWhen, () => true)),
-  Layer.provide(TracingLive)
-)
+export const serveOn = <A, E, R>(server: Layer.Layer<A, E, R>) =>
+  Layer.unwrap(
+    Effect.gen(function*() {
+      const router = yield* HttpRouter.HttpRouter
+      const app = (yield* answered)(router.asHttpEffect())
+      return HttpServer.serve((yield* serverMiddleware)(app)).pipe(Layer.provide(server))
+    })
+  ).pipe(
+    Layer.provide(Layer.provideMerge(AppLive, HttpRouter.layer)),
+    Layer.provide(ExactRoutes),
+    // The platform's request tracer stays off: the request observer makes the server span, and
+    // only when traces are exported, so tracing off costs nothing.
+    Layer.provide(Layer.succeed(HttpMiddleware.TracerDisabledWhen, () => true)),
+    Layer.provide(TracingLive)
+  )
+
+/** The whole HTTP service on the `HttpServer` it is given (the tests' server, a benchmark's handler). */
+export const HttpLive = serveOn(Layer.empty)

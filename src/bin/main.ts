@@ -3,20 +3,19 @@ import { AppConfig, describeConfigError } from "../Config/AppConfig.js"
 import * as BunServer from "../Http/BunServer.js"
 import { InFlightRequests } from "../Http/InFlightRequests.js"
 import { RequestLines } from "../Http/RequestLog.js"
-import { HttpLive } from "../Http/Server.js"
+import { serveOn } from "../Http/Server.js"
 import { summarizeCause } from "../Observability/CauseSummary.js"
 import { metricsFolderVariable, serveGroupMetrics, serveMetrics, serveWorkerMetrics } from "../Observability/MetricsServer.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { JsonLogs } from "../Service/JsonLogs.js"
+import { claimPort } from "../Service/PortClaim.js"
 import { stopDeadline, stopMargin } from "../Service/StopDeadline.js"
 import { migrate, StoresLive } from "../Service/Stores.js"
 import { stopWhenOrphaned, supervise, workerVariable } from "../Service/Workers.js"
 
 /** The server; workers share its port through SO_REUSEPORT, and the kernel spreads connections. */
 const ServerLive = Layer.unwrap(
-  AppConfig.useSync(({ host, port, workers }) =>
-    HttpLive.pipe(Layer.provide(BunServer.layer({ port, hostname: host, reusePort: workers > 1 })))
-  )
+  AppConfig.useSync(({ host, port, workers }) => serveOn(BunServer.layer({ port, hostname: host, reusePort: workers > 1 })))
 ).pipe(Layer.provide(StoresLive), Layer.provide(RequestLines.Stdout))
 
 const worker = process.env[workerVariable]
@@ -52,8 +51,11 @@ const serve = Effect.gen(function*() {
  * server processes; otherwise it is the server.
  */
 const main = Effect.gen(function*() {
-  const { drainTimeout, port, workers } = yield* AppConfig
+  const { drainTimeout, host, port, workers } = yield* AppConfig
   yield* Effect.sync(() => stopDeadline.set(Duration.sum(drainTimeout, stopMargin)))
+  // The service's claim, held by the single server or the supervisor (never its workers) until it
+  // ends, before anything else: a second service on the port touches neither database nor port.
+  if (worker === undefined) yield* claimPort(host, port)
   if (workers === 1 || worker !== undefined) return yield* serve
   yield* migrate
   const { metrics } = yield* ObservabilityConfig

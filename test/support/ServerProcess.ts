@@ -54,9 +54,8 @@ export const runCommand = async (args: ReadonlyArray<string>, env: Record<string
 export const createKey = async (env: Record<string, string>, name = "test") =>
   (await runCommand(["src/bin/keys.ts", "create", "--name", name], env)).stdout.trim().split("\n").at(-1)!
 
-/** The real server, `bun src/bin/main.ts`, started with `env` and waited for until it answers. */
-export const startServer = async (env: Record<string, string>) => {
-  const port = freePort()
+/** The real server, `bun src/bin/main.ts`, started with `env` on `port` and waited for until it answers. */
+export const startServer = async (env: Record<string, string>, port = freePort()) => {
   const startedAt = performance.now()
   const proc = Bun.spawn(["bun", "src/bin/main.ts"], {
     cwd: root,
