@@ -6,12 +6,13 @@ import type { RequestRecord } from "../Request/CurrentRequest.js"
  * error, `ApiResponses`, the deadline or a draining server): the request's `X-Request-Id`,
  * `Cache-Control: no-store` unless the response set its own (only the docs page and the
  * document do, `Http/Docs.ts`), and `X-Content-Type-Options: nosniff`. Answers are about one
- * caller at one moment: never cached, never sniffed as another type. The headers a request notes
- * for its response (`noteResponseHeaders`) are added as it is sent, over these.
+ * caller at one moment: never cached, never sniffed as another type. The headers a request noted
+ * for its response (`noteResponseHeaders`) are added with these, over them.
  */
 export const withResponseHeaders = (record: RequestRecord) => (response: HttpServerResponse.HttpServerResponse) =>
   HttpServerResponse.setHeaders(response, {
     "x-request-id": record.id,
     "cache-control": response.headers["cache-control"] ?? "no-store",
-    "x-content-type-options": "nosniff"
+    "x-content-type-options": "nosniff",
+    ...record.notedHeaders
   })
