@@ -11,7 +11,7 @@ import { describeStoreFailure, parseStore, withoutPassword } from "../src/Move/S
 import { createKey, db, pgQuery, shows } from "./support/MoveCommands.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { temporaryFolder } from "./support/ServerProcess.js"
-import { stallingProxy } from "./support/StallingProxy.js"
+import { tcpForwarder } from "./support/TcpForwarder.js"
 
 const root = new URL("..", import.meta.url).pathname
 
@@ -92,7 +92,7 @@ describe("db copy against a server that stops answering", () => {
     using folder = temporaryFolder()
     const file = join(folder.path, "petstore.db")
     await storeWithPets(file, 10)
-    await using silent = await stallingProxy({ host: "127.0.0.1", port: 9 }, { stalled: true })
+    await using silent = await tcpForwarder(9, { frozen: true })
     const url = `postgres://petstore:sesame-Street-42@127.0.0.1:${silent.port}/petstore`
 
     const startedAt = performance.now()
@@ -122,12 +122,12 @@ describe("db copy against a server that stops answering", () => {
     await using target = await createTestDatabase()
     const file = join(folder.path, "petstore.db")
     await storeWithPets(file, 100_000)
-    const proxy = await stallingProxy({ host: "127.0.0.1", port: Number(new URL(target.url).port) })
+    const proxy = await tcpForwarder(Number(new URL(target.url).port))
     const through = proxy.through(target.url)
     try {
       using copy = startCopy(["--from", file, "--to-env", "TARGET"], { ...short, TARGET: through })
       await copyingPets(target.url)
-      proxy.stall()
+      proxy.freeze()
       const stalledAt = performance.now()
       const result = await copy.ended()
       // One deadline for the answer, one to try to clean up, and the process's own start and end.
@@ -156,14 +156,14 @@ describe("db copy against a server that stops answering", () => {
     const file = join(folder.path, "petstore.db")
     await storeWithPets(file, 100_000)
     expect((await db(["copy", "--from", file, "--to", source.url])).exitCode).toBe(0)
-    const proxy = await stallingProxy({ host: "127.0.0.1", port: Number(new URL(source.url).port) })
+    const proxy = await tcpForwarder(Number(new URL(source.url).port))
     const through = proxy.through(source.url)
     const back = join(folder.path, "back.db")
     try {
       using copy = startCopy(["--from-env", "SOURCE", "--to", back], { ...short, SOURCE: through })
       // The target file is made before the first page is read, and 100,000 pets take far longer than a poll.
       for (const deadline = performance.now() + 15_000; !existsSync(back) && performance.now() < deadline;) await Bun.sleep(5)
-      proxy.stall()
+      proxy.freeze()
       const stalledAt = performance.now()
       const result = await copy.ended()
       expect(performance.now() - stalledAt).toBeLessThan(5_000)
@@ -184,13 +184,13 @@ describe("db copy stopped with Ctrl-C", () => {
     await using target = await createTestDatabase()
     const file = join(folder.path, "petstore.db")
     await storeWithPets(file, 100_000)
-    const proxy = await stallingProxy({ host: "127.0.0.1", port: Number(new URL(target.url).port) })
+    const proxy = await tcpForwarder(Number(new URL(target.url).port))
     const through = proxy.through(target.url)
     try {
       // The default deadlines: it is the signal that ends the wait, not a deadline.
       using copy = startCopy(["--from", file, "--to-env", "TARGET"], { TARGET: through })
       await copyingPets(target.url)
-      proxy.stall()
+      proxy.freeze()
       await Bun.sleep(200)
       const signalledAt = performance.now()
       copy.proc.kill("SIGINT")
