@@ -3,7 +3,7 @@ import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { adjustActiveRequests } from "../Observability/Metrics.js"
 import type { Sampler } from "../Observability/Sampler.js"
 import { callerSpanOf, externalSpanOf } from "../Observability/TraceContext.js"
-import { notSampled, serverSpan } from "../Observability/Tracing.js"
+import { sampled, serverSpan } from "../Observability/Tracing.js"
 import type { ClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest, RequestRecord } from "../Request/CurrentRequest.js"
 import { statusOf } from "./RequestStatus.js"
@@ -61,13 +61,14 @@ export const makeRequestObserver = (options: {
     const startedAt = performance.now()
     const caller = callerSpanOf(request.headers)
     const parent = caller === undefined ? undefined : externalSpanOf(caller)
-    // The trace is sampled here, once. Not sampled: the request runs with no span at all and
-    // tracing off, so the spans libraries open below it cost what they cost untraced.
-    if (!sample(parent)) return measured(request, notSampled(app))
+    // The trace is sampled here, once. Not sampled: the request runs as it came, with no span at
+    // all and tracing off (`RequestsUntraced`), so the spans libraries open below it cost what they
+    // cost untraced.
+    if (!sample(parent)) return measured(request, app)
     const labels = routeOf(request.method, request.url)
     const counted = metrics ? labels : undefined
     if (metrics) adjustActiveRequests(1)
-    return Effect.flatMap(serverSpan(labels.spanName, parent), (span) => {
+    return sampled(Effect.flatMap(serverSpan(labels.spanName, parent), (span) => {
       span.attribute("http.request.method", labels.method)
       span.attribute("url.scheme", "http")
       span.attribute("url.path", pathOf(request.url))
@@ -88,7 +89,7 @@ export const makeRequestObserver = (options: {
             span.end(now, status >= 500 && Exit.isSuccess(exit) ? Exit.fail(new Error(`HTTP ${status}`)) : exit))
         }
       )
-    })
+    }))
   }
 
   return <E, R>(request: HttpServerRequest.HttpServerRequest, app: App<E, R>): App<E, R> =>

@@ -7,7 +7,7 @@ import { AppConfig } from "../Config/AppConfig.js"
 import { HealthHttpLive } from "../Health/Http.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { makeSampler } from "../Observability/Sampler.js"
-import { TracingLive } from "../Observability/Tracing.js"
+import { RequestsUntraced, TracingLive } from "../Observability/Tracing.js"
 import { PetsHttpLive, SunsetPolicyLive } from "../Pets/Http.js"
 import { makeClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest } from "../Request/CurrentRequest.js"
@@ -104,7 +104,8 @@ export const serverMiddleware = Effect.gen(function*() {
  * The whole HTTP service on `server`: the router's app, answered as above, served under the server
  * middleware. The server is built last, once the app is: it takes connections from the moment it
  * listens, and would answer those it took before the app was served 503 with no body (with
- * SO_REUSEPORT, a worker starting beside others takes its share of everyone's). Needs the stores,
+ * SO_REUSEPORT, a worker starting beside others takes its share of everyone's). Requests start
+ * with tracing off; the request observer turns it on for those its sampler chooses. Needs the stores,
  * `InFlightRequests`, `RequestLines`, `AppConfig`, `ObservabilityConfig`, and what `server` needs.
  */
 export const serveOn = <A, E, R>(server: Layer.Layer<A, E, R>) =>
@@ -112,7 +113,7 @@ export const serveOn = <A, E, R>(server: Layer.Layer<A, E, R>) =>
     Effect.gen(function*() {
       const router = yield* HttpRouter.HttpRouter
       const app = (yield* answered)(router.asHttpEffect())
-      return HttpServer.serve((yield* serverMiddleware)(app)).pipe(Layer.provide(server))
+      return HttpServer.serve((yield* serverMiddleware)(app)).pipe(Layer.provide([server, RequestsUntraced]))
     })
   ).pipe(
     Layer.provide(Layer.provideMerge(AppLive, HttpRouter.layer)),
