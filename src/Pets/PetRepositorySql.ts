@@ -16,6 +16,14 @@ export const makeSqlPetRepository = Effect.gen(function*() {
   const columns = sql.literal(petColumnNames.join(", "))
   // The replay answers the pet as the create did: the same columns, from the joined row.
   const replayColumns = sql.literal(petColumnNames.map((name) => `p.${name}`).join(", "))
+  // The reads most requests make, written out once with the dialect's placeholders: a statement
+  // built from a template per call (its segments, then compiled to text) cost 2–3% of the
+  // requests per second of a get by id and a list on SQLite.
+  const placeholder = (n: number) => sql.onDialectOrElse({ pg: () => `$${n}`, orElse: () => "?" })
+  const selectPets = `SELECT ${petColumnNames.join(", ")} FROM pets`
+  const byId = `${selectPets} WHERE id = ${placeholder(1)}`
+  const page = `${selectPets} WHERE id > ${placeholder(1)} ORDER BY id LIMIT ${placeholder(2)}`
+  const pageByStatus = `${selectPets} WHERE status = ${placeholder(1)} AND id > ${placeholder(2)} ORDER BY id LIMIT ${placeholder(3)}`
   const insertPet = (pet: NewPet) =>
     Effect.map(sql`INSERT INTO pets ${sql.insert(newPetRow(pet))} RETURNING ${columns}`, (rows) => petFromRow(rows[0]))
   const findRecord = ({ apiKeyId, key }: IdempotencyScope) =>
@@ -78,15 +86,15 @@ export const makeSqlPetRepository = Effect.gen(function*() {
       ),
     findById: (id) =>
       unavailableOrDie(Effect.map(
-        sql`SELECT ${columns} FROM pets WHERE id = ${id}`,
+        sql.unsafe<Record<string, unknown>>(byId, [id]),
         (rows) => rows.length === 0 ? Option.none() : Option.some(petFromRow(rows[0]))
       )),
     list: ({ afterId = 0, limit, status }) =>
       unavailableOrDie(Effect.map(
         // One row more than the page tells whether another page follows.
         status === undefined
-          ? sql`SELECT ${columns} FROM pets WHERE id > ${afterId} ORDER BY id LIMIT ${limit + 1}`
-          : sql`SELECT ${columns} FROM pets WHERE status = ${status} AND id > ${afterId} ORDER BY id LIMIT ${limit + 1}`,
+          ? sql.unsafe<Record<string, unknown>>(page, [afterId, limit + 1])
+          : sql.unsafe<Record<string, unknown>>(pageByStatus, [status, afterId, limit + 1]),
         (rows) => {
           const pets: Array<Pet> = []
           for (let i = 0; i < rows.length && i < limit; i++) pets.push(petFromRow(rows[i]))
