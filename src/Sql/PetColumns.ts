@@ -63,16 +63,15 @@ export const petColumnNames: ReadonlyArray<string> = fields.map(([, column]) => 
 
 const newPetFields = Object.keys(NewPet.fields) as ReadonlyArray<keyof NewPet>
 
-/** A new pet as the `pets` row an INSERT writes: every field of `NewPet` in its column, NULL for one left out. */
-export const newPetRow = (pet: NewPet): Record<string, string | number | null> => {
-  const row: Record<string, string | number | null> = {}
-  for (const field of newPetFields) {
-    const column = petColumns[field] as PetColumn<unknown>
+/** The columns an INSERT of a new pet writes: one per field of `NewPet`, in its order. */
+export const newPetColumnNames: ReadonlyArray<string> = newPetFields.map((field) => petColumns[field].name)
+
+/** A new pet's values for `newPetColumnNames`, in their order: NULL for a field left out. */
+export const newPetValues = (pet: NewPet): Array<string | number | null> =>
+  newPetFields.map((field) => {
     const value = pet[field]
-    row[column.name] = value === undefined ? null : column.write(value)
-  }
-  return row
-}
+    return value === undefined ? null : (petColumns[field] as PetColumn<unknown>).write(value)
+  })
 
 /**
  * A `pets` row as a `Pet`, each column checked by its field's codec: decoding through a Schema
