@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Fiber } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
-import { withDeadline } from "../src/Http/RequestDeadline.js"
+import { makeDeadline } from "../src/Http/RequestDeadline.js"
 import { makeRequestObserver } from "../src/Http/RequestObserver.js"
 import { makeClientAddress } from "../src/Request/ClientAddress.js"
 
@@ -21,8 +21,8 @@ interface Answered {
  * fiber of its own, uninterruptibly but for what the deadline makes interruptible, its record
  * made where it enters; its answer, with when it came on the test clock.
  */
-const makeServe = () => {
-  const deadline = withDeadline(Duration.millis(deadlineMillis))
+const makeServe = Effect.gen(function*() {
+  const deadline = yield* makeDeadline(Duration.millis(deadlineMillis))
   const observe = makeRequestObserver({ clientAddress: makeClientAddress([]), metrics: false, sample: undefined })
   return (app: Effect.Effect<HttpServerResponse.HttpServerResponse>) =>
     observe(HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets")), deadline(app)).pipe(
@@ -30,7 +30,7 @@ const makeServe = () => {
       Effect.uninterruptible,
       Effect.forkChild
     )
-}
+})
 
 const answered = ({ at, response }: Answered) => {
   const body = response.body._tag === "Uint8Array" ? JSON.parse(new TextDecoder().decode(response.body.body)) : undefined
@@ -40,7 +40,7 @@ const answered = ({ at, response }: Answered) => {
 describe("the request deadline, on Effect's clock", () => {
   it.effect("interrupts a request still running at its deadline and answers 503 request_timeout with Retry-After", () =>
     Effect.gen(function*() {
-      const serve = makeServe()
+      const serve = yield* makeServe
       let interrupted = false
       const request = yield* serve(Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => (interrupted = true)))))
       yield* TestClock.adjust(deadlineMillis - 1)
@@ -57,7 +57,7 @@ describe("the request deadline, on Effect's clock", () => {
 
   it.effect("gives each request its own deadline, from when it came, and leaves one that answers in time alone", () =>
     Effect.gen(function*() {
-      const serve = makeServe()
+      const serve = yield* makeServe
       const first = yield* serve(Effect.never)
       yield* TestClock.adjust(laterMillis)
       const second = yield* serve(Effect.never)
@@ -73,7 +73,7 @@ describe("the request deadline, on Effect's clock", () => {
 
   it.effect("keeps deadlines after a quiet spell: a request that comes once every earlier one has ended still has one", () =>
     Effect.gen(function*() {
-      const serve = makeServe()
+      const serve = yield* makeServe
       expect(answered(yield* Fiber.join(yield* serve(Effect.succeed(HttpServerResponse.jsonUnsafe({ done: true }))))))
         .toMatchObject({ status: 200, at: 0 })
       yield* TestClock.adjust(deadlineMillis + 50)

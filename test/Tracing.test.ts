@@ -89,8 +89,11 @@ describe("traces over OTLP/HTTP", () => {
     expect(query.attributes).toMatchObject({ "db.system": "sqlite", "db.collection.name": "pets" })
     expect(query.attributes["db.query.text"]).toBe(`SELECT ${petColumns} FROM pets WHERE id = ?`)
 
-    // The request's log line names its trace and span beside the request id.
-    const line = server.logs().split("\n").filter((l) => l.includes(`"path":"/v1/pets/${created.id}"`)).map((l) => JSON.parse(l))[0]
+    // The request's log line names its trace and span beside the request id. It comes through the
+    // server's stdout, a channel of its own: it may arrive after the spans.
+    const logLine = () => server.logs().split("\n").find((l) => l.includes(`"path":"/v1/pets/${created.id}"`))
+    for (let i = 0; i < 250 && logLine() === undefined; i++) await Bun.sleep(20)
+    const line = JSON.parse(logLine()!)
     expect(line.annotations).toMatchObject({ trace_id: callerTraceId, span_id: serverSpan.spanId })
 
     const exported = receiver.bodies.join("\n")

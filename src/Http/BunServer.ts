@@ -73,7 +73,12 @@ export const make = (options: ServeOptions) =>
               // Added over the server's context rather than copied into a map of its own: the
               // request's fiber then keeps the cache of references the server's context built.
               const context = Context.add(Context.add(services, HttpServerRequest.HttpServerRequest, request), Respond, resolve)
-              const fiber = Fiber.runIn(Effect.runForkWith(context)(httpEffect), requests)
+              const fiber = Effect.runForkWith(context)(httpEffect)
+              // Answered already (a request that waited for nothing): no client can have gone
+              // away meanwhile, and Bun makes a request's abort signal only when asked for it (7 µs
+              // of CPU a request with its listener, on a bare Bun.serve).
+              if (fiber.pollUnsafe() !== undefined) return
+              Fiber.runIn(fiber, requests)
               // A client that goes away interrupts its request, marked as its doing (logged 499).
               source.signal.addEventListener("abort", () => {
                 fiber.interruptUnsafe(parent.id, HttpServerError.ClientAbort.annotation)
@@ -99,7 +104,8 @@ const toWeb = (
   return HttpServerResponse.toWeb(withoutBody ? response : HttpEffect.scopeTransferToStream(response), {
     withoutBody,
     context,
-    signal: (request.source as Request).signal
+    // Only a streamed body reads it; asking makes it.
+    signal: response.body._tag === "Stream" ? (request.source as Request).signal : undefined
   })
 }
 

@@ -15,7 +15,7 @@ import { makeFailureAnswers, routeNotFound, SchemaErrorsLive } from "./ApiRespon
 import { DocsLive } from "./Docs.js"
 import { InFlightRequests } from "./InFlightRequests.js"
 import { ObservedPetRepository } from "./ObservedServices.js"
-import { withDeadline } from "./RequestDeadline.js"
+import { makeDeadline } from "./RequestDeadline.js"
 import { makeRequestLog, RequestLines } from "./RequestLog.js"
 import { makeRequestObserver } from "./RequestObserver.js"
 import { withResponseHeaders } from "./ResponseHeaders.js"
@@ -93,7 +93,7 @@ export const serverMiddleware = Effect.gen(function*() {
     sample: Option.match(tracing, { onNone: () => undefined, onSome: ({ ratio, sampler }) => makeSampler(sampler, ratio) }),
     ended: LogLevel.isGreaterThan(logLevel, "Info") ? undefined : makeRequestLog((yield* RequestLines).add)
   })
-  const deadline = withDeadline(requestTimeout)
+  const deadline = yield* makeDeadline(requestTimeout)
   return <E, R>(app: App<E, R>): App<E, R | HttpServerRequest.HttpServerRequest> => {
     const served = middleware(deadline(app))
     return HttpServerRequest.HttpServerRequest.use((request) => observe(request, served))
