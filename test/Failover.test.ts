@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import pg from "pg"
 import { startPostgresCluster, startStandby } from "./support/PostgresCluster.js"
 import { spawnSync } from "node:child_process"
+import { pgQuery } from "./support/MoveCommands.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { createKey, freePort, startServer } from "./support/ServerProcess.js"
 import { tcpForwarder } from "./support/TcpForwarder.js"
@@ -33,16 +33,6 @@ interface Answer {
   readonly code?: string
 }
 
-const withClient = async <A>(url: string, f: (client: pg.Client) => Promise<A>) => {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    return await f(client)
-  } finally {
-    await client.end()
-  }
-}
-
 const isJson = (line: string) => {
   try {
     JSON.parse(line)
@@ -64,8 +54,7 @@ describe("a failover: the database's address moves to a promoted standby while t
       const env = { DATABASE_URL: `postgres://petstore@127.0.0.1:${address.port}/postgres`, ...timeouts }
       const key = await createKey(env, "failover")
       // Commits wait for the standby: what the service acknowledges is on both.
-      const replication = await withClient(primary.url, (client) => client.query("SELECT sync_state FROM pg_stat_replication"))
-      expect(replication.rows).toEqual([{ sync_state: "sync" }])
+      expect(await pgQuery(primary.url, "SELECT sync_state FROM pg_stat_replication")).toEqual([{ sync_state: "sync" }])
       servers.push(await startServer(env), await startServer(env))
       const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
 
@@ -130,15 +119,15 @@ describe("a failover: the database's address moves to a promoted standby while t
         expect(probes.filter(({ status }) => status !== 200)).toEqual([])
       }
 
-      await withClient(standby.url, async (newPrimary) => {
-        const { rows } = await newPrimary.query<{ id: string; name: string }>("SELECT id, name FROM pets")
+      {
+        const rows = await pgQuery<{ id: string; name: string }>(standby.url, "SELECT id, name FROM pets")
         const stored = new Map<number, Array<string>>()
         for (const { id, name } of rows) stored.set(Number(id), [...(stored.get(Number(id)) ?? []), name])
         const names = rows.map(({ name }) => name)
         expect(new Set(names).size).toBe(names.length)
         expect(acknowledged.size).toBeGreaterThan(20)
         for (const [id, name] of acknowledged) expect(stored.get(id), `pet ${id}`).toEqual([name])
-      })
+      }
       for (const server of servers) {
         expect(server.logs().split("\n").filter((line) => line !== "" && !isJson(line))).toEqual([])
       }

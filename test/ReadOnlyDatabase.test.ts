@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import pg from "pg"
 import { inject } from "vitest"
 import { startPostgresCluster, startStandby } from "./support/PostgresCluster.js"
+import { pgQuery } from "./support/MoveCommands.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { createKey, freePort, runCommand, startServer } from "./support/ServerProcess.js"
 import { tcpForwarder } from "./support/TcpForwarder.js"
@@ -28,16 +28,6 @@ const within = async (withinMillis: number, attempt: () => Promise<boolean>) => 
     await Bun.sleep(50)
   }
   return performance.now() - startedAt
-}
-
-const withClient = async <A>(url: string, f: (client: pg.Client) => Promise<A>) => {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    return await f(client)
-  } finally {
-    await client.end()
-  }
 }
 
 /** A service against `databaseUrl`, and what a client asks of it. */
@@ -77,7 +67,7 @@ describe("a database made read-only (ALTER DATABASE … SET default_transaction_
     const name = new URL(database.url).pathname.slice(1)
     const metricsPort = freePort()
     const service = await serviceOn(database.url, { METRICS_PORT: String(metricsPort) })
-    const admin = (statement: string) => withClient(inject("postgresUrl"), (client) => client.query(statement))
+    const admin = (statement: string) => pgQuery(inject("postgresUrl"), statement)
     try {
       const created = await service.create("before")
       expect(created.status).toBe(201)
@@ -125,11 +115,10 @@ describe("the database's address moved to a hot standby not yet promoted", () =>
       expect(created.status).toBe(201)
       const petId = (await created.json()).id
       // What the service wrote (its schema, its key, the pet) replayed on the standby.
-      const written = await withClient(primary.url, async (client) => (await client.query("SELECT pg_current_wal_lsn() AS lsn")).rows[0].lsn)
-      await within(5000, () =>
-        withClient(standby!.url, async (client) =>
-          (await client.query("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS caught_up", [written])).rows[0].caught_up
-        ))
+      const [{ lsn: written }] = await pgQuery<{ lsn: string }>(primary.url, "SELECT pg_current_wal_lsn() AS lsn")
+      await within(5000, async () =>
+        (await pgQuery<{ caught_up: boolean }>(standby!.url, "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS caught_up", [written]))[0]!.caught_up
+      )
 
       // The primary stops (its connections end) and the address points at the standby.
       address.moveTo(standbyPort)
