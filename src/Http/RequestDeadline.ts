@@ -1,4 +1,4 @@
-import { Cause, Duration, Effect, Exit, Fiber, Latch } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Latch } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import { ServiceUnavailable } from "../Domain/ApiError.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
@@ -67,7 +67,7 @@ export const makeDeadline = (deadline: Duration.Duration) =>
           head = 0
         }
         const next = queue[head]!
-        const wait = next.at - (yield* Effect.clockWith((clock) => Effect.succeed(clock.currentTimeMillisUnsafe())))
+        const wait = next.at - (yield* Clock.currentTimeMillis)
         if (wait > 0) {
           yield* Effect.sleep(wait)
           continue
