@@ -3,6 +3,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 import type { NewPet, Pet } from "../Domain/Pet.js"
 import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import { newPetColumnNames, newPetValues, petColumnNames, petFromRow } from "../Sql/PetColumns.js"
+import { isSqliteClient } from "../Sql/SqliteClient.js"
 import { ClaimTakenOver, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
 import type { PetRepository, Readiness } from "./PetRepository.js"
 
@@ -25,8 +26,12 @@ export const makeSqlPetRepository = Effect.gen(function*() {
   const pageByStatus = `${selectPets} WHERE status = ${placeholder(1)} AND id > ${placeholder(2)} ORDER BY id LIMIT ${placeholder(3)}`
   const insert = `INSERT INTO pets (${newPetColumnNames.join(", ")}) ` +
     `VALUES (${newPetColumnNames.map((_, i) => placeholder(i + 1)).join(", ")}) RETURNING ${petColumnNames.join(", ")}`
-  const insertPet = (pet: NewPet) =>
-    Effect.map(sql.unsafe<Record<string, unknown>>(insert, newPetValues(pet)), (rows) => petFromRow(rows[0]!))
+  // On SQLite they run on the connection itself, past effect/sql's statement (`executeDirect`).
+  const execute = isSqliteClient(sql)
+    ? sql.executeDirect
+    : <A>(text: string, params: ReadonlyArray<unknown>, transform: (rows: ReadonlyArray<Record<string, unknown>>) => A) =>
+      Effect.map(sql.unsafe<Record<string, unknown>>(text, params), transform)
+  const insertPet = (pet: NewPet) => execute(insert, newPetValues(pet), (rows) => petFromRow(rows[0]!))
   const findRecord = ({ apiKeyId, key }: IdempotencyScope) =>
     sql<{ fingerprint: string | null; pet_id: unknown }>`
       SELECT r.fingerprint, r.pet_id, ${replayColumns}
@@ -64,6 +69,11 @@ export const makeSqlPetRepository = Effect.gen(function*() {
     Effect.repeat(Schedule.spaced("1 minute")),
     Effect.forkScoped
   )
+  const pageOf = (limit: number) => (rows: ReadonlyArray<Record<string, unknown>>) => {
+    const pets: Array<Pet> = []
+    for (let i = 0; i < rows.length && i < limit; i++) pets.push(petFromRow(rows[i]))
+    return { pets, hasMore: rows.length > limit }
+  }
   const repository: PetRepository["Service"] = {
     create: (pet) => unavailableOrDie(insertPet(pet)),
     reserve: (scope, abandonedAfterMillis) =>
@@ -86,22 +96,16 @@ export const makeSqlPetRepository = Effect.gen(function*() {
         Effect.catchTag("SqlError", (error) => unavailableOrDie(Effect.fail(error)))
       ),
     findById: (id) =>
-      unavailableOrDie(Effect.map(
-        sql.unsafe<Record<string, unknown>>(byId, [id]),
-        (rows) => rows.length === 0 ? Option.none() : Option.some(petFromRow(rows[0]))
-      )),
+      unavailableOrDie(
+        execute(byId, [id], (rows) => rows.length === 0 ? Option.none() : Option.some(petFromRow(rows[0])))
+      ),
     list: ({ afterId = 0, limit, status }) =>
-      unavailableOrDie(Effect.map(
+      unavailableOrDie(
         // One row more than the page tells whether another page follows.
         status === undefined
-          ? sql.unsafe<Record<string, unknown>>(page, [afterId, limit + 1])
-          : sql.unsafe<Record<string, unknown>>(pageByStatus, [status, afterId, limit + 1]),
-        (rows) => {
-          const pets: Array<Pet> = []
-          for (let i = 0; i < rows.length && i < limit; i++) pets.push(petFromRow(rows[i]))
-          return { pets, hasMore: rows.length > limit }
-        }
-      )),
+          ? execute(page, [afterId, limit + 1], pageOf(limit))
+          : execute(pageByStatus, [status, afterId, limit + 1], pageOf(limit))
+      ),
     // The pets table itself, not just the connection: a table locked by another session is not
     // ready. On PostgreSQL, whether a write would be refused too, without writing: a standby's
     // transactions are read-only, as are a session's under `default_transaction_read_only`.

@@ -7,7 +7,7 @@
  * until the transaction has begun.
  */
 import { Database, type Statement as Prepared } from "bun:sqlite"
-import { Context, Duration, Effect, Latch, Layer, Schedule, type Scope, Semaphore, Stream } from "effect"
+import { Context, Duration, Effect, Latch, Layer, References, Schedule, type Scope, Semaphore, Stream } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as Client from "effect/sql/SqlClient"
 import type { Connection } from "effect/sql/SqlConnection"
@@ -21,9 +21,27 @@ export type TypeId = "~petstore/SqliteClient"
 export interface SqliteClient extends Client.SqlClient {
   readonly [TypeId]: TypeId
   readonly config: SqliteClientConfig
+  /**
+   * A statement text run with its parameters on the connection itself, its rows as SQLite gives
+   * them passed to `transform`: what `Effect.map(unsafe(sql, params), transform)` answers, without
+   * effect/sql's statement around the call
+   * (compiling the text again, a span even when tracing is off, the connection's acquisition).
+   * For the statements most requests make: a get by id answers 1.08–1.12× the requests per second
+   * through it (both builds loaded at once on one core; Bun 1.4.5, effect 4.1.0). Inside a
+   * transaction, or where tracing is on (a sampled request), it is the library's statement, with
+   * its span.
+   */
+  readonly executeDirect: <A>(
+    sql: string,
+    params: ReadonlyArray<unknown>,
+    transform: (rows: ReadonlyArray<Record<string, unknown>>) => A
+  ) => Effect.Effect<A, SqlError>
 }
 
 export const SqliteClient = Context.Service<SqliteClient>("petstore/SqliteClient")
+
+/** Whether a `SqlClient` is this one: a store given only the `SqlClient` may use what it adds. */
+export const isSqliteClient = (client: Client.SqlClient): client is SqliteClient => TypeId in client
 
 export interface SqliteClientConfig {
   readonly filename: string
@@ -139,24 +157,31 @@ export const make = (
         Schedule.upTo({ duration: lockWait })
       )
 
-    const run = (sql: string, params: ReadonlyArray<unknown>, values: boolean, outside: boolean) => {
-      const step = (waitIfBusy: boolean): Effect.Effect<ReadonlyArray<any>, SqlError> =>
-        Effect.suspend(() => {
-          if (outside && begun) return Effect.andThen(free.await, step(waitIfBusy))
-          const result = attempt(sql, params, values)
-          if (!(result instanceof SqlError)) {
-            if (!outside && !begun && db.inTransaction) {
-              begun = true
-              free.closeUnsafe()
-            }
-            return Effect.succeed(result)
+    /** A statement's run; with `waitIfBusy` false, one attempt: a lock another connection holds fails it. */
+    const run = (
+      sql: string,
+      params: ReadonlyArray<unknown>,
+      values: boolean,
+      outside: boolean,
+      waitIfBusy = true
+    ): Effect.Effect<ReadonlyArray<any>, SqlError> =>
+      Effect.suspend(() => {
+        if (outside && begun) return Effect.andThen(free.await, run(sql, params, values, outside, waitIfBusy))
+        const result = attempt(sql, params, values)
+        if (!(result instanceof SqlError)) {
+          if (!outside && !begun && db.inTransaction) {
+            begun = true
+            free.closeUnsafe()
           }
-          return waitIfBusy && waitForLock !== undefined && isBusy(result)
-            ? Effect.retry(step(false), { schedule: waitForLock, while: isBusy })
-            : Effect.fail(result)
-        })
-      return step(true)
-    }
+          return Effect.succeed(result)
+        }
+        return waitIfBusy ? failed(result, run(sql, params, values, outside, false)) : Effect.fail(result)
+      })
+    /** A failed run's answer: a lock another connection holds is waited for (`lockWait`) by running `again`. */
+    const failed = (error: SqlError, again: Effect.Effect<ReadonlyArray<any>, SqlError>) =>
+      waitForLock !== undefined && isBusy(error)
+        ? Effect.retry(again, { schedule: waitForLock, while: isBusy })
+        : Effect.fail(error)
 
     const connection = (outside: boolean): Connection => ({
       execute: (sql, params, transformRows) =>
@@ -213,7 +238,23 @@ export const make = (
         ["db.system.name", "sqlite"]
       ]
     })
-    return Object.assign(client, { [TypeId]: TypeId, config: options }) as SqliteClient
+    const executeDirect = <A>(
+      sql: string,
+      params: ReadonlyArray<unknown>,
+      transform: (rows: ReadonlyArray<Record<string, unknown>>) => A
+    ): Effect.Effect<A, SqlError> =>
+      Effect.withFiber((fiber) => {
+        if (
+          fiber.getRef(References.TracerEnabled) ||
+          Context.getOrUndefined(fiber.context, client.transactionService) !== undefined
+        ) return Effect.map(client.unsafe<Record<string, unknown>>(sql, params), transform)
+        if (begun) return Effect.map(run(sql, params, false, true), transform)
+        const result = attempt(sql, params, false)
+        return result instanceof SqlError
+          ? Effect.map(failed(result, run(sql, params, false, true, false)), transform)
+          : Effect.succeed(transform(result))
+      })
+    return Object.assign(client, { [TypeId]: TypeId, config: options, executeDirect }) as SqliteClient
   })
 
 /** The client as both `SqliteClient` and `SqlClient`. */
