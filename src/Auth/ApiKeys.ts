@@ -1,4 +1,4 @@
-import { Clock, Context, Data, Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
+import { Context, Data, Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { hash, randomBytes } from "node:crypto"
 import { AppConfig, type Environment } from "../Config/AppConfig.js"
@@ -170,7 +170,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
               : new ApiKeyAlreadyRevoked({ record: toRecord(found) })
           }),
         findActiveByHash: (hash) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          Effect.clockWith((clock) => {
+            const now = clock.currentTimeMillisUnsafe()
             const known = recentlyFound.get(hash)
             if (known !== undefined && known.until > now) return Effect.succeed(known.holder)
             return Effect.map(activeByHash(hash), (holder) => {

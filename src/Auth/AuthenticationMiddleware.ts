@@ -8,7 +8,7 @@ import { countFailedAuthentication, countRateLimited } from "../Observability/Me
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { withSampledSpan } from "../Observability/Tracing.js"
 import { type ClientAddress, makeClientAddress } from "../Request/ClientAddress.js"
-import { CurrentRequest, noteResponseHeaders } from "../Request/CurrentRequest.js"
+import { CurrentRequest, noteResponseHeadersOn, type RequestRecord } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
 import { orUnavailable } from "../Request/Unavailable.js"
 import type { DatabaseUnavailable } from "../Sql/DatabaseErrors.js"
@@ -107,15 +107,16 @@ export const AuthenticationLive = Layer.effect(
         return wait === 0 ? Effect.succeed(response) : Effect.as(Effect.sleep(wait), response)
       })
 
-    /** The caller's key holder, or the answer refusing it; `client` is read only when the request is refused. */
+    /** The caller's key holder, or the answer refusing it; the client's address is read only when the request is refused. */
     const authenticate = (
       request: HttpServerRequest.HttpServerRequest,
-      client: () => ClientAddress
+      current: RequestRecord | undefined
     ): Effect.Effect<
       KeyHolder | HttpServerResponse.HttpServerResponse,
       ServiceUnavailable,
       HttpServerRequest.HttpServerRequest
     > => {
+      const client = () => current?.clientAddress ?? clientAddressOf(request)
       const header = request.headers.authorization
       if (header === undefined || header.trim() === "") return orUnavailable(refuse(client(), missingKey))
       const token = bearer.exec(header)?.[1]
@@ -132,7 +133,7 @@ export const AuthenticationLive = Layer.effect(
           decision
         ): Effect.Effect<KeyHolder | HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest> => {
           const headers = rateLimitHeaders(decision)
-          if (decision.allowed) return Effect.as(noteResponseHeaders(headers), holder.value)
+          if (decision.allowed) return Effect.as(noteResponseHeadersOn(current, headers), holder.value)
           countRateLimited(perKey.name)
           return Effect.succeed(HttpServerResponse.setHeaders(overRate, headers))
         })
@@ -147,7 +148,7 @@ export const AuthenticationLive = Layer.effect(
           const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
           const current = fiber.getRef(CurrentRequest)
           return Effect.flatMap(
-            inSpan(authenticate(request, () => current?.clientAddress ?? clientAddressOf(request))),
+            inSpan(authenticate(request, current)),
             (answer) =>
               HttpServerResponse.isHttpServerResponse(answer)
                 ? Effect.succeed(answer)

@@ -1,4 +1,4 @@
-import { Duration, Effect, Exit, Layer, Option } from "effect"
+import { Clock, Duration, Effect, Exit, Layer, Option } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { hash } from "node:crypto"
@@ -10,7 +10,7 @@ import { AppConfig } from "../Config/AppConfig.js"
 import { Conflict, Gone, NotFound, ServiceUnavailable, UnprocessableContent } from "../Domain/ApiError.js"
 import { CurrentCaller } from "../Domain/Caller.js"
 import { NewPet, newPetParseOptions, type Pet } from "../Domain/Pet.js"
-import { noteResponseHeaders } from "../Request/CurrentRequest.js"
+import { CurrentRequest, noteResponseHeaders, noteResponseHeadersOn } from "../Request/CurrentRequest.js"
 import { readJsonBody } from "../Request/JsonBody.js"
 import { orUnavailable } from "../Request/Unavailable.js"
 import type { DatabaseUnavailable } from "../Sql/DatabaseErrors.js"
@@ -156,11 +156,16 @@ export const SunsetPolicyLive = Layer.effect(
       status: 410
     })
     const sunsetMillis = getPetSunsetAt.getTime()
-    const noted = noteResponseHeaders(headers)
-    const beforeSunset = <A, E, R>(httpEffect: Effect.Effect<A, E, R>) =>
-      Effect.clockWith<A, E | Gone, R>((clock) =>
-        clock.currentTimeMillisUnsafe() >= sunsetMillis ? Effect.fail(removed) : httpEffect
+    const beforeSunset = <A, E, R>(httpEffect: Effect.Effect<A, E, R>, now: number): Effect.Effect<A, E | Gone, R> =>
+      now >= sunsetMillis ? Effect.fail(removed) : httpEffect
+    // The headers noted on the request's record and the time read from the fiber, in one step.
+    return SunsetPolicy.of((httpEffect) =>
+      Effect.withFiber((fiber) =>
+        Effect.andThen(
+          noteResponseHeadersOn(fiber.getRef(CurrentRequest), headers),
+          beforeSunset(httpEffect, fiber.getRef(Clock.Clock).currentTimeMillisUnsafe())
+        )
       )
-    return SunsetPolicy.of((httpEffect) => Effect.andThen(noted, beforeSunset(httpEffect)))
+    )
   })
 )

@@ -41,7 +41,7 @@ export class RequestRecord {
     return this.noted
   }
 
-  /** Notes headers for the response; only `noteResponseHeaders` calls this. */
+  /** Notes headers for the response; only `noteResponseHeadersOn` calls this. */
   note(headers: Record<string, string>): void {
     this.noted = this.noted === undefined ? headers : { ...this.noted, ...headers }
   }
@@ -65,12 +65,21 @@ export const CurrentRequest = Context.Reference<RequestRecord | undefined>("pets
 export const noteResponseHeaders = (
   headers: Record<string, string>
 ): Effect.Effect<void, never, HttpServerRequest.HttpServerRequest> =>
-  CurrentRequest.use((current) => {
-    if (current !== undefined) {
-      current.note(headers)
-      return Effect.void
-    }
-    return HttpEffect.appendPreResponseHandler((_request, response) =>
-      Effect.succeed(HttpServerResponse.setHeaders(response, headers))
-    )
-  })
+  CurrentRequest.use((current) => noteResponseHeadersOn(current, headers))
+
+/**
+ * `noteResponseHeaders` on a record already read (`CurrentRequest`), for a middleware that has it
+ * at hand: noted at once, one step fewer per request.
+ */
+export const noteResponseHeadersOn = (
+  current: RequestRecord | undefined,
+  headers: Record<string, string>
+): Effect.Effect<void, never, HttpServerRequest.HttpServerRequest> => {
+  if (current !== undefined) {
+    current.note(headers)
+    return Effect.void
+  }
+  return HttpEffect.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+  )
+}
