@@ -11,16 +11,17 @@ const sqliteClient: Effect.Effect<SqliteClient, never, SqlClient.SqlClient> = Ef
   (sql) => isSqliteClient(sql) ? Effect.succeed(sql) : Effect.die("not the SQLite client")
 )
 
-/** The span names a test's tracer was asked for. */
+/** The spans a test's tracer made. */
 const recordingTracer = () => {
-  const names: Array<string> = []
+  const spans: Array<Tracer.NativeSpan> = []
   const tracer = Tracer.make({
     span(options) {
-      names.push(options.name)
-      return new Tracer.NativeSpan(options)
+      const span = new Tracer.NativeSpan(options)
+      spans.push(span)
+      return span
     }
   })
-  return { names, layer: Layer.succeed(Tracer.Tracer, tracer) }
+  return { spans, layer: Layer.succeed(Tracer.Tracer, tracer) }
 }
 
 describe("SqliteClient.executeDirect: a statement run on the connection itself", () => {
@@ -65,15 +66,24 @@ describe("SqliteClient.executeDirect: a statement run on the connection itself",
       expect(yield* Fiber.join(reader)).toEqual(["Rex"])
     }).pipe(Effect.provide(TemporarySqlite)))
 
-  it.effect("with tracing on (a sampled request) is the library's statement, with its span; with tracing off, no span", () =>
+  it.effect("with tracing on (a sampled request) has the span the library's statement has; with tracing off, none", () =>
     Effect.gen(function*() {
       const sql = yield* sqliteClient
-      const { layer, names: spans } = recordingTracer()
-      const run = sql.executeDirect("SELECT name FROM pets", [], names).pipe(Effect.provide(layer))
-      yield* run.pipe(Effect.provideService(References.TracerEnabled, false))
+      const text = "SELECT name FROM pets WHERE id > ?"
+      const { layer, spans } = recordingTracer()
+      const traced = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        effect.pipe(Effect.provide(layer), Effect.provideService(References.TracerEnabled, true))
+      yield* sql.executeDirect(text, [0], names).pipe(Effect.provide(layer), Effect.provideService(References.TracerEnabled, false))
       expect(spans).toEqual([])
-      yield* run.pipe(Effect.provideService(References.TracerEnabled, true))
-      expect(spans).toHaveLength(1)
-      expect(spans[0]).toMatch(/sqlite/i)
+      yield* traced(sql.unsafe(text, [0]))
+      yield* traced(sql.executeDirect(text, [0], names))
+      expect(spans).toHaveLength(2)
+      const [library, direct] = spans
+      expect(direct!.name).toBe(library!.name)
+      expect(direct!.name).toMatch(/sqlite/)
+      expect(direct!.kind).toBe(library!.kind)
+      expect(Object.fromEntries(direct!.attributes)).toEqual(Object.fromEntries(library!.attributes))
+      expect(direct!.attributes.get("db.query.text")).toBe(text)
+      expect(direct!.status._tag).toBe("Ended")
     }).pipe(Effect.provide(TemporarySqlite)))
 })
