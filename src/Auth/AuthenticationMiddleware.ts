@@ -6,7 +6,7 @@ import { type ServiceUnavailable, TooManyRequests, Unauthorized } from "../Domai
 import { CurrentCaller } from "../Domain/Caller.js"
 import { countFailedAuthentication, countRateLimited } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
-import { withSampledSpan } from "../Observability/Tracing.js"
+import { inSampledTrace, withSampledSpan } from "../Observability/Tracing.js"
 import { type ClientAddress, makeClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest, noteResponseHeadersOn, type RequestRecord } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
@@ -90,9 +90,10 @@ export const AuthenticationLive = Layer.effect(
     const clientAddressOf = makeClientAddress(trustedProxies)
     // When tracing, authentication is a child span of the request's (the handler it wraps is not):
     // a span only when the request is sampled, and never an attribute of the request, so never the key.
+    // A request not sampled runs it as it would with tracing off.
     const { tracing } = yield* ObservabilityConfig
     const inSpan = tracing._tag === "None"
-      ? <A, E, R>(effect: Effect.Effect<A, E, R>) => effect
+      ? undefined
       : markRefusals(withSampledSpan("authenticate", { "code.function.name": "Authentication.bearer" }))
 
     const refuse = (client: ClientAddress, { code, response }: ReturnType<typeof refusal>) =>
@@ -148,7 +149,9 @@ export const AuthenticationLive = Layer.effect(
           const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
           const current = fiber.getRef(CurrentRequest)
           return Effect.flatMap(
-            inSpan(authenticate(request, current)),
+            inSpan !== undefined && inSampledTrace(fiber)
+              ? inSpan(authenticate(request, current))
+              : authenticate(request, current),
             (answer) =>
               HttpServerResponse.isHttpServerResponse(answer)
                 ? Effect.succeed(answer)

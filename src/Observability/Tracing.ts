@@ -1,4 +1,4 @@
-import { Cause, Context, Duration, Effect, Exit, Layer, Option, References, Scope, Tracer } from "effect"
+import { Cause, Context, Duration, Effect, Exit, type Fiber, Layer, Option, References, Scope, Tracer } from "effect"
 import { FetchHttpClient, type HttpBody, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
 import { OtlpExporter, OtlpSerialization, OtlpTracer } from "effect/observability"
 import { readAtScrape, statementSummary } from "./Metrics.js"
@@ -241,12 +241,15 @@ export const withSampledSpan = (
   kind: Tracer.SpanKind = "internal"
 ) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withFiber((fiber) => {
-    const parent = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
-    return parent?.sampled === true || parent === dropped
-      ? Effect.withSpan(effect, name, { kind, attributes, captureStackTrace: false })
-      : effect
-  })
+  Effect.withFiber((fiber) =>
+    inSampledTrace(fiber) ? Effect.withSpan(effect, name, { kind, attributes, captureStackTrace: false }) : effect
+  )
+
+/** Whether `fiber` runs in a sampled trace (or in one whose spans are dropped, to count them). */
+export const inSampledTrace = (fiber: Fiber.Fiber<unknown, unknown>): boolean => {
+  const parent = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
+  return parent?.sampled === true || parent === dropped
+}
 
 /** A short, bounded label for a failed export: the HTTP status, the network error's code, `timeout`, or `_OTHER`. */
 const errorTypeOf = (error: unknown): string => {
