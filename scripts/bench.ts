@@ -9,7 +9,8 @@
  * Usage: bun run bench [results.json] [--rounds N] [--duration SECONDS] [--only observability]
  * (`bun run bench` builds dist/main.js first; `bun scripts/bench.ts` uses the build as it is;
  * `--only observability` measures what metrics and traces cost, and nothing else; `--variants
- * plain,sampled` keeps only those of its servers.)
+ * plain,sampled` keeps only those of its servers; `--at-once` loads each with the one it is
+ * compared with at the same time rather than in turns.)
  * A/B of two commits instead (`scripts/bench/ab.ts`): bun scripts/bench.ts --ab A B [--rounds N]
  */
 import { Database } from "bun:sqlite"
@@ -19,7 +20,7 @@ import { join } from "node:path"
 import { databaseCopier, measureObservability, printObservability } from "./bench/observability.js"
 import { args, numberOption } from "./options.js"
 import { measurePostgres } from "./bench/postgres.js"
-import { median, runWrk as wrk } from "./bench/wrk.js"
+import { median, runWrk as wrk, runWrkSideBySide } from "./bench/wrk.js"
 import { makeWorkloads as makeWorkloadsIn } from "./bench/workloads.js"
 
 if (Bun.spawnSync(["sh", "-c", "command -v wrk"]).exitCode !== 0) {
@@ -159,12 +160,15 @@ const observabilityOf = () =>
     start: (name, command, env, port) => start(name, command, env, port),
     workloads,
     runWrk,
+    runSideBySide: (targets, onCores) => runWrkSideBySide(targets, onCores, duration),
+    atOnce: args.includes("--at-once"),
     median
   }, variantsOption)
 
 if (only === "observability") {
   const observability = await observabilityOf()
-  console.log(`\nwrk 1 thread, 32 connections, ${duration}s per run, median of ${rounds} rounds (A B turns); servers on core ${serverCore}, wrk on core ${loadCore}`)
+  const how = args.includes("--at-once") ? "each pair at the same time, a wrk each, after a dropped round" : "A B turns"
+  console.log(`\nwrk 1 thread, 32 connections, ${duration}s per run, median of ${rounds} rounds (${how}); servers on core ${serverCore}, wrk on core ${loadCore}`)
   printObservability(observability)
   if (output !== undefined) {
     writeFileSync(output, JSON.stringify({ date: new Date().toISOString(), commit: commitOf(), settings: settingsOf(), observability }, null, 2) + "\n")

@@ -4,6 +4,11 @@
  * sampled at 1% (`parentbased_traceidratio`, 0.01) and every trace (`always_on`), exported to a
  * local receiving end (`otlp-sink.ts`, on the load generator's core), against tracing off, with
  * metrics off so each is measured alone.
+ *
+ * With `atOnce`, each variant is instead loaded at the same time as the one it is compared with
+ * (a wrk each, both servers sharing their core), a round per pair, the first round dropped: the
+ * ratio then does not move with a host whose load drifts within seconds, which in turns it does
+ * (the same build has read metrics on at 0.89 and at 1.10 of metrics off).
  */
 import { join } from "node:path"
 
@@ -31,6 +36,12 @@ export interface ObservabilityBench {
   readonly start: (name: string, command: Array<string>, env: Record<string, string>, port: number) => Promise<Server>
   readonly workloads: ReadonlyArray<{ readonly name: string; readonly path: string; readonly script: string }>
   readonly runWrk: (url: string, script: string, onCores: string, pid: number) => Measured
+  /** Both targets loaded at the same time, a wrk each. */
+  readonly runSideBySide: (
+    targets: ReadonlyArray<{ readonly url: string; readonly script: string; readonly pid: number }>,
+    onCores: string
+  ) => Promise<ReadonlyArray<Measured>>
+  readonly atOnce: boolean
   readonly median: (values: ReadonlyArray<number>) => number
 }
 
@@ -82,17 +93,43 @@ export const measureObservability = async (bench: ObservabilityBench, only?: Rea
       }, variant.port)
     )
   }
-  const rows = bench.workloads.filter((workload) => measuredWorkloads.has(workload.name)).map((workload) => {
-    for (const server of servers) bench.runWrk(server.url + workload.path, workload.script, bench.loadCore, server.pid)
+  const indexOf = (name: string) => configured.findIndex((variant) => variant.name === name)
+  // Each variant against the one it is compared with.
+  const pairs = ([["metrics", "plain"], ["sampled", "plain"], ["traced", "plain"], ["away", "traced"]] as const)
+    .filter(([of, to]) => indexOf(of) !== -1 && indexOf(to) !== -1)
+  const rows = []
+  for (const workload of bench.workloads.filter((workload) => measuredWorkloads.has(workload.name))) {
+    const target = (i: number) => ({ url: servers[i]!.url + workload.path, script: workload.script, pid: servers[i]!.pid })
     const samples = servers.map(() => [] as Array<Measured>)
-    for (let round = 0; round < bench.rounds; round++) {
-      // Turns alternate (A B C, then C B A), and each run starts after a pause: a server's
-      // background work after its run (a collection, an export) falls on no other's figures.
-      const order = servers.map((_, i) => i)
-      if (round % 2 === 1) order.reverse()
-      for (const i of order) {
-        Bun.sleepSync(500)
-        samples[i]!.push(bench.runWrk(servers[i]!.url + workload.path, workload.script, bench.loadCore, servers[i]!.pid))
+    const ratios = new Map<string, Array<number>>()
+    if (bench.atOnce) {
+      // One more round than measured: the first warms both up and is dropped.
+      for (let round = 0; round <= bench.rounds; round++) {
+        for (const [of, to] of pairs) {
+          Bun.sleepSync(500)
+          const [measuredOf, measuredTo] = await bench.runSideBySide([target(indexOf(of)), target(indexOf(to))], bench.loadCore)
+          if (round === 0) continue
+          samples[indexOf(of)]!.push(measuredOf!)
+          samples[indexOf(to)]!.push(measuredTo!)
+          ratios.set(`${of}/${to}`, [...(ratios.get(`${of}/${to}`) ?? []), measuredOf!.rps / measuredTo!.rps])
+        }
+      }
+    } else {
+      for (let i = 0; i < servers.length; i++) bench.runWrk(target(i).url, workload.script, bench.loadCore, servers[i]!.pid)
+      for (let round = 0; round < bench.rounds; round++) {
+        // Turns alternate (A B C, then C B A), and each run starts after a pause: a server's
+        // background work after its run (a collection, an export) falls on no other's figures.
+        const order = servers.map((_, i) => i)
+        if (round % 2 === 1) order.reverse()
+        for (const i of order) {
+          Bun.sleepSync(500)
+          samples[i]!.push(bench.runWrk(target(i).url, workload.script, bench.loadCore, servers[i]!.pid))
+        }
+      }
+      // The median of each round's own ratio: the host's load drifts between rounds more than within one.
+      for (const [of, to] of pairs) {
+        const [ofRuns, toRuns] = [samples[indexOf(of)]!, samples[indexOf(to)]!]
+        ratios.set(`${of}/${to}`, ofRuns.map((run, i) => run.rps / toRuns[i]!.rps))
       }
     }
     const summary = Object.fromEntries(configured.map((variant, i) => [variant.name, {
@@ -101,31 +138,29 @@ export const measureObservability = async (bench: ObservabilityBench, only?: Rea
       cpuUsPerRequest: bench.median(samples[i]!.map((s) => s.cpuUsPerRequest)),
       rounds: samples[i]!
     }])) as unknown as Partial<Record<(typeof configured)[number]["name"], Measured>>
-    // The median of each round's own ratio: the host's load drifts between rounds more than within one.
-    const indexOf = (name: string) => configured.findIndex((variant) => variant.name === name)
     const ratio = (of: string, to: string) => {
-      const [ofRuns, toRuns] = [samples[indexOf(of)], samples[indexOf(to)]]
-      return ofRuns === undefined || toRuns === undefined ? NaN : bench.median(ofRuns.map((run, i) => run.rps / toRuns[i]!.rps))
+      const found = ratios.get(`${of}/${to}`)
+      return found === undefined ? NaN : bench.median(found)
     }
-    return {
+    rows.push({
       workload: workload.name,
       ...summary,
       metricsOfPlain: ratio("metrics", "plain"),
       sampledOfPlain: ratio("sampled", "plain"),
       tracedOfPlain: ratio("traced", "plain"),
       awayOfTraced: ratio("away", "traced")
-    }
-  })
+    })
+  }
   for (const server of servers) await server.stop()
   sink.kill("SIGTERM")
   const received = JSON.parse((await new Response(sink.stdout).text()).trim() || "{}") as { exports?: number; bytes?: number }
-  return { variants: configured.map(({ env, label, name }) => ({ name, label, env })), rows, sink: received }
+  return { variants: configured.map(({ env, label, name }) => ({ name, label, env })), atOnce: bench.atOnce, rows, sink: received }
 }
 
 export const printObservability = (result: Awaited<ReturnType<typeof measureObservability>>) => {
   const cell = (value: string, width: number) => value.padStart(width)
   console.log(
-    `\nobservability, in the same turns: req/s with metrics on against off, and with tracing at 1% ` +
+    `\nobservability, ${result.atOnce ? "each against the one it is compared with, loaded at the same time" : "in the same turns"}: req/s with metrics on against off, and with tracing at 1% ` +
       `(parentbased_traceidratio 0.01) and always_on against tracing off (metrics off in the tracing runs); ` +
       `(× the median of the rounds' own ratios); targets: 1% >= 0.95x, always_on >= 0.6x\n`
   )
