@@ -7,7 +7,7 @@
  * until the transaction has begun.
  */
 import { Database, type Statement as Prepared } from "bun:sqlite"
-import { Context, Duration, Effect, Latch, Layer, References, Schedule, type Scope, Semaphore, Stream } from "effect"
+import { Context, Duration, Effect, identity, Latch, Layer, References, Schedule, type Scope, Semaphore, Stream } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as Client from "effect/sql/SqlClient"
 import type { Connection } from "effect/sql/SqlConnection"
@@ -157,44 +157,47 @@ export const make = (
         Schedule.upTo({ duration: lockWait })
       )
 
-    /** A statement's run; with `waitIfBusy` false, one attempt: a lock another connection holds fails it. */
-    const run = (
+    /**
+     * A statement run now, its rows passed to `transform`: outside a transaction that has begun it
+     * first waits for its end; with `waitIfBusy` false, a lock another connection holds fails it.
+     */
+    const runNow = <A>(
       sql: string,
       params: ReadonlyArray<unknown>,
       values: boolean,
       outside: boolean,
+      transform: (rows: ReadonlyArray<any>) => A,
       waitIfBusy = true
-    ): Effect.Effect<ReadonlyArray<any>, SqlError> =>
-      Effect.suspend(() => {
-        if (outside && begun) return Effect.andThen(free.await, run(sql, params, values, outside, waitIfBusy))
-        const result = attempt(sql, params, values)
-        if (!(result instanceof SqlError)) {
-          if (!outside && !begun && db.inTransaction) {
-            begun = true
-            free.closeUnsafe()
-          }
-          return Effect.succeed(result)
+    ): Effect.Effect<A, SqlError> => {
+      if (outside && begun) return Effect.andThen(free.await, run(sql, params, values, outside, transform, waitIfBusy))
+      const result = attempt(sql, params, values)
+      if (!(result instanceof SqlError)) {
+        if (!outside && !begun && db.inTransaction) {
+          begun = true
+          free.closeUnsafe()
         }
-        return waitIfBusy ? failed(result, run(sql, params, values, outside, false)) : Effect.fail(result)
-      })
-    /** A failed run's answer: a lock another connection holds is waited for (`lockWait`) by running `again`. */
-    const failed = (error: SqlError, again: Effect.Effect<ReadonlyArray<any>, SqlError>) =>
-      waitForLock !== undefined && isBusy(error)
-        ? Effect.retry(again, { schedule: waitForLock, while: isBusy })
-        : Effect.fail(error)
+        return Effect.succeed(transform(result))
+      }
+      return waitIfBusy && waitForLock !== undefined && isBusy(result)
+        ? Effect.retry(run(sql, params, values, outside, transform, false), { schedule: waitForLock, while: isBusy })
+        : Effect.fail(result)
+    }
+    /** `runNow` when the effect runs. */
+    const run = <A>(
+      sql: string,
+      params: ReadonlyArray<unknown>,
+      values: boolean,
+      outside: boolean,
+      transform: (rows: ReadonlyArray<any>) => A,
+      waitIfBusy = true
+    ): Effect.Effect<A, SqlError> => Effect.suspend(() => runNow(sql, params, values, outside, transform, waitIfBusy))
 
     const connection = (outside: boolean): Connection => ({
-      execute: (sql, params, transformRows) =>
-        transformRows === undefined
-          ? run(sql, params, false, outside)
-          : Effect.map(run(sql, params, false, outside), transformRows),
-      executeRaw: (sql, params) => run(sql, params, false, outside),
-      executeValues: (sql, params) => run(sql, params, true, outside),
-      executeValuesUnprepared: (sql, params) => run(sql, params, true, outside),
-      executeUnprepared: (sql, params, transformRows) =>
-        transformRows === undefined
-          ? run(sql, params, false, outside)
-          : Effect.map(run(sql, params, false, outside), transformRows),
+      execute: (sql, params, transformRows) => run(sql, params, false, outside, transformRows ?? identity),
+      executeRaw: (sql, params) => run(sql, params, false, outside, identity),
+      executeValues: (sql, params) => run(sql, params, true, outside, identity),
+      executeValuesUnprepared: (sql, params) => run(sql, params, true, outside, identity),
+      executeUnprepared: (sql, params, transformRows) => run(sql, params, false, outside, transformRows ?? identity),
       executeStream: () => Stream.die("executeStream not implemented")
     })
     const outsideConnection = connection(true)
@@ -257,14 +260,9 @@ export const make = (
         if (Context.getOrUndefined(fiber.context, client.transactionService) !== undefined) {
           return Effect.map(client.unsafe<Record<string, unknown>>(sql, params), transform)
         }
-        if (fiber.getRef(References.TracerEnabled)) {
-          return inStatementSpan(sql, Effect.map(run(sql, params, false, true), transform))
-        }
-        if (begun) return Effect.map(run(sql, params, false, true), transform)
-        const result = attempt(sql, params, false)
-        return result instanceof SqlError
-          ? Effect.map(failed(result, run(sql, params, false, true, false)), transform)
-          : Effect.succeed(transform(result))
+        return fiber.getRef(References.TracerEnabled)
+          ? inStatementSpan(sql, run(sql, params, false, true, transform))
+          : runNow(sql, params, false, true, transform)
       })
     return Object.assign(client, { [TypeId]: TypeId, config: options, executeDirect }) as SqliteClient
   })
