@@ -9,8 +9,10 @@
  * round to round, and a round's two runs, seconds apart, see nearly the same.
  *
  * Usage: bun scripts/bench.ts --ab A B [--rounds N] [--duration SECONDS] [--only sqlite|postgres] [--fresh] [--at-once]
+ *   [--workload NAME]
  * (A and B: anything `git rev-parse` reads, or `.` for the working tree as it is; `--fresh`
- * starts both servers anew for each round, below.)
+ * starts both servers anew for each round, below; `--workload get` keeps the workloads whose name
+ * has that in it.)
  *
  * `--at-once` loads A and B at the same time instead, a wrk of its own for each (on the load's
  * core, 32 connections each), both servers sharing their core: whatever the host takes from that
@@ -31,7 +33,7 @@ const root = new URL("../..", import.meta.url).pathname
 const at = args.indexOf("--ab")
 const refs = [args[at + 1], args[at + 2]] as const
 if (refs.some((ref) => ref === undefined || ref.startsWith("--"))) {
-  console.error("Usage: bun scripts/bench.ts --ab A B [--rounds N] [--duration SECONDS] [--only sqlite|postgres] [--fresh] [--at-once]")
+  console.error("Usage: bun scripts/bench.ts --ab A B [--rounds N] [--duration SECONDS] [--only sqlite|postgres] [--fresh] [--at-once] [--workload NAME]")
   process.exit(1)
 }
 // One more round than measured: the first is dropped.
@@ -40,6 +42,7 @@ const duration = numberOption("--duration", 5)
 const only = args[args.indexOf("--only") + 1]
 const fresh = args.includes("--fresh")
 const atOnce = args.includes("--at-once")
+const workloadNamed = args.includes("--workload") ? args[args.indexOf("--workload") + 1] : undefined
 const cores = navigator.hardwareConcurrency
 const serverCore = "0"
 const loadCore = cores > 1 ? "1" : "0"
@@ -121,7 +124,8 @@ const start = async (side: (typeof sides)[number], env: Record<string, string>, 
 }
 
 /** The benchmark's workloads (`scripts/bench/workloads.ts`), calling with `key`. */
-const workloads = (key: string, tag: string) => makeWorkloads(folder, key, tag)
+const workloads = (key: string, tag: string) =>
+  makeWorkloads(folder, key, tag).filter(({ name }) => workloadNamed === undefined || name.includes(workloadNamed))
 
 type Pair = readonly [Server, Server]
 
