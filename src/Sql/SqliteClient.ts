@@ -183,14 +183,7 @@ export const make = (
         : Effect.fail(result)
     }
     /** `runNow` when the effect runs. */
-    const run = <A>(
-      sql: string,
-      params: ReadonlyArray<unknown>,
-      values: boolean,
-      outside: boolean,
-      transform: (rows: ReadonlyArray<any>) => A,
-      waitIfBusy = true
-    ): Effect.Effect<A, SqlError> => Effect.suspend(() => runNow(sql, params, values, outside, transform, waitIfBusy))
+    const run: typeof runNow = (...args) => Effect.suspend(() => runNow(...args))
 
     const connection = (outside: boolean): Connection => ({
       execute: (sql, params, transformRows) => run(sql, params, false, outside, transformRows ?? identity),
