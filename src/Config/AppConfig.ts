@@ -94,6 +94,11 @@ export class AppConfig extends Context.Service<AppConfig, {
   readonly logLevel: LogLevel.LogLevel
   /** Server processes sharing the port (`WORKERS`; `auto` is one per core). */
   readonly workers: number
+  /**
+   * How long a stop keeps serving with `/readyz` at 503, so that a load balancer takes the
+   * instance out before it refuses anything (`STOP_GRACE_SECONDS`).
+   */
+  readonly stopGrace: Duration.Duration
   /** How long a stop lets the requests in flight finish (`DRAIN_TIMEOUT_SECONDS`). */
   readonly drainTimeout: Duration.Duration
   /** How long a request may take before it is answered 503 (`REQUEST_TIMEOUT_SECONDS`). */
@@ -184,6 +189,12 @@ export class AppConfig extends Context.Service<AppConfig, {
         return Number.isInteger(n) && n >= 1 && n <= 256
       })
     ).pipe(Config.map(workersOf), Config.withDefault(1)),
+    stopGrace: seconds(
+      "STOP_GRACE_SECONDS",
+      "must be a number of seconds from 0 to 3600",
+      (n) => n >= 0 && n <= 3600,
+      5
+    ),
     drainTimeout: seconds(
       "DRAIN_TIMEOUT_SECONDS",
       "must be a number of seconds from 0 to 3600",
@@ -245,6 +256,7 @@ export class AppConfig extends Context.Service<AppConfig, {
       corsOrigins: [],
       logLevel: "Info",
       workers: 1,
+      stopGrace: Duration.seconds(5),
       drainTimeout: Duration.seconds(10),
       requestTimeout: Duration.seconds(5),
       databaseConnectTimeout: Duration.seconds(3),
