@@ -3,6 +3,7 @@
 # then `dist` is switched to it by a rename. A server running from the previous build keeps its
 # files: they are never written again, and the folder stays while a process runs from it.
 # With --if-changed, nothing is built when `dist` was built from the same sources, lockfile and Bun.
+# With --if-changed (`npm start`), the executable dist/petstore is not made: a checkout runs main.js.
 set -e
 cd "$(dirname "$0")/.."
 
@@ -16,7 +17,7 @@ mkdir -p .build
 stamp=$(date +%Y%m%d%H%M%S)
 build=.build/$stamp-$$
 trap 'rm -rf "$build" ".build/link-$$"' EXIT
-bun scripts/build.ts "$build" >&2
+if [ "$1" = "--if-changed" ]; then bun scripts/build.ts "$build" --no-executable >&2; else bun scripts/build.ts "$build" >&2; fi
 echo "$inputs" >"$build/.inputs"
 
 # A folder left by an earlier build that wrote into `dist` itself moves aside: a rename keeps it whole.

@@ -1,10 +1,16 @@
 /**
  * The production build (`bun run build`): src/bin/main.ts as one bundle with Bun's bytecode beside it,
- * in dist/ or the folder given as the first argument.
+ * and `petstore`, one executable holding Bun and src/bin/petstore.ts (the service and its command
+ * lines), in dist/ or the folder given as the first argument. With `--no-executable` (`npm start`),
+ * the bundle alone.
  */
 import type { BunPlugin } from "bun"
+import { join } from "node:path"
 
-const outdir = process.argv[2] ?? "dist"
+const args = process.argv.slice(2)
+const withExecutable = !args.includes("--no-executable")
+const outdir = args.find((arg) => !arg.startsWith("--")) ?? "dist"
+const root = join(import.meta.dir, "..")
 
 /**
  * One library file's text changed as it is bundled; the build fails if `pattern` is no longer
@@ -64,4 +70,31 @@ for (const output of result.outputs) {
 if (!result.outputs.some((output) => output.kind === "bytecode")) {
   console.error("The build wrote no bytecode: the bundle does not load as CommonJS (look for import.meta or a top-level await).")
   process.exit(1)
+}
+
+if (withExecutable) {
+  const { version } = await Bun.file(join(root, "package.json")).json() as { version: string }
+  const git = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: root, stderr: "ignore" })
+  const commit = git.exitCode === 0 ? git.stdout.toString().trim() : "unknown"
+  const executable = await Bun.build({
+    entrypoints: ["src/bin/petstore.ts"],
+    target: "bun",
+    // ESM: a compiled executable keeps bytecode for it, and the entry awaits the command it loads.
+    format: "esm",
+    minify: { syntax: true, whitespace: true },
+    bytecode: true,
+    plugins,
+    define: { PETSTORE_BUILD: JSON.stringify(`petstore ${version} (commit ${commit})`) },
+    compile: {
+      outfile: join(outdir, "petstore"),
+      // Configured by its environment only: a `.env` or `bunfig.toml` in the folder it starts in is not read.
+      autoloadDotenv: false,
+      autoloadBunfig: false
+    }
+  })
+  for (const log of executable.logs) console.error(log)
+  if (!executable.success) process.exit(1)
+  for (const output of executable.outputs) {
+    console.log(`  ${output.path}  ${(Bun.file(output.path).size / 1e6).toFixed(2)} MB  (executable, ${version}, commit ${commit})`)
+  }
 }

@@ -6,6 +6,16 @@ export const workerVariable = "PETSTORE_WORKER"
 const supervisorVariable = "PETSTORE_SUPERVISOR_PID"
 
 /**
+ * The command line that starts this same program again. In an executable made by Bun's compiler
+ * (dist/petstore), argv[1] is its embedded entry (`/$bunfs/…`), not an argument to pass: the
+ * executable alone is the program.
+ */
+const thisProgram = () =>
+  Bun.main.startsWith("/$bunfs/")
+    ? [process.execPath, ...process.argv.slice(2)]
+    : [process.execPath, ...process.argv.slice(1)]
+
+/**
  * Runs one worker process: this same program with `PETSTORE_WORKER` set, sharing stdout and
  * stderr. Interrupting it (the supervisor stopping) sends SIGTERM and waits for the worker to
  * finish its requests in flight.
@@ -13,7 +23,7 @@ const supervisorVariable = "PETSTORE_SUPERVISOR_PID"
 const runWorker = (worker: number, env: Record<string, string>, stopTimeout: Duration.Input) =>
   Effect.acquireUseRelease(
     Effect.sync(() =>
-      Bun.spawn([process.execPath, ...process.argv.slice(1)], {
+      Bun.spawn(thisProgram(), {
         env: { ...process.env, ...env, [workerVariable]: String(worker), [supervisorVariable]: String(process.pid) },
         stdio: ["ignore", "inherit", "inherit"]
       })

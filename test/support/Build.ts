@@ -1,0 +1,145 @@
+import { spawnSync } from "node:child_process"
+import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { basename, join } from "node:path"
+import { inject } from "vitest"
+import { imageNameFile } from "./buildSetup.js"
+
+/**
+ * What the tests share per `npm test` run, however many files and worker threads ask: the
+ * production build (dist/main.js and the executable dist/petstore) and the container image made
+ * from it. The first caller makes it under a mkdir lock in the run's folder (test/support/buildSetup.ts),
+ * the others wait for its `done` file; the run's end removes both.
+ */
+
+const root = new URL("../..", import.meta.url).pathname
+
+/** The container image's base, as the Containerfile names it. */
+export const baseImage = "debian:bookworm-slim"
+/** Where the base image's root file system is kept between runs on one machine. */
+const rootfsCache = "/var/cache/petstore-test/bookworm-minbase"
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** An async spawn: a build takes seconds, and the worker thread keeps its other tests' timers meanwhile. */
+const runAsync = async (args: ReadonlyArray<string>, cwd: string) => {
+  const proc = Bun.spawn([...args], { cwd, stdout: "pipe", stderr: "pipe" })
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  if (exitCode !== 0) throw new Error(`${args.join(" ")} failed (exit ${exitCode}): ${stdout}${stderr}`)
+  return stdout
+}
+
+/**
+ * Makes `name` once per run: the caller that creates `name.lock` runs `make`, and `name.done` (or
+ * `name.failed`, with the error) tells every other caller, in any thread, when it is there.
+ */
+const once = async (name: string, make: (folder: string) => Promise<void>, timeoutMs = 600_000): Promise<string> => {
+  const folder = inject("buildFolder")
+  const done = join(folder, `${name}.done`)
+  const failed = join(folder, `${name}.failed`)
+  let mine = true
+  try {
+    mkdirSync(join(folder, `${name}.lock`))
+  } catch {
+    mine = false
+  }
+  if (mine) {
+    try {
+      await make(folder)
+      writeFileSync(done, "")
+    } catch (error) {
+      writeFileSync(failed, error instanceof Error ? error.message : String(error))
+      throw error
+    }
+    return folder
+  }
+  for (const deadline = Date.now() + timeoutMs; !existsSync(done); await sleep(200)) {
+    if (existsSync(failed)) throw new Error(`${name}, made by another test file, failed: ${readFileSync(failed, "utf8")}`)
+    if (Date.now() > deadline) throw new Error(`${name}: still not made by another test file after ${timeoutMs / 1000} s`)
+  }
+  return folder
+}
+
+let build: Promise<string> | undefined
+let image: Promise<string> | undefined
+
+/**
+ * The folder of the run's production build: `main.js`, its bytecode and the executable `petstore`,
+ * as `npm run build` writes them (scripts/build.ts).
+ */
+export const builtFolder = (): Promise<string> =>
+  build ??= once("build", async (folder) => {
+    await runAsync(["bun", "scripts/build.ts", join(folder, "build.partial")], root)
+    renameSync(join(folder, "build.partial"), join(folder, "build"))
+  }).then((folder) => join(folder, "build"))
+
+/** The absolute path of the run's `petstore` executable, built once per run. */
+export const builtExecutable = async (): Promise<string> => join(await builtFolder(), "petstore")
+
+const hasCommand = (command: string) => spawnSync("sh", ["-c", `command -v ${command}`]).status === 0
+
+/** Podman, runc and debootstrap from Debian's packages, installed when missing. */
+const ensureContainerTools = () => {
+  if (["podman", "runc", "debootstrap"].every(hasCommand)) return
+  if (process.getuid?.() !== 0) throw new Error("Podman is not installed: run `apt-get install podman runc debootstrap` as root")
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" }
+  for (const args of [["update"], ["install", "-y", "--no-install-recommends", "podman", "runc", "debootstrap"]]) {
+    const result = spawnSync("apt-get", args, { encoding: "utf8", env })
+    if (result.status !== 0) throw new Error(`apt-get ${args.join(" ")} failed: ${result.stdout}${result.stderr}`)
+  }
+}
+
+/**
+ * `debian:bookworm-slim`, made from Debian's packages when it is not there (no registry is reached
+ * here): debootstrap's minimal system, kept between runs, imported with the settings of Debian's
+ * own image.
+ */
+const ensureBaseImage = async () => {
+  if (spawnSync("podman", ["image", "exists", baseImage]).status === 0) return
+  if (!existsSync(join(rootfsCache, "etc", "debian_version"))) {
+    // Made aside and renamed: an interrupted debootstrap leaves no half system in the cache.
+    const partial = `${rootfsCache}.partial-${process.pid}`
+    rmSync(partial, { recursive: true, force: true })
+    mkdirSync(partial, { recursive: true })
+    await runAsync(["debootstrap", "--variant=minbase", "bookworm", partial], root)
+    rmSync(rootfsCache, { recursive: true, force: true })
+    renameSync(partial, rootfsCache)
+  }
+  await runAsync([
+    "bash",
+    "-c",
+    `set -eo pipefail; tar -C "$1" -c . | podman import --change "$2" --change "$3" - "$4"`,
+    "import",
+    rootfsCache,
+    "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "CMD [\"bash\"]",
+    baseImage
+  ], root)
+}
+
+/**
+ * The name of the run's container image, built once per run from the repository's `Containerfile`
+ * with the run's executable as `dist/petstore`; removed at the run's end.
+ */
+export const builtImage = async (): Promise<string> => {
+  image ??= (async () => {
+    const petstore = await builtExecutable()
+    const folder = await once("image", async (folder) => {
+      ensureContainerTools()
+      await ensureBaseImage()
+      // A context of its own: the checkout's `dist` may be another build, or being switched.
+      const context = join(folder, "image-context")
+      mkdirSync(join(context, "dist"), { recursive: true })
+      try {
+        linkSync(petstore, join(context, "dist", "petstore"))
+      } catch {
+        copyFileSync(petstore, join(context, "dist", "petstore"))
+      }
+      const name = `localhost/petstore-test:${basename(folder).toLowerCase()}`
+      writeFileSync(join(folder, imageNameFile), name)
+      await runAsync(["podman", "build", "--quiet", "-f", join(root, "Containerfile"), "-t", name, context], root)
+      rmSync(context, { recursive: true, force: true })
+    }, 900_000)
+    return readFileSync(join(folder, imageNameFile), "utf8").trim()
+  })()
+  return image
+}
