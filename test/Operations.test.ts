@@ -1,9 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Deferred, type Duration, Effect, Fiber, Layer, type Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { readFileSync, writeFileSync } from "node:fs"
 import { InFlightRequests } from "../src/Http/InFlightRequests.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
-import { createKey, makeTestServer, publicBaseUrl, send, TestServer } from "./support/TestServer.js"
+import { answeredOrAsleep, createKey, makeTestServer, publicBaseUrl, send, TestServer } from "./support/TestServer.js"
 
 const UnreadyStore = Layer.effect(
   PetRepository,
@@ -144,15 +145,90 @@ describe("served beside the API", () => {
       rateLimit: { perSecond: 1, burst: 3 }
     }))))
 
-  // On the live clock: a draining server waits for a real quiet moment.
-  it.live("while stopping, new requests are refused with 503 shutting_down", () =>
+  it.effect("a stop: /readyz fails at once, every other request is served with Connection: close for the grace, then refused", () =>
     Effect.gen(function*() {
-      yield* Effect.flatMap(InFlightRequests, (inFlight) => inFlight.drain("1 second"))
+      const { key } = yield* createKey()
+      const listenerClosed = yield* Deferred.make<void>()
+      const stop = yield* Effect.forkChild(
+        Effect.flatMap(InFlightRequests, (inFlight) =>
+          inFlight.stop({ grace: "5 seconds", drain: "10 seconds", closeListener: Deferred.succeed(listenerClosed, undefined) })),
+        { startImmediately: true }
+      )
+      // Its grace is asleep on the test clock: nothing below moves before the test says so.
+      yield* answeredOrAsleep(stop, "5 seconds")
+
+      const ready = yield* send("GET", "/readyz")
+      expect(ready.status).toBe(503)
+      expect(ready.body).toEqual({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 })
+      expect(ready.headers["connection"]).toBe("close")
+      for (const served of [yield* send("GET", "/livez"), yield* send("GET", "/v1/pets", { key })]) {
+        expect(served.status).toBe(200)
+        expect(served.headers["connection"]).toBe("close")
+      }
+
+      yield* TestClock.adjust("4999 millis")
+      expect(yield* Deferred.isDone(listenerClosed)).toBe(false)
+      expect((yield* send("GET", "/v1/pets", { key })).status).toBe(200)
+
+      yield* TestClock.adjust("1 millis")
+      // With nothing in flight, the stop ends once the listener is closed: no wait for the drain.
+      yield* Fiber.join(stop)
+      expect(yield* Deferred.isDone(listenerClosed)).toBe(true)
+      // What still comes on a connection left open: refused, and the connection closed.
       const refused = yield* send("GET", "/livez", { headers: { "x-request-id": "late-1" } })
       expect(refused.status).toBe(503)
       expect(refused.headers["connection"]).toBe("close")
+      expect(refused.headers["retry-after"]).toBe("1")
       expect(refused.headers["x-request-id"]).toBe("late-1")
       expect(refused.body).toEqual({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 })
+    }).pipe(Effect.provide(TestServer)))
+
+  /** A create whose body is still coming, in flight on the server until `finish` sends the rest. */
+  const createInFlight = (key: Redacted.Redacted) =>
+    Effect.gen(function*() {
+      const encoder = new TextEncoder()
+      let finish = () => {}
+      const body = new ReadableStream<Uint8Array>({
+        start: (controller) => {
+          controller.enqueue(encoder.encode(`{"name":"Rex",`))
+          finish = () => {
+            controller.enqueue(encoder.encode(`"categoryId":3}`))
+            controller.close()
+          }
+        }
+      })
+      const create = yield* Effect.forkChild(send("POST", "/v1/pets", { key, body }), { startImmediately: true })
+      // The request has reached the server once it sleeps on its deadline.
+      yield* answeredOrAsleep(create, "5 seconds")
+      return { create, finish: () => finish() }
+    })
+
+  const stopNow = (drain: Duration.Input) =>
+    Effect.forkChild(
+      Effect.flatMap(InFlightRequests, (inFlight) => inFlight.stop({ grace: 0, drain, closeListener: Effect.void })),
+      { startImmediately: true }
+    )
+
+  it.effect("a stop waits for the requests in flight when the listener closes, and ends as soon as none is left", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const { create, finish } = yield* createInFlight(key)
+      const stop = yield* stopNow("3 seconds")
+      yield* TestClock.adjust("2999 millis")
+      expect(stop.pollUnsafe()).toBeUndefined()
+      finish()
+      expect((yield* Fiber.join(create)).status).toBe(201)
+      yield* Fiber.join(stop)
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("a stop ends at the drain's bound with a request still in flight", () =>
+    Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const { finish } = yield* createInFlight(key)
+      const stop = yield* stopNow("3 seconds")
+      yield* TestClock.adjust("3 seconds")
+      yield* Fiber.join(stop)
+      finish()
     }).pipe(Effect.provide(TestServer)))
 
   it.effect("every response carries X-Request-Id: the caller's when sane, else a new one", () =>

@@ -37,6 +37,7 @@ const spawnService = (folder: string, port: number, workers: number, database: s
       HOST: "127.0.0.1",
       PORT: String(port),
       METRICS_PORT: "off",
+      STOP_GRACE_SECONDS: "0",
       WORKERS: String(workers),
       DATABASE_URL: join(folder, database)
     },

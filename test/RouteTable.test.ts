@@ -4,6 +4,7 @@ import { HttpRouter } from "effect/http"
 import { ApiKeys } from "../src/Auth/ApiKeys.js"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
 import { AppConfig } from "../src/Config/AppConfig.js"
+import { InFlightRequests } from "../src/Http/InFlightRequests.js"
 import { makeRouteLabels } from "../src/Http/RouteTemplates.js"
 import { makeAllowedMethods, routes } from "../src/Http/Routes.js"
 import { AppLive } from "../src/Http/Server.js"
@@ -42,7 +43,7 @@ const registeredRoutes = Effect.suspend(() => {
         Layer.provide(recordingRouter(registered)),
         Layer.provide(
           Layer.mergeAll(PetRepository.InMemory, ApiKeys.InMemory, Cursors.InMemory, RateLimiter.InMemory).pipe(
-            Layer.provideMerge(Layer.mergeAll(AppConfig.make(), ObservabilityConfig.make()))
+            Layer.provideMerge(Layer.mergeAll(AppConfig.make(), ObservabilityConfig.make(), InFlightRequests.layer))
           )
         )
       )

@@ -5,11 +5,14 @@ import { readFileSync } from "node:fs"
 import { connect } from "node:net"
 import { join } from "node:path"
 import { startPostgresCluster } from "./support/PostgresCluster.js"
+import { openSocket, rawGet } from "./support/RawSocket.js"
 import { createKey, freePort, isRunning, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
-// Short, so that the bound is seen without waiting out the production default of 10 s.
+// Short, so that the bound is seen without waiting out the production default of 10 s. No grace
+// where the grace is not the subject: the bound is then the drain + 2 s.
 const drainSeconds = 1
 const boundMillis = (drainSeconds + 2) * 1000
+const noGrace = { STOP_GRACE_SECONDS: "0" }
 
 /** Requests one after another on keep-alive connections until `stop` is called; how many were answered. */
 const traffic = (url: string, key: string) => {
@@ -51,10 +54,121 @@ const waitFor = async (condition: () => boolean) => {
   return condition()
 }
 
-describe(`a stop ends within the drain time + 2 s (DRAIN_TIMEOUT_SECONDS=${drainSeconds})`, () => {
+interface Answer {
+  readonly sentAt: number
+  readonly status: number
+  readonly connection: string | null
+  readonly code?: string | undefined
+}
+
+/**
+ * From the signal on, a request every 20 ms, each on a new connection, alternating `/livez`, the
+ * list and `/readyz`, until one finds no listener; what each got, with when it was sent from the
+ * signal, and when the first refusal came.
+ */
+const callThroughTheStop = async (url: string, key: string, signalledAt: number) => {
+  const answers: Array<Answer & { readonly path: string }> = []
+  const paths = ["/livez", "/v1/pets", "/readyz"]
+  for (let n = 0; performance.now() - signalledAt < 30_000; n++) {
+    const path = paths[n % paths.length]!
+    const sentAt = performance.now() - signalledAt
+    const outcome = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${key}` }, keepalive: false }).then(
+      async (response) => ({
+        status: response.status,
+        connection: response.headers.get("connection"),
+        code: response.status === 503 ? ((await response.json()) as { code: string }).code : (await response.arrayBuffer(), undefined)
+      }),
+      () => undefined
+    )
+    if (outcome === undefined) return { answers, refusedAt: sentAt }
+    answers.push({ path, sentAt, ...outcome })
+    await Bun.sleep(20)
+  }
+  throw new Error("the listener never closed")
+}
+
+const graceSeconds = 1.5
+
+describe(`the stop a load balancer expects (STOP_GRACE_SECONDS=${graceSeconds})`, () => {
+  it("on SIGTERM: /readyz fails at once, the rest is served with Connection: close for the grace, then the listener closes and the process exits 0 with nothing in flight", async () => {
+    using folder = temporaryFolder()
+    // A drain far longer than the grace: an exit before it shows that the stop waits for no quiet moment.
+    const env = { DATABASE_URL: join(folder.path, "petstore.db"), STOP_GRACE_SECONDS: String(graceSeconds), DRAIN_TIMEOUT_SECONDS: "10" }
+    const key = await createKey(env)
+    const server = await startServer(env)
+    // A keep-alive connection, idle when the listener closes.
+    const idle = await openSocket(server.url)
+    try {
+      const closed = new Promise<void>((resolve) => idle.once("close", () => resolve()))
+      idle.on("data", () => {})
+      idle.write(rawGet("/livez"))
+      await Bun.sleep(100)
+      const signalledAt = performance.now()
+      server.proc.kill("SIGTERM")
+      const { answers, refusedAt } = await callThroughTheStop(server.url, key, signalledAt)
+      // Until the signal is handled, /readyz may still answer 200; from its first 503 on, every answer is as follows.
+      const stopping = answers.slice(answers.findIndex((answer) => answer.path === "/readyz" && answer.status === 503))
+      expect(stopping.length).toBeGreaterThan(10)
+      expect(stopping[0]!.sentAt).toBeLessThan(500)
+      for (const answer of stopping) {
+        expect(answer, "the grace").toMatchObject(
+          answer.path === "/readyz" ? { status: 503, code: "shutting_down", connection: "close" } : { status: 200, connection: "close" }
+        )
+      }
+      // No connection refused before the grace has run from the signal.
+      expect(refusedAt).toBeGreaterThanOrEqual(graceSeconds * 1000 - 50)
+      await closed
+      const code = await server.proc.exited
+      expect(code).toBe(0)
+      expect(performance.now() - signalledAt).toBeLessThan((graceSeconds + 2) * 1000)
+      const logs = server.logs()
+      expect(logs).toContain(`"message":"stopping: not ready; serving on for the grace"`)
+      expect(logs).toContain(`"message":"stopping: finishing the requests in flight"`)
+    } finally {
+      idle.destroy()
+      server.proc.kill("SIGKILL")
+    }
+  })
+
+  it("with WORKERS=2: every worker follows the same steps, and the group is gone within grace + drain + 2 s", async () => {
+    using folder = temporaryFolder()
+    const env = {
+      DATABASE_URL: join(folder.path, "petstore.db"),
+      STOP_GRACE_SECONDS: String(graceSeconds),
+      DRAIN_TIMEOUT_SECONDS: String(drainSeconds)
+    }
+    const key = await createKey(env)
+    const server = await startServer({ ...env, WORKERS: "2" })
+    try {
+      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
+      const workers = workerPids(server.logs())
+      const signalledAt = performance.now()
+      server.proc.kill("SIGTERM")
+      const { answers, refusedAt } = await callThroughTheStop(server.url, key, signalledAt)
+      const stopping = answers.slice(answers.findIndex((answer) => answer.path === "/readyz" && answer.status === 503))
+      for (const answer of stopping) {
+        expect(answer).toMatchObject(
+          answer.path === "/readyz" ? { status: 503, code: "shutting_down", connection: "close" } : { status: 200, connection: "close" }
+        )
+      }
+      // Both workers had begun: each took some of the /readyz calls (the kernel spreads connections).
+      expect(stopping.filter((answer) => answer.path === "/readyz").length).toBeGreaterThan(4)
+      expect(refusedAt).toBeGreaterThanOrEqual(graceSeconds * 1000 - 50)
+      expect(await server.proc.exited).toBe(0)
+      expect(performance.now() - signalledAt).toBeLessThan((graceSeconds + drainSeconds + 2) * 1000)
+      expect(workers.filter(isRunning)).toEqual([])
+      expect(server.logs().split("\n").filter((line) => line.includes(`"stopping: not ready; serving on for the grace"`)).length).toBe(2)
+    } finally {
+      server.proc.kill("SIGKILL")
+      for (const pid of workerPids(server.logs())) if (isRunning(pid)) process.kill(pid, "SIGKILL")
+    }
+  })
+})
+
+describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SECONDS=${drainSeconds})`, () => {
   it("under continuous keep-alive traffic, and exits 0", async () => {
     using folder = temporaryFolder()
-    const env = { DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const env = { ...noGrace, DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
     const server = await startServer(env)
     try {
       const stopTraffic = traffic(server.url, await createKey(env))
@@ -70,7 +184,7 @@ describe(`a stop ends within the drain time + 2 s (DRAIN_TIMEOUT_SECONDS=${drain
 
   it("while a request is still running at the drain's end (its body never finishes)", async () => {
     using folder = temporaryFolder()
-    const env = { DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const env = { ...noGrace, DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
     const server = await startServer(env)
     const key = await createKey(env)
     const socket = connect(Number(new URL(server.url).port), "127.0.0.1")
@@ -91,7 +205,7 @@ describe(`a stop ends within the drain time + 2 s (DRAIN_TIMEOUT_SECONDS=${drain
 
   it("with WORKERS=2 under traffic: the supervisor and every worker are gone", async () => {
     using folder = temporaryFolder()
-    const env = { DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const env = { ...noGrace, DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
     const key = await createKey(env)
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
@@ -111,7 +225,7 @@ describe(`a stop ends within the drain time + 2 s (DRAIN_TIMEOUT_SECONDS=${drain
 
   it("on SIGHUP as on SIGTERM: logged, drained and exit 0, for one process and for a supervisor with its workers", async () => {
     using folder = temporaryFolder()
-    const env = { DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const env = { ...noGrace, DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
     const key = await createKey(env)
     const single = await startServer(env)
     try {
@@ -142,7 +256,7 @@ describe(`a stop ends within the drain time + 2 s (DRAIN_TIMEOUT_SECONDS=${drain
 
   it("with WORKERS=2 and a worker that does not stop (SIGSTOP): the supervisor kills it in time", async () => {
     using folder = temporaryFolder()
-    const env = { DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const env = { ...noGrace, DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
       expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
@@ -164,7 +278,7 @@ describe(`a stop ends within the drain time + 2 s (DRAIN_TIMEOUT_SECONDS=${drain
       postmaster,
       ...spawnSync("pgrep", ["-P", String(postmaster)], { encoding: "utf8" }).stdout.split("\n").filter((l) => l !== "").map(Number)
     ]
-    const env = { DATABASE_URL: cluster.url, DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const env = { ...noGrace, DATABASE_URL: cluster.url, DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
     const server = await startServer(env)
     let stopped: Array<number> = []
     try {
@@ -189,7 +303,7 @@ describe(`a stop ends within the drain time + 2 s (DRAIN_TIMEOUT_SECONDS=${drain
     using folder = temporaryFolder()
     const path = join(folder.path, "petstore.db")
     // A lock wait far longer than the drain: the drain must cut the waits.
-    const env = { DATABASE_URL: path, DRAIN_TIMEOUT_SECONDS: String(drainSeconds), DATABASE_STATEMENT_TIMEOUT_SECONDS: "9" }
+    const env = { ...noGrace, DATABASE_URL: path, DRAIN_TIMEOUT_SECONDS: String(drainSeconds), DATABASE_STATEMENT_TIMEOUT_SECONDS: "9" }
     const key = await createKey(env)
     const server = await startServer(env)
     const other = new Database(path)

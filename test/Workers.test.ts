@@ -57,6 +57,7 @@ describe("WORKERS: several server processes on one port", () => {
           HOST: "127.0.0.1",
           PORT: String(port),
           METRICS_PORT: "off",
+          STOP_GRACE_SECONDS: "0",
           WORKERS: String(workers),
           DATABASE_URL: join(folder.path, "petstore.db")
         },

@@ -3,6 +3,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
 import { ServiceUnavailable } from "../Domain/ApiError.js"
 import { PetRepository, type Readiness } from "../Pets/PetRepository.js"
+import { shuttingDown, Stopping } from "./Stopping.js"
 
 /**
  * A load balancer's check must get an answer within a second, whatever the database does: a check
@@ -30,8 +31,11 @@ const notReady = {
 export const HealthHttpLive = HttpApiBuilder.group(PetStoreApi, "health", (handlers) =>
   Effect.gen(function*() {
     const pets = yield* PetRepository
+    const stopping = yield* Stopping
     return handlers
       .handle("livez", () => Effect.succeed(ok))
       .handle("readyz", () =>
-        Effect.flatMap(readiness(pets.readiness), (state) => state === "ready" ? Effect.succeed(ok) : Effect.fail(notReady[state])))
+        stopping.begun()
+          ? Effect.fail(shuttingDown)
+          : Effect.flatMap(readiness(pets.readiness), (state) => state === "ready" ? Effect.succeed(ok) : Effect.fail(notReady[state])))
   }))

@@ -28,6 +28,14 @@ export interface ServeOptions {
 }
 
 /**
+ * The server's listening socket, closed by a graceful stop before the scope ends: no new
+ * connection is accepted, the idle ones close at once and the others after their answer.
+ */
+export class Listener extends Context.Service<Listener, { readonly close: Effect.Effect<void> }>()(
+  "petstore/BunServer/Listener"
+) {}
+
+/**
  * Starts `Bun.serve` and stops it when the scope closes. A stop closes every connection at once:
  * by then the requests in flight were let finish (`Http/InFlightRequests.ts`), and a connection
  * kept open by a client must not hold the process past its stop's bound.
@@ -45,13 +53,22 @@ export const make = (options: ServeOptions) =>
       development: false,
       fetch: (request, server) => handlers[handlers.length - 1]!(request, server)
     })
+    // Resolves once every connection is closed.
+    let closed: Promise<void> | undefined
+    const closeListener = () => (closed ??= server.stop(false))
     yield* Scope.addFinalizer(
       scope,
-      // Interruptible, so that the bound can end it: a finalizer runs uninterruptibly.
-      Effect.interruptible(Effect.promise(() => server.stop(true))).pipe(Effect.timeoutOption("1 second"))
+      // The answers just given are let leave before what is left is cut: closing a connection while
+      // its response is written resets it. Interruptible, so that the bound can end the wait: a
+      // finalizer runs uninterruptibly.
+      Effect.interruptible(Effect.promise(closeListener)).pipe(
+        Effect.timeoutOption("500 millis"),
+        Effect.andThen(Effect.interruptible(Effect.promise(() => server.stop(true))).pipe(Effect.timeoutOption("1 second")))
+      )
     )
 
-    return HttpServer.make({
+    const listener = Listener.of({ close: Effect.sync(() => void closeListener()) })
+    const httpServer = HttpServer.make({
       address: addressOf(server.hostname ?? options.hostname, server.port ?? options.port),
       serve: (httpApp, middleware) =>
         Effect.gen(function*() {
@@ -89,6 +106,7 @@ export const make = (options: ServeOptions) =>
           handlers.push(handler)
         })
     })
+    return Context.make(HttpServer.HttpServer, httpServer).pipe(Context.add(Listener, listener))
   })
 
 /** Where the server listens; a host named rather than given as an address (`localhost`) as the loopback. */
@@ -109,9 +127,9 @@ const toWeb = (
   })
 }
 
-/** The server, listening as `options` say. */
-export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer> =>
-  Layer.effect(HttpServer.HttpServer, make(options))
+/** The server, listening as `options` say, and its listener. */
+export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer | Listener> =>
+  Layer.effectContext(make(options))
 
 /** A server on a free loopback port, and an `HttpClient` that calls it (for tests). */
 export const layerTest = HttpServer.layerTestClient.pipe(

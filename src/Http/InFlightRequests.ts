@@ -1,57 +1,76 @@
-import { Context, type Duration, Effect, Layer, Schedule } from "effect"
-import type { HttpServerResponse } from "effect/http"
-import { ServiceUnavailable } from "../Domain/ApiError.js"
+import { Context, Deferred, Duration, Effect, Exit, Layer } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { shuttingDown, Stopping } from "../Health/Stopping.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
 import { answeredEarly } from "./ApiResponses.js"
 
-const shuttingDown = errorResponse(
-  new ServiceUnavailable({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 }),
-  { connection: "close", "retry-after": "1" }
-)
-
-/** How long no request may arrive before a draining server is taken to be idle. */
-const quietMillis = 250
+const refused = errorResponse(shuttingDown, { connection: "close", "retry-after": "1" })
 
 type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
 /**
- * Counts the requests being served, so that shutting down can let them finish: once `drain` starts,
- * new requests are refused with 503 and `Connection: close`, and `drain` waits for the running ones
- * and then for a quiet moment. A keep-alive client may have sent its next request just before the
- * signal; closing at once would reset it unanswered, so every connection that still brings a
- * request gets its 503 (and closes) before the server stops.
+ * Where a stop stands: serving as usual; in its grace (`/readyz` answers 503, everything else is
+ * still served, each answer closing its connection); or closed (the listener is shut, and a request
+ * that still comes on an open connection is refused).
+ */
+type Phase = "serving" | "grace" | "closed"
+
+export interface StopOptions {
+  /** How long everything but `/readyz` is still served: a load balancer's time to take the instance out. */
+  readonly grace: Duration.Input
+  /** How long the requests in flight may take to finish once the listener is closed. */
+  readonly drain: Duration.Input
+  /** Stops accepting connections and closes the idle ones; those with a request in flight close after it. */
+  readonly closeListener: Effect.Effect<void>
+}
+
+/**
+ * Counts the requests being served and runs the stop a load balancer expects: first a grace in
+ * which `/readyz` fails and every other request is still answered (with `Connection: close`, so
+ * that clients and balancers open their next connection elsewhere); then the listener closes, and
+ * the requests in flight are let finish, up to the drain's bound, the stop ending as soon as none
+ * is left.
  */
 export class InFlightRequests extends Context.Service<InFlightRequests, {
   readonly middleware: <E, R>(app: App<E, R>) => App<E, R>
-  readonly drain: (timeout: Duration.Input) => Effect.Effect<void>
+  readonly stop: (options: StopOptions) => Effect.Effect<void>
 }>()("petstore/InFlightRequests") {
-  static readonly layer = Layer.sync(InFlightRequests, () => {
+  /** The service, and `Stopping` for the readiness probe. */
+  static readonly layer = Layer.effectContext(Effect.sync(() => {
     let running = 0
-    let draining = false
-    let lastRefusedAt = 0
-    return InFlightRequests.of({
+    let phase: Phase = "serving"
+    // Done once the listener is closed and no request is running.
+    const idle = Deferred.makeUnsafe<void>()
+    const finished = Effect.sync(() => {
+      running--
+      if (running === 0 && phase === "closed") Deferred.doneUnsafe(idle, Exit.void)
+    })
+    const closing = (response: HttpServerResponse.HttpServerResponse) =>
+      HttpServerResponse.setHeader(response, "connection", "close")
+    const inFlight = InFlightRequests.of({
       middleware: (app) =>
         Effect.suspend(() => {
-          if (draining) {
-            lastRefusedAt = Date.now()
-            return answeredEarly(shuttingDown)
-          }
+          if (phase === "closed") return answeredEarly(refused)
           running++
           // However the request ends, its client gone included.
-          return Effect.onExit(app, () => Effect.sync(() => void running--))
+          const served = Effect.onExit(app, () => finished)
+          return phase === "grace" ? Effect.map(served, closing) : served
         }),
-      drain: (timeout) =>
-        Effect.suspend(() => {
-          draining = true
-          lastRefusedAt = Date.now()
-          // Interruptible: drain runs in a finalizer, where the timeout could not otherwise end it.
-          return Effect.interruptible(
-            Effect.repeat(Effect.sync(() => running === 0 && Date.now() - lastRefusedAt >= quietMillis), {
-              until: (done) => done,
-              schedule: Schedule.spaced("10 millis")
-            })
-          ).pipe(Effect.timeoutOption(timeout), Effect.asVoid)
+      stop: ({ closeListener, drain, grace }) =>
+        Effect.gen(function*() {
+          phase = "grace"
+          yield* Effect.logInfo("stopping: not ready; serving on for the grace").pipe(
+            Effect.annotateLogs({ graceSeconds: Duration.toSeconds(Duration.fromInputUnsafe(grace)) })
+          )
+          yield* Effect.sleep(grace)
+          phase = "closed"
+          yield* closeListener
+          yield* Effect.logInfo("stopping: finishing the requests in flight").pipe(Effect.annotateLogs({ running }))
+          if (running === 0) return
+          // Interruptible: the stop runs in a finalizer, where the timeout could not otherwise end it.
+          yield* Effect.interruptible(Deferred.await(idle)).pipe(Effect.timeoutOption(drain))
         })
     })
-  })
+    return Context.make(InFlightRequests, inFlight).pipe(Context.add(Stopping, { begun: () => phase !== "serving" }))
+  }))
 }

@@ -113,7 +113,11 @@ export const serveOn = <A, E, R>(server: Layer.Layer<A, E, R>) =>
     Effect.gen(function*() {
       const router = yield* HttpRouter.HttpRouter
       const app = (yield* answered)(router.asHttpEffect())
-      return HttpServer.serve((yield* serverMiddleware)(app)).pipe(Layer.provide([server, RequestsUntraced]))
+      return HttpServer.serve((yield* serverMiddleware)(app)).pipe(
+        Layer.provide(RequestsUntraced),
+        // Kept in the output: the stop closes the server's listener (`BunServer.Listener`).
+        Layer.provideMerge(server)
+      )
     })
   ).pipe(
     Layer.provide(Layer.provideMerge(AppLive, HttpRouter.layer)),

@@ -1,4 +1,4 @@
-import { Cause, Config, Duration, Effect, Exit, Layer, Option, References, Runtime } from "effect"
+import { Cause, Config, Context, Duration, Effect, Exit, Layer, Option, References, Runtime } from "effect"
 import { AppConfig, describeConfigError } from "../Config/AppConfig.js"
 import * as BunServer from "../Http/BunServer.js"
 import { InFlightRequests } from "../Http/InFlightRequests.js"
@@ -28,11 +28,15 @@ const serve = Effect.gen(function*() {
   const metricsFolder = process.env[metricsFolderVariable]
   if (worker !== undefined && metricsFolder !== undefined) yield* serveWorkerMetrics(metricsFolder, Number(worker))
   else if (worker === undefined && Option.isSome(metrics)) yield* serveMetrics(metrics.value.host, metrics.value.port)
-  yield* Layer.build(ServerLive)
-  // Added after the server, so it runs first on stop: running requests finish before the server,
-  // then the database, close.
+  const server = yield* Layer.build(ServerLive)
+  // Added after the server, so it runs first on stop: the grace, the listener's close and the
+  // requests in flight finish before the server, then the database, close.
   yield* Effect.addFinalizer(() =>
-    Effect.logInfo("stopping: finishing the requests in flight").pipe(Effect.andThen(inFlight.drain(config.drainTimeout)))
+    inFlight.stop({
+      grace: config.stopGrace,
+      drain: config.drainTimeout,
+      closeListener: Context.get(server, BunServer.Listener).close
+    })
   )
   if (worker !== undefined) yield* Effect.forkScoped(stopWhenOrphaned)
   yield* Effect.logInfo("listening").pipe(
@@ -51,8 +55,9 @@ const serve = Effect.gen(function*() {
  * server processes; otherwise it is the server.
  */
 const main = Effect.gen(function*() {
-  const { drainTimeout, host, port, workers } = yield* AppConfig
-  yield* Effect.sync(() => stopDeadline.set(Duration.sum(drainTimeout, stopMargin)))
+  const { drainTimeout, host, port, stopGrace, workers } = yield* AppConfig
+  const stopTime = Duration.sum(stopGrace, drainTimeout)
+  yield* Effect.sync(() => stopDeadline.set(Duration.sum(stopTime, stopMargin)))
   // The service's claim, held by the single server or the supervisor (never its workers) until it
   // ends, before anything else: a second service on the port touches neither database nor port.
   if (worker === undefined) yield* claimPort(host, port)
@@ -64,7 +69,8 @@ const main = Effect.gen(function*() {
     [metricsFolderVariable]: yield* serveGroupMetrics(metrics.value.host, metrics.value.port, workers)
   }
   yield* Effect.logInfo("supervising workers").pipe(Effect.annotateLogs({ port, workers }))
-  return yield* supervise(workers, env, Duration.sum(drainTimeout, Duration.millis(Duration.toMillis(stopMargin) / 2)))
+  // A worker still running a second before the supervisor's own bound is ended.
+  return yield* supervise(workers, env, Duration.sum(stopTime, Duration.millis(Duration.toMillis(stopMargin) / 2)))
 }).pipe(
   Effect.scoped,
   // LOG_LEVEL holds for the service's own lines (`listening`, …) as for the requests'; a start that

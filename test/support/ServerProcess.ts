@@ -59,8 +59,9 @@ export const startServer = async (env: Record<string, string>, port = freePort()
   const startedAt = performance.now()
   const proc = Bun.spawn(["bun", "src/bin/main.ts"], {
     cwd: root,
-    // Metrics off unless a test asks: servers started side by side would all want port 9464.
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), METRICS_PORT: "off", ...env },
+    // Metrics off unless a test asks: servers started side by side would all want port 9464. No
+    // stop's grace unless a test asks: it is for a load balancer, which only some tests have.
+    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), METRICS_PORT: "off", STOP_GRACE_SECONDS: "0", ...env },
     stdout: "pipe",
     stderr: "pipe"
   })
