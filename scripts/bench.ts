@@ -12,6 +12,7 @@
  * plain,sampled` keeps only those of its servers; `--at-once` loads each with the one it is
  * compared with at the same time rather than in turns.)
  * A/B of two commits instead (`scripts/bench/ab.ts`): bun scripts/bench.ts --ab A B [--rounds N]
+ * Start to first answer of the executable dist/petstore instead (`scripts/bench/startup.ts`): --startup [--rounds N]
  */
 import { Database } from "bun:sqlite"
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -23,6 +24,10 @@ import { measurePostgres } from "./bench/postgres.js"
 import { median, runWrk as wrk, runWrkSideBySide } from "./bench/wrk.js"
 import { makeWorkloads as makeWorkloadsIn } from "./bench/workloads.js"
 
+if (args.includes("--startup")) {
+  await import("./bench/startup.js")
+  process.exit(0)
+}
 if (Bun.spawnSync(["sh", "-c", "command -v wrk"]).exitCode !== 0) {
   console.error("wrk is missing. Install it with: sudo apt-get install wrk")
   process.exit(1)

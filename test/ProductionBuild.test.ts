@@ -1,18 +1,17 @@
 import { describe, expect, it } from "@effect/vitest"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
+import { builtFolder } from "./support/Build.js"
 import { freePort, temporaryFolder } from "./support/ServerProcess.js"
-
-const root = new URL("..", import.meta.url).pathname
 
 describe("the production build", () => {
   it("starts without a warning: its first output is the listening line", async () => {
     using folder = temporaryFolder()
-    const outdir = join(folder.path, "dist")
-    const build = Bun.spawnSync(["bun", "scripts/build.ts", outdir], { cwd: root })
-    expect(build.exitCode, build.stderr.toString()).toBe(0)
-    // Bun's bytecode beside the bundle: Bun leaves it out without a word when the bundle is not valid CommonJS.
-    expect(readdirSync(outdir).sort()).toEqual(["main.js", "main.js.jsc"])
+    // The run's shared build (scripts/build.ts), made by the first test file that asks.
+    const outdir = await builtFolder()
+    // Bun's bytecode beside the bundle: Bun leaves it out without a word when the bundle is not valid
+    // CommonJS. And the executable, test/Executable.test.ts's subject.
+    expect(readdirSync(outdir).sort()).toEqual(["main.js", "main.js.jsc", "petstore"])
     // Scalar's script, embedded by effect/http-api, ends with its CDN's source map URL: the build drops it.
     expect(readFileSync(join(outdir, "main.js"), "utf8")).not.toContain("sourceMappingURL=/sm/")
 
