@@ -1,6 +1,6 @@
 import { Duration } from "effect"
 
-/** How long a stop may run past the drain: closing the server, the database and the trace export. */
+/** How long a stop may run past its grace and drain: closing the server, the database and the trace export. */
 export const stopMargin = Duration.seconds(2)
 
 /**
