@@ -105,7 +105,10 @@ const ensureBaseImage = async () => {
     const partial = `${rootfsCache}.partial-${process.pid}`
     rmSync(partial, { recursive: true, force: true })
     mkdirSync(partial, { recursive: true })
-    await runAsync(["debootstrap", "--variant=minbase", "bookworm", partial], root)
+    await runAsync(["debootstrap", "--variant=minbase", "bookworm", partial], root).catch((error) => {
+      rmSync(partial, { recursive: true, force: true })
+      throw error
+    })
     rmSync(rootfsCache, { recursive: true, force: true })
     renameSync(partial, rootfsCache)
   }
