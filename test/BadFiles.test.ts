@@ -76,7 +76,7 @@ describe("bad files at start: a clear message, exit code 1, nothing overwritten"
       expect(readFileSync(join(disk.path, "petstore.db"))).toEqual(before)
       const nested = await startFailing(join(disk.path, "data", "petstore.db"))
       expect(nested.exitCode).toBe(1)
-      expect(nested.output).toContain(`Cannot create the folder ${join(disk.path, "data")} of the database`)
+      expect(nested.output).toContain(`names a file in ${join(disk.path, "data")}, a folder that does not exist`)
     } else if (!isRoot) {
       const path = join(folder.path, "readonly.db")
       writeFileSync(path, before)

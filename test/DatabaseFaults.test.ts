@@ -265,6 +265,80 @@ describe("an idempotent create cut off by an outage", () => {
   })
 })
 
+describe("a request waiting for a pool connection while PostgreSQL is stopped (SIGSTOP)", () => {
+  it("is answered 503 database_unavailable with Retry-After at the connect timeout, as the requests holding the pool are; none request_timeout", async () => {
+    using postgres = faultyPostgres()
+    // A statement left at its bound (2.5 s) and a connect (1 s) after it pass the deadline (3 s):
+    // a wait that lasted until a session came back would be answered request_timeout.
+    const connectMillis = 1000
+    const statementMillis = 2000
+    const statementBoundMillis = statementMillis + 500
+    const env = {
+      DATABASE_URL: postgres.url,
+      REQUEST_TIMEOUT_SECONDS: "3",
+      DATABASE_CONNECT_TIMEOUT_SECONDS: String(connectMillis / 1000),
+      DATABASE_STATEMENT_TIMEOUT_SECONDS: String(statementMillis / 1000),
+      RATE_LIMIT_PER_SECOND: "100000",
+      RATE_LIMIT_BURST: "100000"
+    }
+    const poolSize = 20
+    const key = await createKey(env, "faults")
+    const metricsPort = freePort()
+    const server = await startServer({ ...env, METRICS_PORT: String(metricsPort) })
+    const list = () => timed(fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } }))
+    const connectionsUsed = async () => {
+      const series = `db_client_connections_usage{state="used"} `
+      const exposition = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
+      return Number(exposition.split("\n").find((line) => line.startsWith(series))?.slice(series.length) ?? 0)
+    }
+    /** Until every session of the pool is lent, within `millis`. */
+    const poolTaken = async (millis: number) => {
+      for (const since = performance.now(); (await connectionsUsed()) < poolSize; await Bun.sleep(20)) {
+        if (performance.now() - since > millis) throw new Error(`the pool's ${poolSize} sessions were not all lent within ${millis} ms`)
+      }
+    }
+    const admin = new pg.Client({ connectionString: postgres.url })
+    await admin.connect()
+    try {
+      // Every session of the pool opened first: lists wait on the locked table, one session each.
+      await admin.query("BEGIN")
+      await admin.query("LOCK TABLE pets IN ACCESS EXCLUSIVE MODE")
+      const warming = Array.from({ length: poolSize }, list)
+      await poolTaken(1500)
+      await admin.query("ROLLBACK")
+      for (const answer of await Promise.all(warming)) expect(answer.status, answer.body).toBe(200)
+      const open = await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'petstore'")
+      expect(open.rows[0].n).toBe(poolSize)
+
+      postgres.freeze()
+      // Each takes an open session and sends its first statement, which is never answered.
+      const holding = Array.from({ length: poolSize }, list)
+      await poolTaken(1000)
+      const waiting = await Promise.all(Array.from({ length: 3 }, list))
+      const held = await Promise.all(holding)
+      for (const answer of [...waiting, ...held]) {
+        expect(answer.status, answer.body).toBe(503)
+        expect(JSON.parse(answer.body).code).toBe("database_unavailable")
+        expect(answer.headers.get("retry-after")).toBe("1")
+      }
+      for (const answer of waiting) {
+        expect(answer.millis).toBeGreaterThanOrEqual(connectMillis - 50)
+        // Well before a session comes back (2.5 s), let alone a connect after it.
+        expect(answer.millis).toBeLessThan(connectMillis + 1000)
+      }
+      for (const answer of held) expect(answer.millis).toBeLessThan(statementBoundMillis + 1000)
+      const gaveUp = server.logs().split("\n").filter((line) =>
+        line.includes(`"database unavailable"`) && line.includes("came free within") && line.includes("DATABASE_CONNECT_TIMEOUT_SECONDS")
+      )
+      expect(gaveUp).toHaveLength(waiting.length)
+    } finally {
+      postgres.thaw()
+      await admin.end().catch(() => undefined)
+      await server.stop()
+    }
+  })
+})
+
 describe("the pets table locked by another session (LOCK TABLE pets IN ACCESS EXCLUSIVE MODE)", () => {
   it("/readyz answers 503 within 1 s and API requests 503 within the statement timeout; both recover within 1 s of the release", async () => {
     using postgres = faultyPostgres()

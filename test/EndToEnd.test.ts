@@ -8,7 +8,7 @@ import { freePort, runCommand, startServer, temporaryFolder } from "./support/Se
 const databases = [
   ["a temporary SQLite file", async () => {
     const folder = temporaryFolder()
-    return { url: join(folder.path, "data", "petstore.db"), [Symbol.asyncDispose]: async () => folder[Symbol.dispose]() }
+    return { url: join(folder.path, "petstore.db"), [Symbol.asyncDispose]: async () => folder[Symbol.dispose]() }
   }],
   ["a PostgreSQL database", createTestDatabase]
 ] as const

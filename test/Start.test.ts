@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { appendFileSync, chmodSync, existsSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from "node:fs"
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import packageJson from "../package.json" with { type: "json" }
 import { freePort, isRunning, temporaryFolder } from "./support/ServerProcess.js"
@@ -44,6 +44,8 @@ afterEach(() => {
 /** `npm start` in `cwd` as a supervisor runs it, waited for until it answers. */
 const npmStart = async (cwd: string, options: { readonly ownProcessGroup?: boolean } = {}) => {
   const port = freePort()
+  // A folder DATABASE_URL names must exist (only the default's is made).
+  mkdirSync(join(cwd, "data"), { recursive: true })
   const database = join(cwd, "data", `${port}.db`)
   const proc = Bun.spawn(["npm", "start"], {
     cwd,

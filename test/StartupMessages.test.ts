@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
@@ -25,6 +26,14 @@ describe("a start that cannot succeed says why in words a person can act on, and
     }
   })
 
+  it("DATABASE_CONNECT_TIMEOUT_SECONDS not below REQUEST_TIMEOUT_SECONDS names both", async () => {
+    for (const env of [{ REQUEST_TIMEOUT_SECONDS: "2" }, { REQUEST_TIMEOUT_SECONDS: "4", DATABASE_CONNECT_TIMEOUT_SECONDS: "4" }]) {
+      const { exitCode, output } = await start(env)
+      expect(exitCode).toBe(1)
+      expect(output).toContain("Invalid data at DATABASE_CONNECT_TIMEOUT_SECONDS: \\\"must be below REQUEST_TIMEOUT_SECONDS")
+    }
+  })
+
   it("an unreachable PostgreSQL names its host, its port and DATABASE_URL, never the password", async () => {
     const port = freePort()
     const password = "Sup3r-s3cret-pa55"
@@ -42,6 +51,66 @@ describe("a start that cannot succeed says why in words a person can act on, and
       "Cannot connect to the PostgreSQL database at db.nonexistent.invalid:5432 that DATABASE_URL names"
     )
     for (const { output } of [refused, unknownHost]) expect(output).not.toContain(password)
+  })
+})
+
+/** The service, `keys` and `db` on `env`, each as its one line of output, its exit code and how long it took. */
+const everyCommand = (env: Record<string, string>) =>
+  Promise.all(
+    [["src/bin/main.ts"], ["src/bin/keys.ts", "create", "--name", "slip"], ["src/bin/db.ts", "status"]].map(async (args) => {
+      const startedAt = performance.now()
+      const { exitCode, stderr, stdout } = await runCommand(args, { PORT: String(freePort()), METRICS_PORT: "off", ...env })
+      return { command: args[0]!, exitCode, lines: (stdout + stderr).trim().split("\n"), millis: performance.now() - startedAt }
+    })
+  )
+
+describe("DATABASE_URL slips are refused at start, in one line, by the service, keys and db alike, with nothing created", () => {
+  it("a SQLite file in a folder that does not exist: the folder is not made", async () => {
+    using folder = temporaryFolder()
+    const missing = join(folder.path, "missing", "deeper")
+    for (const url of [join(missing, "petstore.db"), `sqlite:${join(missing, "petstore.db")}`]) {
+      for (const { command, exitCode, lines } of await everyCommand({ DATABASE_URL: url })) {
+        expect(exitCode, command).toBe(1)
+        expect(lines, command).toHaveLength(1)
+        expect(lines[0], command).toContain("DATABASE_URL")
+        expect(lines[0], command).toContain(`names a file in ${missing}, a folder that does not exist: create the folder, or correct the path`)
+        expect(existsSync(join(folder.path, "missing")), command).toBe(false)
+      }
+    }
+  })
+
+  it("the default (DATABASE_URL unset) still has its folder made on first run", async () => {
+    using folder = temporaryFolder()
+    const root = join(import.meta.dirname, "..")
+    const { DATABASE_URL: _, ...unset } = process.env
+    const run = (args: Array<string>) => Bun.spawnSync(["bun", join(root, args[0]!), ...args.slice(1)], { cwd: folder.path, env: unset })
+    const created = run(["src/bin/keys.ts", "create", "--name", "first"])
+    expect(created.exitCode, created.stderr.toString()).toBe(0)
+    expect(existsSync(join(folder.path, "data", "petstore.db"))).toBe(true)
+    const status = run(["src/bin/db.ts", "status"])
+    expect(status.exitCode, status.stderr.toString()).toBe(0)
+    expect(status.stdout.toString()).toContain("data/petstore.db")
+  })
+
+  it("a PostgreSQL password with an unencoded reserved character: no part of it printed or looked up, refused at once", async () => {
+    const urls = [
+      { url: "postgres://u:p@ss/w@cr:5432/db", parts: ["p@ss", "ss/w", "@ss", "cr:5432"] },
+      { url: "postgresql://petstore:se#cr?et@db.nonexistent.invalid:5432/petstore", parts: ["se#cr", "cr?et", "#cr", "?et@"] }
+    ]
+    for (const { parts, url } of urls) {
+      for (const { command, exitCode, lines, millis } of await everyCommand({ DATABASE_URL: url, DATABASE_START_TIMEOUT_SECONDS: "5" })) {
+        expect(exitCode, command).toBe(1)
+        expect(lines, command).toHaveLength(1)
+        expect(lines[0], command).toContain("DATABASE_URL")
+        expect(lines[0], command).toContain(
+          "is not a valid postgres:// URL (a password's reserved characters, such as @ / ? #, must be percent-encoded)"
+        )
+        // A lookup of a part of the password would fail as ENOTFOUND, or be retried until the start timeout.
+        expect(lines[0], command).not.toContain("ENOTFOUND")
+        for (const part of parts) expect(lines[0], command).not.toContain(part)
+        expect(millis, command).toBeLessThan(4000)
+      }
+    }
   })
 })
 

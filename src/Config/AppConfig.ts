@@ -1,5 +1,7 @@
 import { Config, Context, Duration, Layer, type LogLevel, Option, Schema, SchemaIssue } from "effect"
+import { statSync } from "node:fs"
 import { availableParallelism } from "node:os"
+import { dirname } from "node:path"
 import { parseTrustedProxies } from "../Request/ClientAddress.js"
 import type { IpRange } from "../Request/IpAddress.js"
 
@@ -10,6 +12,9 @@ export interface Server {
   readonly url: string
   readonly description: string
 }
+
+/** `DATABASE_URL` when it is unset: the one database whose folder a first start makes. */
+export const defaultDatabaseUrl = "data/petstore.db"
 
 /**
  * The OpenAPI `servers`: this instance first, labelled with its environment, so the docs page
@@ -41,6 +46,10 @@ const httpUrl = (name: string) =>
   checked(name, Schema.String, rule("must be an absolute http(s) URL", isHttpUrl)).pipe(
     Config.map((url) => url.replace(/\/+$/, ""))
   )
+
+/** A failed check of `name` that no one variable's rule could make (it depends on another's value). */
+const invalidAt = (name: string, message: string) =>
+  Config.fail(new Schema.SchemaError(new SchemaIssue.Pointer([name], new SchemaIssue.InvalidValue({ message }))))
 
 /** A number of seconds, checked by `validation`, as a `Duration`. */
 const seconds = (name: string, message: string, validation: (n: number) => boolean, defaultSeconds: number) =>
@@ -125,12 +134,15 @@ export class AppConfig extends Context.Service<AppConfig, {
       rule("must be a port number from 1 to 65535", (p) => Number.isInteger(p) && p >= 1 && p <= 65535)
     ).pipe(Config.withDefault(3000)),
     host: Config.String("HOST").pipe(Config.withDefault("0.0.0.0")),
+    // The default is not checked: its folder is the one a first start makes.
     databaseUrl: checked("DATABASE_URL", Schema.String, (url) =>
       url.trim().length === 0 || url.includes(":memory:") ||
         /^(?!sqlite:|file:|postgres:\/\/|postgresql:\/\/)[a-z][a-z0-9+.-]*:\/\//i.test(url)
         ? "must be a postgres:// URL, or a SQLite file path, sqlite:path or file:path (not :memory:: the migrations and the service share the file)"
-        : sqliteFilename(url).trim().length > 0 || "names no SQLite file: the path after sqlite: or file: is empty").pipe(
-        Config.withDefault("data/petstore.db")
+        : sqliteFilename(url).trim().length === 0
+        ? "names no SQLite file: the path after sqlite: or file: is empty"
+        : databaseUrlProblem(url) ?? true).pipe(
+        Config.withDefault(defaultDatabaseUrl)
       ),
     environment: checked(
       "PETSTORE_ENV",
@@ -224,6 +236,18 @@ export class AppConfig extends Context.Service<AppConfig, {
       10
     )
   }).pipe(
+    // A request waiting for a database connection is answered database_unavailable when the
+    // connect timeout ends: that has to come before its deadline's request_timeout.
+    Config.flatMap((config) =>
+      Duration.isLessThan(config.databaseConnectTimeout, config.requestTimeout)
+        ? Config.succeed(config)
+        : invalidAt(
+          "DATABASE_CONNECT_TIMEOUT_SECONDS",
+          `must be below REQUEST_TIMEOUT_SECONDS (${Duration.toSeconds(config.requestTimeout)} s; it is ` +
+            `${Duration.toSeconds(config.databaseConnectTimeout)} s), so that a request waiting for a database connection ` +
+            "is answered database_unavailable before its deadline"
+        )
+    ),
     Config.map(({ productionUrl, publicBaseUrl, stagingUrl, ...config }) => {
       const self = Option.getOrElse(publicBaseUrl, () => `http://localhost:${config.port}`)
       return {
@@ -243,7 +267,7 @@ export class AppConfig extends Context.Service<AppConfig, {
     return Layer.succeed(AppConfig, {
       port: 3000,
       host: "127.0.0.1",
-      databaseUrl: "data/petstore.db",
+      databaseUrl: defaultDatabaseUrl,
       environment,
       publicBaseUrl,
       servers: serversFor(environment, publicBaseUrl, {
@@ -284,6 +308,49 @@ export const describeConfigError = (error: Config.ConfigError): string => {
 /** The SQLite file a `DATABASE_URL` names: a path, `sqlite:path` or `file:path`. */
 export function sqliteFilename(databaseUrl: string): string {
   return databaseUrl.replace(/^(sqlite|file):(\/\/)?/, "")
+}
+
+/** Whether a `DATABASE_URL` names a PostgreSQL database rather than a SQLite file. */
+export const isPostgresUrl = (databaseUrl: string): boolean => /^postgres(ql)?:\/\//i.test(databaseUrl)
+
+/**
+ * Whether a URL's userinfo holds a character that ends it before its last `@` (a password's
+ * unencoded `/`, `?`, `#` or `@`): drivers then disagree on where the host begins, and one takes
+ * part of the password for a host name and looks it up.
+ */
+export const hasAmbiguousUserinfo = (value: string): boolean => {
+  const rest = value.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")
+  const at = rest.lastIndexOf("@")
+  return at !== -1 && /[/?#@]/.test(rest.slice(0, at))
+}
+
+/**
+ * What makes a database location unusable as given, worded to follow its name (`DATABASE_URL:
+ * …`), or undefined. The service, `keys` and `db` refuse alike, before anything is created or
+ * connected to: a `postgres://` URL that is not one (the value is never quoted: it may hold a
+ * password), and a SQLite file in a folder that does not exist (a mistyped path would otherwise
+ * start on a new, empty store).
+ */
+export const databaseUrlProblem = (value: string): string | undefined => {
+  if (isPostgresUrl(value)) {
+    const invalid = "is not a valid postgres:// URL (a password's reserved characters, such as @ / ? #, must be percent-encoded)"
+    if (hasAmbiguousUserinfo(value)) return invalid
+    try {
+      new URL(value)
+    } catch {
+      return invalid
+    }
+    return undefined
+  }
+  const folder = dirname(sqliteFilename(value))
+  let found: ReturnType<typeof statSync>
+  try {
+    found = statSync(folder, { throwIfNoEntry: false })
+  } catch (cause) {
+    return `names a file in ${folder}, which cannot be reached (${cause instanceof Error ? cause.message : String(cause)})`
+  }
+  if (found === undefined) return `names a file in ${folder}, a folder that does not exist: create the folder, or correct the path`
+  return found.isDirectory() ? undefined : `names a file in ${folder}, which is not a folder: correct the path`
 }
 
 function isHttpUrl(value: string): boolean {

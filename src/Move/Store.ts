@@ -3,8 +3,7 @@ import * as Reactivity from "effect/reactivity/Reactivity"
 import type { SqlClient } from "effect/sql"
 import { isSqlError } from "effect/sql/SqlError"
 import { closeSync, existsSync, openSync, readSync } from "node:fs"
-import { sqliteFilename } from "../Config/AppConfig.js"
-import { isPostgresUrl } from "../Sql/PostgresConnection.js"
+import { databaseUrlProblem, defaultDatabaseUrl, isPostgresUrl, sqliteFilename } from "../Config/AppConfig.js"
 import * as SqliteClient from "../Sql/SqliteClient.js"
 import { libpqLogin } from "./Libpq.js"
 import { openSession } from "./PostgresSession.js"
@@ -34,13 +33,6 @@ export const withoutPassword = (value: string): string => {
   return /[/?#@]/.test(userinfo) || user === "" ? `${scheme}${rest.slice(at + 1)}` : `${scheme}${user}@${rest.slice(at + 1)}`
 }
 
-/** Whether a URL's userinfo holds a character that ends it before its last `@` (see `withoutPassword`). */
-const ambiguous = (value: string) => {
-  const rest = value.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")
-  const at = rest.lastIndexOf("@")
-  return at !== -1 && /[/?#@]/.test(rest.slice(0, at))
-}
-
 /** The password a `postgres://` URL holds, decoded; "" when none. */
 export const passwordOf = (url: string): string => {
   const password = new URL(url).password
@@ -52,28 +44,28 @@ export const passwordOf = (url: string): string => {
 }
 
 /**
- * The store a value names: a `postgres://` URL, or a SQLite path (bare, `sqlite:` or `file:`). Its
- * label is what messages show: the path, or the URL without its password.
+ * The store a value names: a `postgres://` URL, or a SQLite path (bare, `sqlite:` or `file:`),
+ * refused as the service refuses it (`databaseUrlProblem`). Its label is what messages show: the
+ * path, or the URL without its password.
  */
 export const parseStore = (value: string, name: string): Effect.Effect<Store, MoveError> => {
-  if (!isPostgresUrl(value)) {
-    const filename = sqliteFilename(value)
-    return filename.trim() === ""
-      ? Effect.fail(new MoveError({ message: `${name}: names no SQLite file` }))
-      : Effect.succeed({ engine: "sqlite", filename, label: filename })
+  if (!isPostgresUrl(value) && sqliteFilename(value).trim() === "") {
+    return Effect.fail(new MoveError({ message: `${name}: names no SQLite file` }))
   }
-  // Quoting the value could show its password.
-  const invalid = new MoveError({
-    message: `${name}: is not a valid postgres:// URL (a password's reserved characters, such as @ / ? #, must be percent-encoded)`
-  })
-  if (ambiguous(value)) return Effect.fail(invalid)
-  try {
-    new URL(value)
-  } catch {
-    return Effect.fail(invalid)
-  }
-  return Effect.succeed({ engine: "postgres", url: value, label: withoutPassword(value) })
+  const problem = databaseUrlProblem(value)
+  if (problem !== undefined) return Effect.fail(new MoveError({ message: `${name}: ${problem}` }))
+  return Effect.succeed(
+    isPostgresUrl(value)
+      ? { engine: "postgres", url: value, label: withoutPassword(value) }
+      : { engine: "sqlite", filename: sqliteFilename(value), label: sqliteFilename(value) }
+  )
 }
+
+/**
+ * The store `DATABASE_URL` names when it is unset: not checked like a given one, its folder being
+ * the one the service's first start makes (until then, the file is missing).
+ */
+export const defaultStore: Store = { engine: "sqlite", filename: defaultDatabaseUrl, label: defaultDatabaseUrl }
 
 /** Every password a message could carry: the URL's, libpq's `PGPASSWORD` and the password file's. */
 const secretsOf = (store: Store): Array<string> => {

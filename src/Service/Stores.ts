@@ -2,11 +2,10 @@ import { Effect, Layer } from "effect"
 import { ApiKeys } from "../Auth/ApiKeys.js"
 import { RateLimiter } from "../Auth/RateLimiter.js"
 import { RateLimiterPostgres } from "../Auth/RateLimiterPostgres.js"
-import { AppConfig } from "../Config/AppConfig.js"
+import { AppConfig, isPostgresUrl } from "../Config/AppConfig.js"
 import { Cursors } from "../Pets/Cursors.js"
 import { PetRepository } from "../Pets/PetRepository.js"
 import { DatabaseLive } from "../Sql/DatabaseFromUrl.js"
-import { isPostgresUrl } from "../Sql/PostgresConnection.js"
 import { ReadOnlyMode } from "../Sql/ReadOnlyMode.js"
 
 /**

@@ -1,7 +1,7 @@
 import { Effect, Layer } from "effect"
 import type { SqlClient } from "effect/sql"
-import { AppConfig } from "../Config/AppConfig.js"
-import { isPostgresUrl, PostgresConnection } from "./PostgresConnection.js"
+import { AppConfig, isPostgresUrl } from "../Config/AppConfig.js"
+import { PostgresConnection } from "./PostgresConnection.js"
 import { SqliteConnection } from "./SqliteConnection.js"
 
 /** The database `DATABASE_URL` names, SQLite file or PostgreSQL, migrated, as a `SqlClient`. */

@@ -14,9 +14,6 @@ import { statementDurations } from "./StatementTiming.js"
 /** Any number the migrations' advisory lock can be known by; the same on every instance. */
 const migrationLock = 7_346_270_001
 
-/** Whether a `DATABASE_URL` names a PostgreSQL database rather than a SQLite file. */
-export const isPostgresUrl = (databaseUrl: string): boolean => /^postgres(ql)?:\/\//i.test(databaseUrl)
-
 /** Where `DATABASE_URL` points, as host:port: never the user's password, which the URL carries. */
 const addressOf = (databaseUrl: string): string | undefined => {
   try {
@@ -157,6 +154,16 @@ const leavable = <A>(
       return Effect.onInterrupt(restore(answer), () => leave)
     }))
 
+/**
+ * Every session of the pool was lent for as long as opening one may take: a checkout gives up
+ * then, as a connect does, rather than wait out the request's deadline behind statements that a
+ * server that does not answer leaves running.
+ */
+const noSessionFree = (connectTimeout: Duration.Duration) => {
+  const message = `No PostgreSQL connection came free within ${Duration.format(connectTimeout)} (DATABASE_CONNECT_TIMEOUT_SECONDS)`
+  return new SqlError({ reason: new ConnectionError({ cause: new Error(message), message, operation: "connect" }) })
+}
+
 const noAnswer = (boundMillis: number) => {
   const message = `PostgreSQL did not answer within ${Duration.format(Duration.millis(boundMillis))}`
   return new SqlError({ reason: new ConnectionError({ cause: new Error(message), message, operation: "execute" }) })
@@ -235,7 +242,8 @@ interface ClientOptions {
  * (`db_client_operation_duration_seconds`) and reports the pool's connections in use and idle
  * (`db_client_connections_usage`), which `PgPool` does not count. Every session carries the
  * statement and idle-in-transaction timeouts; the first connection is tried at start, retried
- * while the database refuses it (each retry logged) up to the start timeout.
+ * while the database refuses it (each retry logged) up to the start timeout. A checkout that has
+ * to wait for another's session to come back waits no longer than the connect timeout.
  */
 const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, SqlError, Scope.Scope | Reactivity.Reactivity> =>
   Effect.gen(function*() {
@@ -255,9 +263,16 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
     }
     const boundMillis = Duration.toMillis(options.statementTimeout) + 500
     const layerScope = yield* Effect.scope
+    // `borrowers`: checkouts of the pool under way or lent. Once they are as many as its sessions, a
+    // new one may have to wait for a session to come back, which `PgPool` would wait for unbounded.
     const openPool = Effect.flatMap(Scope.fork(layerScope), (scope) =>
-      Effect.map(Scope.provide(PgPool.make(poolConfig), scope), (pool) => ({ pool, scope })))
+      Effect.map(Scope.provide(PgPool.make(poolConfig), scope), (pool) => ({ pool, scope, borrowers: 0 })))
     type Sessions = Effect.Success<typeof openPool>
+    const full = (sessions: Sessions) => sessions.borrowers >= options.maxConnections
+    // Timed only when it may wait: the timeout races two fibers, which a checkout that finds a
+    // session free (nearly every one) need not pay for.
+    const waitedFor = <A, R>(take: Effect.Effect<A, SqlError, R>) =>
+      Effect.timeoutOrElse(take, { duration: options.connectTimeout, orElse: () => Effect.fail(noSessionFree(options.connectTimeout)) })
 
     // A server that let a statement go unanswered past its bound has stopped answering (stopped,
     // its host frozen, the network cut), and every session opened to it went with it, though
@@ -326,25 +341,42 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
     ) =>
       Effect.suspend(() => {
         const sessions = current
+        const taken = full(sessions) ? waitedFor(take(sessions.pool)) : take(sessions.pool)
+        sessions.borrowers++
+        // Added before the session's own release, so it runs after it.
+        const counted = Effect.andThen(Effect.addFinalizer(() => Effect.sync(() => sessions.borrowers--)), taken)
         return usage === undefined
-          ? Effect.map(take(sessions.pool), wrapped(sessions))
-          : Effect.flatMap(take(sessions.pool), (session) =>
+          ? Effect.map(counted, wrapped(sessions))
+          : Effect.flatMap(counted, (session) =>
             Effect.as(
               Effect.acquireRelease(Effect.sync(() => usage.take(session)), () => Effect.sync(() => usage.give(session))),
               wrapped(sessions)(session)
             ))
       })
+    const acquirer = checkout((pool) => pool.get, wrap)
     return yield* SqlClient.make({
-      acquirer: checkout((pool) => pool.get, wrap),
-      // `pool.use` lends without a scope: the cheaper path, taken per statement.
+      acquirer,
+      // `pool.use` lends without a scope: the cheaper path, taken per statement while a session
+      // is sure to be free or opened; a checkout that may wait takes the timed one.
       borrower: (f) =>
         Effect.suspend(() => {
           const sessions = current
-          return sessions.pool.use((session) => {
-            if (usage === undefined) return f(wrap(sessions)(session))
-            usage.take(session)
-            return Effect.ensuring(f(wrap(sessions)(session)), Effect.sync(() => usage.give(session)))
-          })
+          if (full(sessions)) return Effect.scoped(Effect.flatMap(acquirer, f))
+          sessions.borrowers++
+          let lent: PgConnection.PgConnection | undefined
+          return Effect.ensuring(
+            sessions.pool.use((session) => {
+              if (usage !== undefined) {
+                usage.take(session)
+                lent = session
+              }
+              return f(wrap(sessions)(session))
+            }),
+            Effect.sync(() => {
+              sessions.borrowers--
+              if (lent !== undefined) usage?.give(lent)
+            })
+          )
         }),
       transactionAcquirer: checkout((pool) => pool.reserve, wrapTransaction),
       isTransaction: (connection) => !lostTransactions.has(connection),

@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 import { isSqlError, SqlError, UnknownError } from "effect/sql/SqlError"
 import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs"
 import { dirname } from "node:path"
-import { AppConfig, sqliteFilename } from "../Config/AppConfig.js"
+import { AppConfig, databaseUrlProblem, defaultDatabaseUrl, sqliteFilename } from "../Config/AppConfig.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { databaseWords } from "./DatabaseErrors.js"
 import { runMigrations } from "./Migrations.js"
@@ -21,7 +21,7 @@ const pragmas = ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL", "PR
 
 /**
  * The SQLite database `DATABASE_URL` names, as the `SqlClient` every store runs on: the file
- * checked before SQLite touches it, its folder created on first start, the numbered migrations
+ * checked before SQLite touches it, the default's folder created on first start, the numbered migrations
  * applied before anything is served. A transaction takes the write lock at its `BEGIN
  * IMMEDIATE`; a lock another process holds is waited for up to `DATABASE_STATEMENT_TIMEOUT_SECONDS`,
  * then the statement fails as busy (a 503). A failure to open names the file and SQLite's reason.
@@ -31,7 +31,7 @@ export const SqliteConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConfig
   Effect.gen(function*() {
     const { databaseStatementTimeout, databaseUrl } = yield* AppConfig
     const filename = sqliteFilename(databaseUrl)
-    yield* Effect.try({ try: () => checkWritable(filename), catch: (cause) => cause as Error })
+    yield* Effect.try({ try: () => checkWritable(databaseUrl, filename), catch: (cause) => cause as Error })
     const observability = yield* Effect.serviceOption(ObservabilityConfig)
     const timed = Option.exists(observability, ({ metrics }) => Option.isSome(metrics))
     return yield* open(filename, { timed, lockWait: databaseStatementTimeout }).pipe(
@@ -114,15 +114,21 @@ const statOf = (filename: string) => {
 
 /**
  * Refuses, before SQLite touches anything, a database the service could read but not write: the
- * folder is created if missing, and it and the file must be writable (WAL and journal files live
- * beside the database).
+ * folder must exist (the default's is created, for a first start from a checkout; any other
+ * missing one is a mistyped path, which would start an empty store), and it and the file must be
+ * writable (WAL and journal files live beside the database).
  */
-const checkWritable = (filename: string) => {
+const checkWritable = (databaseUrl: string, filename: string) => {
   const folder = dirname(filename)
-  try {
-    mkdirSync(folder, { recursive: true })
-  } catch (cause) {
-    throw new Error(`Cannot create the folder ${folder} of the database: ${reason(cause)}`)
+  if (databaseUrl === defaultDatabaseUrl) {
+    try {
+      mkdirSync(folder, { recursive: true })
+    } catch (cause) {
+      throw new Error(`Cannot create the folder ${folder} of the database: ${reason(cause)}`)
+    }
+  } else {
+    const problem = databaseUrlProblem(databaseUrl)
+    if (problem !== undefined) throw new Error(`DATABASE_URL ${problem}`)
   }
   try {
     accessSync(folder, constants.W_OK)

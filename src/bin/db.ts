@@ -7,7 +7,7 @@ import { copy } from "../Move/Copy.js"
 import { Deadlines, deadlinesConfig } from "../Move/Deadlines.js"
 import { requireKnownVersion } from "../Move/SchemaVersion.js"
 import { status } from "../Move/Status.js"
-import { connect, describeStoreFailure, MoveError, parseStore, passwordOf, type Store } from "../Move/Store.js"
+import { connect, defaultStore, describeStoreFailure, MoveError, parseStore, passwordOf, type Store } from "../Move/Store.js"
 import { verify } from "../Move/Verify.js"
 import { readOnlySince, setReadOnly, settleMillis } from "../Sql/ReadOnlyMode.js"
 
@@ -26,12 +26,16 @@ const sideOptions = (name: string, description: string) => ({
   )
 })
 
-const databaseUrl = Config.String("DATABASE_URL").pipe(Config.withDefault("data/petstore.db"))
+/** The store `DATABASE_URL` names; the service's default when it is unset. */
+const databaseUrlStore = Effect.flatMap(
+  Config.option(Config.String("DATABASE_URL")),
+  Option.match({ onNone: () => Effect.succeed(defaultStore), onSome: (value) => parseStore(value, "DATABASE_URL") })
+)
 
 const resolveSide = (
   name: string,
   side: { readonly value: Option.Option<string>; readonly env: Option.Option<string> },
-  fallback?: Effect.Effect<readonly [string, string], unknown>
+  fallback?: Effect.Effect<Store, unknown>
 ): Effect.Effect<Store, unknown> => {
   if (Option.isSome(side.value) && Option.isSome(side.env)) {
     return Effect.fail(new MoveError({ message: `--${name} and --${name}-env: give one of them` }))
@@ -55,12 +59,12 @@ const resolveSide = (
   }
   return fallback === undefined
     ? Effect.fail(new MoveError({ message: `--${name} or --${name}-env: must be given` }))
-    : Effect.flatMap(fallback, ([value, source]) => parseStore(value, source))
+    : fallback
 }
 
 const database = sideOptions("database", "The database (a SQLite path or a postgres:// URL); DATABASE_URL's when absent")
 const theDatabase = (side: { readonly value: Option.Option<string>; readonly env: Option.Option<string> }) =>
-  resolveSide("database", side, Effect.map(databaseUrl, (value) => [value, "DATABASE_URL"] as const))
+  resolveSide("database", side, databaseUrlStore)
 
 const from = sideOptions("from", "The source database (a SQLite path or a postgres:// URL)")
 const to = sideOptions("to", "The target database (a SQLite path or a postgres:// URL)")
