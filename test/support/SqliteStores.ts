@@ -12,6 +12,6 @@ export const TemporarySqlite = Layer.unwrap(
       Effect.sync(() => mkdtempSync(join(tmpdir(), "petstore-test-"))),
       (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
     )
-    return SqliteConnection.pipe(Layer.provide(AppConfig.make({ databaseUrl: join(folder, "nested", "pets.db") })))
+    return SqliteConnection.pipe(Layer.provide(AppConfig.make({ databaseUrl: join(folder, "pets.db") })))
   })
 )
