@@ -7,8 +7,8 @@ export default defineConfig({
     pool: "threads",
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // One throwaway PostgreSQL cluster for the run (Debian's package, installed when missing), and
-    // the folder where the build and image the tests share are made once (test/support/Build.ts).
-    globalSetup: ["test/support/postgresSetup.ts", "test/support/buildSetup.ts"]
+    // The run's folder, where what the tests share (the PostgreSQL cluster, the build, the image)
+    // is made once when a test first needs it, and removed at the run's end.
+    globalSetup: ["test/support/runSetup.ts"]
   }
 })

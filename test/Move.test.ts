@@ -3,11 +3,11 @@ import { Database } from "bun:sqlite"
 import { chmodSync, existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
-import { inject } from "vitest"
 import { knownVersion } from "../src/Move/SchemaVersion.js"
 import { createKey, db, pgQuery, shows, sqliteQuery, sqliteRows } from "./support/MoveCommands.js"
 import { everyField } from "./support/Pets.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
+import { sharedPostgresUrl } from "./support/SharedPostgres.js"
 import { startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 const json = { "content-type": "application/json" }
@@ -200,7 +200,7 @@ describe("db copy", () => {
 
     // A role that needs its password, on the test cluster where every other role is trusted.
     const role = `mover_${Math.random().toString(36).slice(2, 8)}`
-    const admin = inject("postgresUrl")
+    const admin = await sharedPostgresUrl()
     await pgQuery(admin, `CREATE ROLE ${role} LOGIN PASSWORD 'right-horse-battery' SUPERUSER`)
     const [{ hba_file }] = await pgQuery<{ hba_file: string }>(admin, "SHOW hba_file")
     const hba = await Bun.file(hba_file).text()
@@ -250,7 +250,7 @@ describe("db copy", () => {
     })
     // Interrupted once rows are on their way into the target.
     for (let i = 0; i < 400; i++) {
-      const copying = await pgQuery(admin(), "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'COPY pets%'")
+      const copying = await pgQuery(await sharedPostgresUrl(), "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'COPY pets%'")
       if (copying.length > 0) break
       await Bun.sleep(25)
     }
@@ -270,7 +270,7 @@ describe("db copy", () => {
     })
     for (let i = 0; i < 400; i++) {
       const [terminated] = await pgQuery<{ done: boolean }>(
-        admin(),
+        await sharedPostgresUrl(),
         "SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE query LIKE 'COPY pets%'"
       )
       if (terminated?.done === true) break
@@ -283,8 +283,6 @@ describe("db copy", () => {
     expect(await pgQuery(target.url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).toEqual([{ n: 0 }])
   })
 })
-
-const admin = () => inject("postgresUrl")
 
 /** Traffic from one key, as fast as the loops go, is not what these tests are about. */
 const unlimited = { RATE_LIMIT_PER_SECOND: "100000", RATE_LIMIT_BURST: "100000" }

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { inject } from "vitest"
 import { startPostgresCluster, startStandby } from "./support/PostgresCluster.js"
 import { pgQuery } from "./support/MoveCommands.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
+import { sharedPostgresUrl } from "./support/SharedPostgres.js"
 import { createKey, freePort, runCommand, startServer } from "./support/ServerProcess.js"
 import { tcpForwarder } from "./support/TcpForwarder.js"
 
@@ -67,7 +67,8 @@ describe("a database made read-only (ALTER DATABASE … SET default_transaction_
     const name = new URL(database.url).pathname.slice(1)
     const metricsPort = freePort()
     const service = await serviceOn(database.url, { METRICS_PORT: String(metricsPort) })
-    const admin = (statement: string) => pgQuery(inject("postgresUrl"), statement)
+    const cluster = await sharedPostgresUrl()
+    const admin = (statement: string) => pgQuery(cluster, statement)
     try {
       const created = await service.create("before")
       expect(created.status).toBe(201)

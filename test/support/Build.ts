@@ -1,14 +1,14 @@
 import { spawnSync } from "node:child_process"
 import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { basename, join } from "node:path"
-import { inject } from "vitest"
-import { imageNameFile } from "./buildSetup.js"
+import { oncePerRun } from "./OncePerRun.js"
+import { imageNameFile } from "./runSetup.js"
 
 /**
  * What the tests share per `npm test` run, however many files and worker threads ask: the
  * production build (dist/main.js and the executable dist/petstore) and the container image made
- * from it. The first caller makes it under a mkdir lock in the run's folder (test/support/buildSetup.ts),
- * the others wait for its `done` file; the run's end removes both.
+ * from it, each made by its first caller and waited for by the others (test/support/OncePerRun.ts);
+ * the run's end removes both (test/support/runSetup.ts).
  */
 
 const root = new URL("../..", import.meta.url).pathname
@@ -23,45 +23,12 @@ const slimExcludes = ["var/cache/apt/archives/*.deb", "var/lib/apt/lists/*", "us
   .map((path) => `--exclude='./${path}'`)
   .join(" ")
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
 /** An async spawn: a build takes seconds, and the worker thread keeps its other tests' timers meanwhile. */
 const runAsync = async (args: ReadonlyArray<string>, cwd: string) => {
   const proc = Bun.spawn([...args], { cwd, stdout: "pipe", stderr: "pipe" })
   const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   if (exitCode !== 0) throw new Error(`${args.join(" ")} failed (exit ${exitCode}): ${stdout}${stderr}`)
   return stdout
-}
-
-/**
- * Makes `name` once per run: the caller that creates `name.lock` runs `make`, and `name.done` (or
- * `name.failed`, with the error) tells every other caller, in any thread, when it is there.
- */
-const once = async (name: string, make: (folder: string) => Promise<void>, timeoutMs = 600_000): Promise<string> => {
-  const folder = inject("buildFolder")
-  const done = join(folder, `${name}.done`)
-  const failed = join(folder, `${name}.failed`)
-  let mine = true
-  try {
-    mkdirSync(join(folder, `${name}.lock`))
-  } catch {
-    mine = false
-  }
-  if (mine) {
-    try {
-      await make(folder)
-      writeFileSync(done, "")
-    } catch (error) {
-      writeFileSync(failed, error instanceof Error ? error.message : String(error))
-      throw error
-    }
-    return folder
-  }
-  for (const deadline = Date.now() + timeoutMs; !existsSync(done); await sleep(200)) {
-    if (existsSync(failed)) throw new Error(`${name}, made by another test file, failed: ${readFileSync(failed, "utf8")}`)
-    if (Date.now() > deadline) throw new Error(`${name}: still not made by another test file after ${timeoutMs / 1000} s`)
-  }
-  return folder
 }
 
 let build: Promise<string> | undefined
@@ -72,7 +39,7 @@ let image: Promise<string> | undefined
  * as `npm run build` writes them (scripts/build.ts).
  */
 export const builtFolder = (): Promise<string> =>
-  build ??= once("build", async (folder) => {
+  build ??= oncePerRun("build", async (folder) => {
     await runAsync(["bun", "scripts/build.ts", join(folder, "build.partial")], root)
     renameSync(join(folder, "build.partial"), join(folder, "build"))
   }).then((folder) => join(folder, "build"))
@@ -131,7 +98,7 @@ const ensureBaseImage = async () => {
 export const builtImage = async (): Promise<string> => {
   image ??= (async () => {
     const petstore = await builtExecutable()
-    const folder = await once("image", async (folder) => {
+    const folder = await oncePerRun("image", async (folder) => {
       ensureContainerTools()
       await ensureBaseImage()
       // A context of its own: the checkout's `dist` may be another build, or being switched.

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process"
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 
 /**
  * A throwaway PostgreSQL cluster for the tests: Debian's `postgresql` (installed when missing),
@@ -77,13 +77,17 @@ const started = (bin: string, folder: string, port: number, settings: string): P
     url: `postgres://petstore@127.0.0.1:${port}/postgres`,
     dataDirectory: data,
     restart: () => void run(join(bin, "pg_ctl"), ["-D", data, "-l", join(folder, "server.log"), "-m", "fast", "-w", "-t", "60", "restart"], user),
-    stop: () => {
-      try {
-        run(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"], user)
-      } finally {
-        rmSync(folder, { recursive: true, force: true })
-      }
-    }
+    stop: () => removeCluster(data)
+  }
+}
+
+/** Stops the cluster whose data is in `data` if its server runs, and removes the folder that holds it. */
+export const removeCluster = (data: string) => {
+  const folder = dirname(data)
+  try {
+    if (existsSync(join(data, "postmaster.pid"))) run(join(serverBin(), "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"], user)
+  } finally {
+    rmSync(folder, { recursive: true, force: true })
   }
 }
 

@@ -1,14 +1,17 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { randomBytes } from "node:crypto"
-import { inject } from "vitest"
 import { AppConfig } from "../../src/Config/AppConfig.js"
 import { PostgresConnection } from "../../src/Sql/PostgresConnection.js"
+import { sharedPostgresUrl } from "./SharedPostgres.js"
+
+/** The run's cluster, started when a test first needs it. */
+const clusterUrl = Effect.promise(sharedPostgresUrl)
 
 /** One statement as the cluster's superuser, on a connection of its own. */
 const asAdmin = (statement: string) =>
   Effect.flatMap(Effect.service(PgClient.PgClient), (sql) => sql.unsafe(statement)).pipe(
-    Effect.provide(PgClient.layer({ url: Redacted.make(inject("postgresUrl")), maxConnections: 1 })),
+    Effect.provide(Layer.unwrap(Effect.map(clusterUrl, (url) => PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))),
     Effect.orDie
   )
 
@@ -18,11 +21,11 @@ export const temporaryDatabase = Effect.acquireRelease(
     Effect.tap((name) => asAdmin(`CREATE DATABASE ${name}`))
   ),
   (name) => asAdmin(`DROP DATABASE ${name} WITH (FORCE)`)
-).pipe(Effect.map((name) => {
-  const url = new URL(inject("postgresUrl"))
+).pipe(Effect.flatMap((name) => Effect.map(clusterUrl, (cluster) => {
+  const url = new URL(cluster)
   url.pathname = `/${name}`
   return url.toString()
-}))
+})))
 
 /** A migrated PostgreSQL database of its own, dropped when the layer is released. */
 export const TemporaryPostgres = Layer.unwrap(
