@@ -1,4 +1,4 @@
-import { Schema, type SchemaAST, SchemaTransformation } from "effect"
+import { Order, Schema, type SchemaAST, SchemaTransformation } from "effect"
 
 /**
  * Each schema of a request names the rule a client broke in one `message`, carried by the schema
@@ -22,9 +22,22 @@ export const DecimalIntFromString = (message: string, ...checks: Array<SchemaAST
     )
   )
 
+/**
+ * What Schema's arbitraries draw for a safe integer: the whole range the check accepts, its bounds
+ * and zero favoured (unbounded, they draw only small integers near zero).
+ */
+const safeIntegers = {
+  number: "integer",
+  order: Order.Number,
+  minimum: Number.MIN_SAFE_INTEGER,
+  maximum: Number.MAX_SAFE_INTEGER
+} as const
+
 /** An integer a JSON client can carry without rounding: larger values are rejected, never rounded. */
 const SafeInt = (annotations: Schema.Annotations.Bottom<number, readonly []>) =>
-  Schema.Number.annotate(annotations).check(Schema.isInt(rule(annotations.message ?? safeIntegerMessage)))
+  Schema.Number.annotate(annotations).check(
+    Schema.isInt({ ...rule(annotations.message ?? safeIntegerMessage), arbitraryConstraint: safeIntegers })
+  )
 
 export const PetId = SafeInt({
   description: "Unique identifier of an animal, assigned by the service on creation; never reused.",
@@ -47,6 +60,15 @@ export type PetStatus = typeof PetStatus.Type
  */
 const isStorableText = (text: string) => text.isWellFormed() && !text.includes("\u0000")
 
+/**
+ * What Schema's arbitraries draw for storable text: ASCII, the rest of the Basic Multilingual
+ * Plane and the astral planes alike (by default they draw printable ASCII only).
+ */
+const storableTextPattern = {
+  source: "^(?:[\\u0001-\\u007F]|[\\u0080-\\uD7FF\\uE000-\\uFFFF]|[\\u{10000}-\\u{10FFFF}])*$",
+  flags: "u"
+}
+
 const nameMessage = "must be a string of 1 to 255 characters of Unicode text without U+0000"
 
 export const PetName = Schema.String.annotate({
@@ -57,7 +79,11 @@ export const PetName = Schema.String.annotate({
   Schema.isMinLength(1, rule(nameMessage)),
   Schema.isMaxLength(255, rule(nameMessage)),
   // No JSON Schema keyword says this; the description does.
-  Schema.makeFilter(isStorableText, { ...rule(nameMessage), toJsonSchema: () => ({}) })
+  Schema.makeFilter(isStorableText, {
+    ...rule(nameMessage),
+    toJsonSchema: () => ({}),
+    arbitraryConstraint: { patterns: [storableTextPattern] }
+  })
 )
 
 export const CategoryId = SafeInt({
