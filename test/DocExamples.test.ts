@@ -67,7 +67,9 @@ const runPage = async (examples: ReadonlyArray<Example>) => {
     chmodSync(join(bin, "npm"), 0o755)
     const script = ["exec 2>&1", ...examples.map((example) => `${example.script.replaceAll(documented, server.url)}\nprintf '\\n%s\\n' '${separator}'`)].join("\n")
     const env: Record<string, string | undefined> = { ...process.env, PATH: `${bin}:${process.env.PATH}`, DATABASE_URL: database }
-    for (const name of ["PETSTORE_ENV", "PORT", "PUBLIC_BASE_URL", "KEY", "PETSTORE_API_KEY", "PETSTORE_BASE_URL", "NO_COLOR"]) delete env[name]
+    for (const name of ["PETSTORE_ENV", "PORT", "PUBLIC_BASE_URL", "KEY", "PETSTORE_API_KEY", "NO_COLOR"]) delete env[name]
+    // The command-line client's default address, http://localhost:3000, stands for this server as it does in the text.
+    env.PETSTORE_BASE_URL = server.url
     const run = Bun.spawn(["sh", "-c", script], { cwd: folder.path, env, stdout: "pipe", stderr: "pipe" })
     const output = await new Response(run.stdout).text()
     await run.exited
@@ -95,6 +97,13 @@ describe("documentation examples", () => {
     const readme = readFileSync(join(root, "README.md"), "utf8")
     expect(readme.split("\n").length).toBeLessThanOrEqual(150)
     expect(examplesOf(readme).length).toBeGreaterThan(0)
+  })
+
+  it("the command-line client the README's commands list shows is run by one of its examples, as written", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8")
+    const listed = [...readme.matchAll(/^(npm run --silent petstore -- .*?)\s+#/gm)].map((match) => match[1]!)
+    expect(listed).not.toEqual([])
+    for (const command of listed) expect(examplesOf(readme).some((example) => example.script.split("\n").includes(command)), command).toBe(true)
   })
 
   it("links from the pages point at files in the repository, and nothing names a file outside it", () => {
