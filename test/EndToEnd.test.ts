@@ -64,7 +64,7 @@ for (const [name, createDatabase] of databases) describe(`the real server proces
       expect(requests.length).toBeGreaterThanOrEqual(5)
       expect(requests[0].annotations).toMatchObject({ method: expect.any(String), path: expect.any(String) })
       for (const line of requests) {
-        expect(Object.keys(line.annotations).sort()).toEqual(["client", "durationMs", "method", "path", "requestId", "status"])
+        expect(Object.keys(line.annotations).sort()).toEqual(["client", "durationMs", "method", "path", "requestId", "route", "status"])
       }
       expect(server.logs()).not.toContain(key)
       expect(server.logs().toLowerCase()).not.toContain("authorization")

@@ -1,9 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Database } from "bun:sqlite"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
+import pg from "pg"
+import { codesOf, Unauthorized } from "../src/Domain/ApiError.js"
+import { routes } from "../src/Http/Routes.js"
 import { statementSummary } from "../src/Observability/Metrics.js"
+import { sqlErrorTypes } from "../src/Sql/StatementTiming.js"
 import { pgQuery, sqliteQuery } from "./support/MoveCommands.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
-import { promtoolCheckMetrics, startPrometheus } from "./support/Prometheus.js"
+import { promtoolCheckMetrics, promtoolCheckRules, startPrometheus } from "./support/Prometheus.js"
 import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 /** The value of one series in a Prometheus text exposition, or undefined when it is absent. */
@@ -14,6 +20,37 @@ const valueOf = (exposition: string, series: string) => {
 
 const requests = (method: string, route: string, status: number) =>
   `http_server_request_duration_seconds_count{http_request_method="${method}",http_route="${route}",http_response_status_code="${status}"}`
+
+/** Each failed-statement series of `system` in `exposition`, by error type. */
+const failedStatements = (exposition: string, system: string) =>
+  Object.fromEntries(sqlErrorTypes.map((type) => [
+    type,
+    valueOf(exposition, `db_client_operation_errors_total{db_system_name="${system}",error_type="${type}"}`)
+  ]))
+
+const noneFailed = Object.fromEntries(sqlErrorTypes.map((type) => [type, 0]))
+
+/** The series names a PromQL expression reads: what is left once strings, selectors, ranges, label lists and functions are taken out. */
+const metricsIn = (expr: string): Array<string> => {
+  const bare = expr
+    .replace(/"(?:[^"\\]|\\.)*"/g, "")
+    .replace(/\{[^}]*\}/g, " ")
+    .replace(/\[[^\]]*\]/g, " ")
+    .replace(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, " ")
+  const keywords = new Set(["offset", "bool", "and", "or", "unless"])
+  return [...bare.matchAll(/(?<![\w:.])[a-zA-Z_:][\w:]*(?![\w:]|\s*\()/g)].map(([name]) => name).filter((name) => !keywords.has(name))
+}
+
+/** The alerting rules of docs/operations.md's Alerts section: the rules as written, and as a rules file. */
+const documentedAlerts = () => {
+  const page = readFileSync(join(import.meta.dirname, "../docs/operations.md"), "utf8")
+  const start = page.indexOf("\n## Alerts\n")
+  const section = page.slice(start, page.indexOf("\n## ", start + 1))
+  const written = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map(([, block]) => block!).join("")
+  const rules = Bun.YAML.parse(written) as Array<{ readonly alert: string; readonly expr: string }>
+  const file = `groups:\n  - name: petstore\n    rules:\n${written.split("\n").map((line) => line === "" ? "" : `      ${line}`).join("\n")}`
+  return { rules, file }
+}
 
 /**
  * Every label of the statement durations names a table the database holds, and no label anywhere
@@ -102,6 +139,62 @@ describe("Prometheus metrics", () => {
       // Not on the public API's port.
       expect((await fetch(`${server.url}/metrics`)).status).toBe(404)
       expect((await fetch(`http://127.0.0.1:${metricsPort}/v1/pets`, { headers })).status).toBe(404)
+
+      // The request log names each request's route as the metrics do, beside its path.
+      const logged = server.logs().split("\n").filter((line) => line.includes(`"message":"request"`))
+        .map((line) => JSON.parse(line).annotations as { method: string; path: string; route: string; status: number })
+        .map(({ method, path, route, status }) => `${method} ${path} ${route} ${status}`)
+      expect(logged).toEqual(expect.arrayContaining([
+        "GET /v1/pets /v1/pets 200",
+        "GET /v1/pets/999 /v1/pets/{petId} 404",
+        "GET /no/such/path-1 unmatched 404",
+        "POST /v1/pets /v1/pets 201"
+      ]))
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it("the first scrape, before any event, has every counter whose labels are known at 0; a statement failing on SQLite's lock is counted once, by its error type", async () => {
+    using folder = temporaryFolder()
+    const { env, key } = await withKey(folder.path)
+    const metricsPort = freePort()
+    const server = await startServer({ ...env, METRICS_PORT: String(metricsPort), DATABASE_STATEMENT_TIMEOUT_SECONDS: "0.5" })
+    const scrape = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
+    try {
+      const first = await scrape()
+      expect(promtoolCheckMetrics(first)).toEqual({ exitCode: 0, output: "" })
+      for (const policy of ["per-key", "failed-authentication"]) {
+        expect(valueOf(first, `petstore_rate_limited_requests_total{policy="${policy}"}`), policy).toBe(0)
+      }
+      for (const reason of codesOf(Unauthorized)) {
+        expect(valueOf(first, `petstore_failed_authentications_total{reason="${reason}"}`), reason).toBe(0)
+      }
+      expect(valueOf(first, "petstore_pets_created_total")).toBe(0)
+      // Each route and method with each status its endpoint declares; the start's wait asked /livez once.
+      const declared = routes.flatMap(({ method, path, statuses }) =>
+        statuses.map((status) => requests(method, path.replace(/:(\w+)/g, "{$1}"), status))
+      )
+      expect(declared).toContain(requests("POST", "/v1/pets", 503))
+      expect(declared.filter((series) => valueOf(first, series) !== (series === requests("GET", "/livez", 200) ? 1 : 0)))
+        .toEqual([])
+      expect(failedStatements(first, "sqlite")).toEqual(noneFailed)
+
+      const other = new Database(env.DATABASE_URL)
+      try {
+        other.exec("BEGIN IMMEDIATE")
+        const created = await fetch(`${server.url}/v1/pets`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify({ name: "Rex", categoryId: 3 })
+        })
+        expect(created.status).toBe(503)
+      } finally {
+        other.exec("ROLLBACK")
+        other.close()
+      }
+      // Tried again and again for its 0.5 s, the statement failed once.
+      expect(failedStatements(await scrape(), "sqlite")).toEqual({ ...noneFailed, LockTimeoutError: 1 })
     } finally {
       await server.stop()
     }
@@ -193,12 +286,13 @@ describe("Prometheus metrics", () => {
       const byRoute = async () =>
         Object.fromEntries(
           (await prometheus.query(
-            `sum by (http_request_method, http_route, http_response_status_code) (http_server_request_duration_seconds_count{job="petstore"})`
+            `sum by (http_request_method, http_route, http_response_status_code) (http_server_request_duration_seconds_count{job="petstore"}) > 0`
           )).map(({ metric, value }) =>
             [`${metric.http_request_method} ${metric.http_route} ${metric.http_response_status_code}`, value]
           )
         )
       const counts = await waitFor(byRoute, (found) => found["GET /v1/pets/{petId} 404"] === 1)
+      // The series exported at 0 before any request are left out.
       expect(counts).toEqual({
         "GET /livez 200": 1, // the test's wait for the server to answer
         "GET /v1/pets 200": 3,
@@ -271,6 +365,75 @@ describe("Prometheus metrics", () => {
       expect(idle).toBeGreaterThan(0)
       expect(used + idle).toBeLessThanOrEqual(20)
     } finally {
+      await server.stop()
+    }
+  })
+
+  it("on PostgreSQL: the pool's limit and the requests waiting for a connection; failed statements counted by error type, a wait that found no connection included; the operations page's alerts pass promtool check rules and read only series the service exposes", async () => {
+    await using database = await createTestDatabase()
+    const poolSize = 20
+    const env = {
+      DATABASE_URL: database.url,
+      // The requests waiting for a connection give up after 1 s, the lists holding the pool at 4 s.
+      DATABASE_CONNECT_TIMEOUT_SECONDS: "1",
+      DATABASE_STATEMENT_TIMEOUT_SECONDS: "4",
+      REQUEST_TIMEOUT_SECONDS: "6",
+      RATE_LIMIT_PER_SECOND: "100000",
+      RATE_LIMIT_BURST: "100000"
+    }
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n").at(-1)!
+    const metricsPort = freePort()
+    // Tracing on, sampling nothing, to a collector that is away: the span export's series exist, for the alerts' check.
+    const server = await startServer({
+      ...env,
+      METRICS_PORT: String(metricsPort),
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${freePort()}`,
+      OTEL_TRACES_SAMPLER: "always_off"
+    })
+    const scrape = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
+    const admin = new pg.Client({ connectionString: database.url })
+    await admin.connect()
+    try {
+      const first = await scrape()
+      expect(promtoolCheckMetrics(first)).toEqual({ exitCode: 0, output: "" })
+      expect(valueOf(first, "db_client_connection_max")).toBe(poolSize)
+      expect(valueOf(first, "db_client_connection_pending_requests")).toBe(0)
+      expect(failedStatements(first, "postgresql")).toEqual(noneFailed)
+
+      const { file, rules } = documentedAlerts()
+      expect(rules.map(({ alert }) => alert)).toEqual(expect.arrayContaining(["PetstoreDatabasePoolSaturated", "PetstoreDatabaseErrors"]))
+      const check = promtoolCheckRules(file)
+      expect(check.exitCode, check.output).toBe(0)
+      expect(check.output).toContain(`SUCCESS: ${rules.length} rules found`)
+      const named = rules.flatMap(({ alert, expr }) => metricsIn(expr).map((metric) => ({ alert, metric })))
+      expect(named.map(({ metric }) => metric)).toEqual(expect.arrayContaining(["db_client_connection_pending_requests", "up"]))
+      // `up` is Prometheus's own, for the target it scraped.
+      const exposed = (metric: string) => metric === "up" || first.split("\n").some((line) => line.startsWith(`${metric}{`) || line.startsWith(`${metric} `))
+      expect(named.filter(({ metric }) => !exposed(metric))).toEqual([])
+
+      // The 20 sessions held by lists waiting on a locked table, then 3 more requests wait for one.
+      const list = () => fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+      await admin.query("BEGIN")
+      await admin.query("LOCK TABLE pets IN ACCESS EXCLUSIVE MODE")
+      const holding = Array.from({ length: poolSize }, list)
+      const used = await waitFor(async () => valueOf(await scrape(), `db_client_connections_usage{state="used"}`), (n) => n === poolSize)
+      expect(used).toBe(poolSize)
+      const waiting = Array.from({ length: 3 }, list)
+      const pending = await waitFor(async () => valueOf(await scrape(), "db_client_connection_pending_requests"), (n) => n === 3)
+      expect(pending).toBe(3)
+      // None came free within DATABASE_CONNECT_TIMEOUT_SECONDS; then each list's statement timed out.
+      for (const answer of await Promise.all(waiting)) expect(answer.status).toBe(503)
+      for (const answer of await Promise.all(holding)) expect(answer.status).toBe(503)
+      await admin.query("ROLLBACK")
+
+      const after = await scrape()
+      const failed = failedStatements(after, "postgresql")
+      // The read-only flag's poll, once a second, may have found no connection either.
+      expect(failed.ConnectionError).toBeGreaterThanOrEqual(waiting.length)
+      expect(failed).toEqual({ ...noneFailed, ConnectionError: failed.ConnectionError, StatementTimeoutError: poolSize })
+      expect(valueOf(after, "db_client_connection_pending_requests")).toBe(0)
+    } finally {
+      await admin.end().catch(() => undefined)
       await server.stop()
     }
   })

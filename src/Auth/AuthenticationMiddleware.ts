@@ -2,9 +2,9 @@ import { Context, Data, Effect, Layer, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Authentication } from "../Api/Authentication.js"
 import { AppConfig } from "../Config/AppConfig.js"
-import { type ServiceUnavailable, TooManyRequests, Unauthorized } from "../Domain/ApiError.js"
+import { codesOf, type ServiceUnavailable, TooManyRequests, Unauthorized } from "../Domain/ApiError.js"
 import { CurrentCaller } from "../Domain/Caller.js"
-import { countFailedAuthentication, countRateLimited } from "../Observability/Metrics.js"
+import { failedAuthenticationCounter, rateLimitedCounter } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { inSampledTrace, withSampledSpan } from "../Observability/Tracing.js"
 import { type ClientAddress, makeClientAddress } from "../Request/ClientAddress.js"
@@ -87,6 +87,10 @@ export const AuthenticationLive = Layer.effect(
       perSecond: authFailuresPerMinute / 60,
       burst: authFailuresPerMinute
     }
+    // Every policy and every 401 code counted from 0, so an alert on their rate sees the first refusal.
+    const countOverRate = rateLimitedCounter(perKey.name)
+    const countTooManyFailures = rateLimitedCounter(failedAuthentication.name)
+    const countFailure = new Map(codesOf(Unauthorized).map((code) => [code, failedAuthenticationCounter(code)]))
     const clientAddressOf = makeClientAddress(trustedProxies)
     // When tracing, authentication is a child span of the request's (the handler it wraps is not):
     // a span only when the request is sampled, and never an attribute of the request, so never the key.
@@ -99,10 +103,10 @@ export const AuthenticationLive = Layer.effect(
     const refuse = (client: ClientAddress, { code, response }: ReturnType<typeof refusal>) =>
       Effect.flatMap(limiter.take(failedAuthentication, client.limitedAs), (decision) => {
         if (!decision.allowed) {
-          countRateLimited(failedAuthentication.name)
+          countTooManyFailures()
           return Effect.succeed(HttpServerResponse.setHeaders(tooManyFailures, rateLimitHeaders(decision)))
         }
-        countFailedAuthentication(code)
+        countFailure.get(code)?.()
         // The policy the limiter applied: a worker's share of it when several share a machine.
         const wait = slowdown(decision.policy, decision.remaining)
         return wait === 0 ? Effect.succeed(response) : Effect.as(Effect.sleep(wait), response)
@@ -135,7 +139,7 @@ export const AuthenticationLive = Layer.effect(
         ): Effect.Effect<KeyHolder | HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest> => {
           const headers = rateLimitHeaders(decision)
           if (decision.allowed) return Effect.as(noteResponseHeadersOn(current, headers), holder.value)
-          countRateLimited(perKey.name)
+          countOverRate()
           return Effect.succeed(HttpServerResponse.setHeaders(overRate, headers))
         })
       }))

@@ -1,4 +1,4 @@
-import { Schema, SchemaTransformation } from "effect"
+import { Schema, SchemaAST, SchemaTransformation } from "effect"
 import { HttpApiSchema } from "effect/http-api"
 
 /** One of `codes`; a single code is its literal (a union of one reads as `anyOf` in the document). */
@@ -81,6 +81,14 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
   "ServiceUnavailable",
   errorFields(503, ["database_unavailable", "database_read_only", "request_timeout", "shutting_down", "read_only"])
 ) {}
+
+/** The codes an error of this file may carry, as its schema declares them. */
+export const codesOf = <Code extends string>(error: { readonly fields: { readonly code: Schema.Codec<Code> } }): ReadonlyArray<Code> => {
+  const { ast } = error.fields.code
+  return (SchemaAST.isUnion(ast) ? ast.types : [ast]).flatMap((member) =>
+    SchemaAST.isLiteral(member) ? [member.literal as Code] : []
+  )
+}
 
 /** A tagged error class of this file: its schema, its constructor and its fields (`_tag`, `code`, `message`, `status`). */
 type ErrorClass<Self, Tag extends string, Codes extends ReadonlyArray<string>, Status extends number> =

@@ -1,5 +1,5 @@
 import { Effect, Layer } from "effect"
-import { countPetCreated } from "../Observability/Metrics.js"
+import { petsCreatedCounter } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { withSampledSpan } from "../Observability/Tracing.js"
 import { PetRepository } from "../Pets/PetRepository.js"
@@ -16,7 +16,8 @@ export const ObservedPetRepository = Layer.effect(
   Effect.gen(function*() {
     const { metrics, tracing } = yield* ObservabilityConfig
     const pets = yield* PetRepository
-    const counted: typeof pets = metrics._tag === "None" ? pets : {
+    const countPetCreated = metrics._tag === "None" ? undefined : petsCreatedCounter()
+    const counted: typeof pets = countPetCreated === undefined ? pets : {
       ...pets,
       create: (pet) => Effect.map(pets.create(pet), (created) => (countPetCreated(), created)),
       createOnce: (scope, claimedAt, fingerprint, pet) =>

@@ -20,36 +20,34 @@ type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
  * `traceparent`). A sampled request's span gets the HTTP semantic-convention attributes, is on its
  * record and is the parent of every span below; any other request runs with no span at all, so
  * none below it is recorded. Never a header: the Authorization header stays out of every span.
- * `ended` is called with the request's status once it is answered (the request log), in the same
- * step as the metrics.
+ * `ended` is called with the request's route template and status once it is answered (the request
+ * log), in the same step as the metrics.
  */
 export const makeRequestObserver = (options: {
   readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress
   readonly metrics: boolean
   /** With tracing: whether a trace is recorded, asked once per request before any span is made. */
   readonly sample: Sampler | undefined
-  readonly ended?: ((record: RequestRecord, status: number) => void) | undefined
+  readonly ended?: ((record: RequestRecord, route: string, status: number) => void) | undefined
 }) => {
   const { clientAddress, ended, metrics, sample } = options
-  const routeOf = makeRouteLabels()
-  const record = (current: RequestRecord, labels: RouteLabels | undefined, status: number) => {
-    if (labels !== undefined) {
+  const routeOf = makeRouteLabels(metrics)
+  const record = (current: RequestRecord, labels: RouteLabels, status: number) => {
+    if (metrics) {
       adjustActiveRequests(-1)
       labels.recordDuration(status, (performance.now() - current.startedAt) / 1000)
     }
-    ended?.(current, status)
+    ended?.(current, labels.route, status)
   }
 
   const plain = <E, R>(request: HttpServerRequest.HttpServerRequest, app: App<E, R>): App<E, R> =>
     Effect.provideService(app, CurrentRequest, new RequestRecord(request, clientAddress, performance.now(), undefined))
 
   const measured = <E, R>(request: HttpServerRequest.HttpServerRequest, app: App<E, R>): App<E, R> => {
+    if (!metrics && ended === undefined) return plain(request, app)
     const current = new RequestRecord(request, clientAddress, performance.now(), undefined)
-    let labels: RouteLabels | undefined
-    if (metrics) {
-      labels = routeOf(request.method, request.url)
-      adjustActiveRequests(1)
-    }
+    const labels = routeOf(request.method, request.url)
+    if (metrics) adjustActiveRequests(1)
     // However the request ends, its client gone included.
     return Effect.onExit(
       Effect.provideService(app, CurrentRequest, current),
@@ -66,7 +64,6 @@ export const makeRequestObserver = (options: {
     // cost untraced.
     if (!sample(parent)) return measured(request, app)
     const labels = routeOf(request.method, request.url)
-    const counted = metrics ? labels : undefined
     if (metrics) adjustActiveRequests(1)
     return sampled(Effect.flatMap(serverSpan(labels.spanName, parent), (span) => {
       span.attribute("http.request.method", labels.method)
@@ -81,7 +78,7 @@ export const makeRequestObserver = (options: {
         Effect.withParentSpan(Effect.provideService(app, CurrentRequest, current), span),
         (exit) => {
           const status = statusOf(exit)
-          record(current, counted, status)
+          record(current, labels, status)
           if (labels.route !== unmatchedRoute) span.attribute("http.route", labels.route)
           span.attribute("http.response.status_code", status)
           if (status >= 500) span.attribute("error.type", String(status))

@@ -17,9 +17,11 @@ export const unmatchedRoute = "unmatched"
 /** The methods the semantic conventions name; any other is `_OTHER`, so a caller cannot add label values. */
 const knownMethods = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"])
 
-const makeLabels = (method: string, route: string): RouteLabels => {
+/** With `exported`, the series of each status the route declares are made now, so they are exported at 0. */
+const makeLabels = (method: string, route: string, statuses: ReadonlyArray<number>, exported: boolean): RouteLabels => {
   // At most one series per HTTP status code the service answers (a few dozen).
   const byStatus = new Map<number, (seconds: number) => void>()
+  if (exported) for (const status of statuses) byStatus.set(status, requestDurationOf(method, route, status))
   return {
     method,
     route,
@@ -37,17 +39,18 @@ const makeLabels = (method: string, route: string): RouteLabels => {
 
 /**
  * Finds a request's route template in the route table (`Routes.ts`), with label sets made once
- * per route.
+ * per route. With `exported` (metrics on), each route's series for the statuses its endpoint
+ * declares are exported at 0 from the start, so an alert on their rate sees the first request.
  */
-export const makeRouteLabels = () => {
-  const find = makeRouteTable(makeLabels)
+export const makeRouteLabels = (exported = false) => {
+  const find = makeRouteTable((method, route, statuses) => makeLabels(method, route, statuses, exported))
   // One entry per known method and `_OTHER`: ten at most.
   const unmatched = new Map<string, RouteLabels>()
   const unmatchedFor = (method: string) => {
     const name = knownMethods.has(method) ? method : "_OTHER"
     let labels = unmatched.get(name)
     if (labels === undefined) {
-      labels = makeLabels(name, unmatchedRoute)
+      labels = makeLabels(name, unmatchedRoute, [], false)
       unmatched.set(name, labels)
     }
     return labels
@@ -60,7 +63,7 @@ export const makeRouteLabels = () => {
     if (get === undefined) return undefined
     let head = headed.get(get)
     if (head === undefined) {
-      head = makeLabels("HEAD", get.route)
+      head = makeLabels("HEAD", get.route, [], false)
       headed.set(get, head)
     }
     return head

@@ -30,17 +30,26 @@ export const pathOf = (url: string): string => {
   return queryAt === -1 ? url : url.slice(0, queryAt)
 }
 
+/** A route the service answers: its method, its path in the router's syntax, and the statuses its endpoint declares. */
+export interface Route {
+  readonly method: string
+  readonly path: string
+  /** The success and error statuses of the API definition's endpoint; none for the documents. */
+  readonly statuses: ReadonlyArray<number>
+}
+
 /**
  * Every route the service answers, in the router's syntax (`/v1/pets/:petId`): the endpoints of
  * the API definition, then the documents served beside them. Read once, at start.
  */
-export const routes: ReadonlyArray<{ readonly method: string; readonly path: string }> = (() => {
-  const found: Array<{ readonly method: string; readonly path: string }> = []
+export const routes: ReadonlyArray<Route> = (() => {
+  const found: Array<Route> = []
   HttpApi.reflect(PetStoreApi, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint }) => found.push({ method: endpoint.method, path: endpoint.path })
+    onEndpoint: ({ endpoint, errors, successes }) =>
+      found.push({ method: endpoint.method, path: endpoint.path, statuses: [...successes.keys(), ...errors.keys()] })
   })
-  return [...found, ...documentRoutes]
+  return [...found, ...documentRoutes.map((route) => ({ ...route, statuses: [] }))]
 })()
 
 /** A route's path as a template (`/v1/pets/{petId}`), the form logs, metrics and spans name it by. */
@@ -48,14 +57,14 @@ const templateOf = (path: string): string => path.replace(/:(\w+)/g, "{$1}")
 
 /**
  * The route table, for the log's, the metrics' and `Allow`'s purposes: a path's value for each
- * method that route answers (`valueOf(method, template)`, made once per route), found by a map
+ * method that route answers (`valueOf(method, template, statuses)`, made once per route), found by a map
  * lookup for a fixed path, else by a pattern test for each path with a parameter. The router
  * matches the same routes on its own; the table only names what it matched.
  */
-export const makeRouteTable = <A>(valueOf: (method: string, template: string) => A) => {
+export const makeRouteTable = <A>(valueOf: (method: string, template: string, statuses: ReadonlyArray<number>) => A) => {
   const fixed = new Map<string, Map<string, A>>()
   const withParams: Array<{ readonly pattern: RegExp; readonly byMethod: Map<string, A> }> = []
-  for (const { method, path } of routes) {
+  for (const { method, path, statuses } of routes) {
     const template = templateOf(path)
     let byMethod: Map<string, A> | undefined
     if (template === path) {
@@ -69,7 +78,7 @@ export const makeRouteTable = <A>(valueOf: (method: string, template: string) =>
         withParams.push({ pattern: new RegExp(source), byMethod })
       }
     }
-    byMethod.set(method, valueOf(method, template))
+    byMethod.set(method, valueOf(method, template, statuses))
   }
   /** The route a canonical path (no query) is, by method; `undefined` when no route has that path. */
   return (path: string): ReadonlyMap<string, A> | undefined => {

@@ -3,13 +3,13 @@ import { Duration, Effect, Exit, Fiber, Layer, Option, Predicate, Redacted, Sche
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
-import { ConnectionError, SqlError, UnknownError } from "effect/sql/SqlError"
+import { ConnectionError, isSqlError, SqlError, UnknownError } from "effect/sql/SqlError"
 import { AppConfig } from "../Config/AppConfig.js"
 import { gaugeReadAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { databaseWords, isReadOnly } from "./DatabaseErrors.js"
 import { runMigrations } from "./Migrations.js"
-import { statementDurations } from "./StatementTiming.js"
+import { statementDurations, statementFailures } from "./StatementTiming.js"
 
 /** Any number the migrations' advisory lock can be known by; the same on every instance. */
 const migrationLock = 7_346_270_001
@@ -132,7 +132,7 @@ const leavable = <A>(
   statement: Effect.Effect<A, SqlError>,
   boundMillis: number,
   onLeft: Effect.Effect<void>,
-  onNoAnswer: Effect.Effect<void>
+  onNoAnswer: (error: SqlError) => Effect.Effect<void>
 ): Effect.Effect<A, SqlError> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(Effect.forkDetach(restore(statement)), (fiber) => {
@@ -144,7 +144,8 @@ const leavable = <A>(
         })
         const timer = setTimeout(() => {
           stopWatching()
-          resume(Effect.andThen(Effect.andThen(leave, onNoAnswer), Effect.fail(noAnswer(boundMillis))))
+          const error = noAnswer(boundMillis)
+          resume(Effect.andThen(Effect.andThen(leave, onNoAnswer(error)), Effect.fail(error)))
         }, boundMillis)
         return Effect.sync(() => {
           clearTimeout(timer)
@@ -179,15 +180,17 @@ const spoils = (error: SqlError) => error.reason._tag === "StatementTimeoutError
 
 /**
  * A pooled session as `effect/sql` runs statements on it, each statement's duration given to
- * `durationOf` when set. `retire` closes the session once its checkout ends, after a failure that
- * `spoils` it and when a caller leaves a statement running (`onLeft`, for a transaction's session
- * what else it needs); `noAnswer` runs when the server did not answer within `boundMillis`;
- * `lost` learns of a failure that ended the session.
+ * `durationOf` and each failure, the server's silence included, to `failed`, when set. `retire`
+ * closes the session once its checkout ends, after a failure that `spoils` it and when a caller
+ * leaves a statement running (`onLeft`, for a transaction's session what else it needs);
+ * `noAnswer` runs when the server did not answer within `boundMillis`; `lost` learns of a failure
+ * that ended the session.
  */
 const connectionOf = (
   session: PgConnection.PgConnection,
   options: {
     readonly durationOf: ((sql: string) => (seconds: number) => void) | undefined
+    readonly failed: ((error: SqlError) => void) | undefined
     readonly boundMillis: number
     readonly retire: Effect.Effect<void>
     readonly onLeft: Effect.Effect<void>
@@ -195,10 +198,14 @@ const connectionOf = (
     readonly lost?: () => void
   }
 ): Connection => {
-  const { boundMillis, durationOf, lost, noAnswer, onLeft, retire } = options
+  const { boundMillis, durationOf, failed, lost, noAnswer, onLeft, retire } = options
   const left = Effect.andThen(retire, onLeft)
+  const unanswered = failed === undefined
+    ? () => noAnswer
+    : (error: SqlError) => Effect.andThen(Effect.sync(() => failed(error)), noAnswer)
   const run = <A>(sql: string, statement: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> => {
     const watched = Effect.tapError(statement, (error) => {
+      failed?.(error)
       if (lost !== undefined && isLost(error)) lost()
       return spoils(error) ? retire : Effect.void
     })
@@ -206,7 +213,7 @@ const connectionOf = (
       const start = performance.now()
       return Effect.onExit(watched, () => Effect.sync(() => durationOf(sql)((performance.now() - start) / 1000)))
     })
-    return leavable(timed, boundMillis, left, noAnswer)
+    return leavable(timed, boundMillis, left, unanswered)
   }
   const rows = (sql: string, params: ReadonlyArray<unknown>, prepare: boolean) =>
     run(sql, Effect.map(session.query(sql, params, prepare), (result) => result.rows))
@@ -265,9 +272,16 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
     const layerScope = yield* Effect.scope
     // `borrowers`: checkouts of the pool under way or lent. Once they are as many as its sessions, a
     // new one may have to wait for a session to come back, which `PgPool` would wait for unbounded.
+    // `pools`: those not closed yet (one being replaced still lends), whose borrowers holding no
+    // session are the checkouts waiting.
+    type Sessions = { readonly pool: PgPool.PgPool; readonly scope: Scope.Closeable; borrowers: number }
+    const pools = new Set<Sessions>()
     const openPool = Effect.flatMap(Scope.fork(layerScope), (scope) =>
-      Effect.map(Scope.provide(PgPool.make(poolConfig), scope), (pool) => ({ pool, scope, borrowers: 0 })))
-    type Sessions = Effect.Success<typeof openPool>
+      Effect.flatMap(Scope.provide(PgPool.make(poolConfig), scope), (pool) => {
+        const sessions: Sessions = { pool, scope, borrowers: 0 }
+        pools.add(sessions)
+        return Effect.as(Scope.addFinalizer(scope, Effect.sync(() => pools.delete(sessions))), sessions)
+      }))
     const full = (sessions: Sessions) => sessions.borrowers >= options.maxConnections
     // Timed only when it may wait: the timeout races two fibers, which a checkout that finds a
     // session free (nearly every one) need not pay for.
@@ -308,11 +322,24 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
       })
     )
     const durationOf = options.observed ? statementDurations("postgresql") : undefined
-    const usage = options.observed ? yield* connectionsUsage : undefined
+    const failed = options.observed ? statementFailures("postgresql") : undefined
+    const failedWith = (exit: Exit.Exit<unknown, unknown>) => {
+      if (failed === undefined) return
+      const error = Exit.findErrorOption(exit)
+      if (Option.isSome(error) && isSqlError(error.value)) failed(error.value)
+    }
+    const usage = options.observed
+      ? yield* connectionsUsage(options.maxConnections, () => {
+        let borrowers = 0
+        for (const sessions of pools) borrowers += sessions.borrowers
+        return borrowers
+      })
+      : undefined
 
     const wrap = (sessions: Sessions) => (session: PgConnection.PgConnection) =>
       connectionOf(session, {
         durationOf,
+        failed,
         boundMillis,
         retire: sessions.pool.invalidate(session),
         onLeft: Effect.void,
@@ -327,6 +354,7 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
       const abandon = () => lostTransactions.add(connection)
       const connection: Connection = connectionOf(session, {
         durationOf,
+        failed,
         boundMillis,
         retire: sessions.pool.invalidate(session),
         onLeft: Effect.sync(abandon),
@@ -343,15 +371,27 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
         const sessions = current
         const taken = full(sessions) ? waitedFor(take(sessions.pool)) : take(sessions.pool)
         sessions.borrowers++
-        // Added before the session's own release, so it runs after it.
-        const counted = Effect.andThen(Effect.addFinalizer(() => Effect.sync(() => sessions.borrowers--)), taken)
+        let lent = false
+        // Added before the session's own release, so it runs after it. A checkout that got no
+        // session failed before any statement could count the failure: counted here.
+        const counted = Effect.andThen(
+          Effect.addFinalizer((exit) =>
+            Effect.sync(() => {
+              sessions.borrowers--
+              if (!lent) failedWith(exit)
+            })
+          ),
+          taken
+        )
         return usage === undefined
           ? Effect.map(counted, wrapped(sessions))
-          : Effect.flatMap(counted, (session) =>
-            Effect.as(
+          : Effect.flatMap(counted, (session) => {
+            lent = true
+            return Effect.as(
               Effect.acquireRelease(Effect.sync(() => usage.take(session)), () => Effect.sync(() => usage.give(session))),
               wrapped(sessions)(session)
-            ))
+            )
+          })
       })
     const acquirer = checkout((pool) => pool.get, wrap)
     return yield* SqlClient.make({
@@ -364,7 +404,7 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
           if (full(sessions)) return Effect.scoped(Effect.flatMap(acquirer, f))
           sessions.borrowers++
           let lent: PgConnection.PgConnection | undefined
-          return Effect.ensuring(
+          return Effect.onExit(
             sessions.pool.use((session) => {
               if (usage !== undefined) {
                 usage.take(session)
@@ -372,10 +412,13 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
               }
               return f(wrap(sessions)(session))
             }),
-            Effect.sync(() => {
-              sessions.borrowers--
-              if (lent !== undefined) usage?.give(lent)
-            })
+            (exit) =>
+              Effect.sync(() => {
+                sessions.borrowers--
+                if (lent !== undefined) usage?.give(lent)
+                // No session lent: the checkout failed, and no statement ran to count it.
+                else failedWith(exit)
+              })
           )
         }),
       transactionAcquirer: checkout((pool) => pool.reserve, wrapTransaction),
@@ -391,11 +434,12 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
   })
 
 /**
- * The pool's connections in use and idle, read at each scrape. In use: checked out now. Idle: the
- * others given back within the pool's idle timeout, after which the pool closes them (a session
- * the pool retires sooner, its server gone, counts until then).
+ * The pool's connections in use and idle, its limit, and the checkouts waiting for a connection,
+ * read at each scrape. In use: checked out now. Idle: the others given back within the pool's idle
+ * timeout, after which the pool closes them (a session the pool retires sooner, its server gone,
+ * counts until then). Waiting: the checkouts under way or lent (`borrowers`) that hold no session.
  */
-const connectionsUsage = Effect.gen(function*() {
+const connectionsUsage = (maxConnections: number, borrowers: () => number) => Effect.gen(function*() {
   const givenBack = new Map<PgConnection.PgConnection, number>()
   let used = 0
   const idle = () => {
@@ -406,6 +450,13 @@ const connectionsUsage = Effect.gen(function*() {
   const description = "PostgreSQL pool connections, by state: used (running a statement or a transaction) or idle"
   yield* gaugeReadAtScrape("db_client_connections_usage", description, { state: "used" }, () => used)
   yield* gaugeReadAtScrape("db_client_connections_usage", description, { state: "idle" }, idle)
+  yield* gaugeReadAtScrape("db_client_connection_max", "The most connections the PostgreSQL pool opens", {}, () => maxConnections)
+  yield* gaugeReadAtScrape(
+    "db_client_connection_pending_requests",
+    "Requests waiting for a PostgreSQL pool connection",
+    {},
+    () => Math.max(0, borrowers() - used)
+  )
   return {
     take: (session: PgConnection.PgConnection) => {
       used++

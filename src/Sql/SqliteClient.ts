@@ -62,6 +62,8 @@ export interface SqliteClientConfig {
   readonly unusable?: (() => string | undefined) | undefined
   /** Called once per statement text; what it returns is given each run's duration in seconds. */
   readonly timer?: ((sql: string) => ((seconds: number) => void) | undefined) | undefined
+  /** Called with each statement's failure: once, after its lock waits, not for each busy attempt. */
+  readonly onFailure?: ((error: SqlError) => void) | undefined
 }
 
 /** Statement texts kept prepared at most: the service has a few dozen; others are prepared per run. */
@@ -119,7 +121,7 @@ export const make = (
       }
       return kept
     }
-    const { unusable } = options
+    const { onFailure, unusable } = options
 
     /** One synchronous run of a statement: its rows, or its failure. */
     const attempt = (sql: string, params: ReadonlyArray<unknown>, values: boolean): ReadonlyArray<any> | SqlError => {
@@ -178,9 +180,14 @@ export const make = (
         }
         return Effect.succeed(transform(result))
       }
-      return waitIfBusy && waitForLock !== undefined && isBusy(result)
-        ? Effect.retry(run(sql, params, values, outside, transform, false), { schedule: waitForLock, while: isBusy })
-        : Effect.fail(result)
+      // A run with `waitIfBusy` false is an attempt of the retry below, which reports the failure once.
+      if (!waitIfBusy) return Effect.fail(result)
+      if (waitForLock === undefined || !isBusy(result)) {
+        onFailure?.(result)
+        return Effect.fail(result)
+      }
+      const waited = Effect.retry(run(sql, params, values, outside, transform, false), { schedule: waitForLock, while: isBusy })
+      return onFailure === undefined ? waited : Effect.tapError(waited, (error) => Effect.sync(() => onFailure(error)))
     }
     /** `runNow` when the effect runs. */
     const run: typeof runNow = (...args) => Effect.suspend(() => runNow(...args))

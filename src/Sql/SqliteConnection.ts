@@ -9,7 +9,7 @@ import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { databaseWords } from "./DatabaseErrors.js"
 import { runMigrations } from "./Migrations.js"
 import * as SqliteClient from "./SqliteClient.js"
-import { statementDurations } from "./StatementTiming.js"
+import { statementDurations, statementFailures } from "./StatementTiming.js"
 
 /**
  * Set once the file is known to be intact: the WAL, and a commit that does not wait for fsync
@@ -50,7 +50,8 @@ const open = (filename: string, options: { readonly timed: boolean; readonly loc
       beginTransaction: "BEGIN IMMEDIATE",
       lockWait: options.lockWait,
       unusable: () => lost,
-      timer: options.timed ? statementDurations("sqlite") : undefined
+      timer: options.timed ? statementDurations("sqlite") : undefined,
+      onFailure: options.timed ? statementFailures("sqlite") : undefined
     })
     yield* checkIntact(sql)
     for (const pragma of pragmas) yield* sql.unsafe(pragma)

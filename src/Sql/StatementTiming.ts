@@ -1,4 +1,5 @@
-import { statementDurationOf, statementSummary } from "../Observability/Metrics.js"
+import { SqlErrorReason, type SqlError } from "effect/sql/SqlError"
+import { statementDurationOf, statementFailureCounter, statementSummary } from "../Observability/Metrics.js"
 
 export type DatabaseSystem = "sqlite" | "postgresql"
 
@@ -20,4 +21,18 @@ export const statementDurations = (system: DatabaseSystem): (sql: string) => (se
     }
     return record
   }
+}
+
+/** Every reason effect/sql gives a failed statement (`ConnectionError`, `LockTimeoutError`, `UniqueViolation`, …). */
+export const sqlErrorTypes: ReadonlyArray<SqlErrorReason["_tag"]> = SqlErrorReason.members.map((reason) =>
+  reason.fields._tag.schema.literal
+)
+
+/**
+ * Counts a failed statement (`db_client_operation_errors_total`) by its error's reason, each
+ * reason's series made, at 0, with the counter.
+ */
+export const statementFailures = (system: DatabaseSystem): (error: SqlError) => void => {
+  const byType = new Map(sqlErrorTypes.map((type) => [type, statementFailureCounter(system, type)]))
+  return (error) => byType.get(error.reason._tag)?.()
 }

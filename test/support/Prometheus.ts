@@ -25,6 +25,20 @@ export const promtoolCheckMetrics = (exposition: string) => {
   return { exitCode: result.status, output: result.stdout + result.stderr }
 }
 
+/** `promtool check rules` on a rules file holding `rules`: its exit code and what it printed. */
+export const promtoolCheckRules = (rules: string) => {
+  ensureInstalled()
+  const folder = mkdtempSync(join(tmpdir(), "petstore-rules-"))
+  try {
+    const file = join(folder, "rules.yml")
+    writeFileSync(file, rules)
+    const result = spawnSync("promtool", ["check", "rules", file], { encoding: "utf8" })
+    return { exitCode: result.status, output: result.stdout + result.stderr }
+  } finally {
+    rmSync(folder, { recursive: true, force: true })
+  }
+}
+
 /**
  * A Prometheus server in a temporary folder on a free loopback port, scraping `target`
  * (`host:port`) every second; `stop` ends it and removes the folder.
