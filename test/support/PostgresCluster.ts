@@ -34,7 +34,7 @@ const run = (command: string, args: ReadonlyArray<string>, asUser?: string) => {
 const isRoot = process.getuid?.() === 0
 
 /** The newest installed server's bin folder, installing Debian's package when there is none. */
-const serverBin = (): string => {
+export const serverBin = (): string => {
   const find = () => {
     const versions = existsSync("/usr/lib/postgresql")
       ? readdirSync("/usr/lib/postgresql").filter((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`))
