@@ -126,13 +126,14 @@ try {
     durationSeconds: (performance.now() - startedAt) / 1000,
     connections,
     requests: outcomes.length,
-    requestsPerSecond: before.length / (Math.min(signalledAt, performance.now()) - startedAt) * 1000,
+    requestsPerSecond: before.length / (Math.min(refusalsFrom, performance.now()) - startedAt) * 1000,
     byStatus: Object.fromEntries(
       [...new Set(outcomes.map((o) => o.status))].sort().map((s) => [s, outcomes.filter((o) => o.status === s).length])
     ),
     // Before the signal and in its grace (or with none): every request must get a full answer, never a 5xx.
     errors: before.filter((o) => o.status === 0).length,
-    serverErrors: before.filter((o) => o.status >= 500 && o.code !== "shutting_down").length,
+    // With no grace, one sent just before the signal may meet the stop: refused, not failed.
+    serverErrors: before.filter((o) => o.status >= 500 && (graceSeconds > 0 || o.code !== "shutting_down")).length,
     p50Ms: percentile(50),
     p99Ms: percentile(99),
     rssAfterWarmUpMiB: rssAfterWarmUp,
@@ -140,7 +141,7 @@ try {
     rssGrowth: rssAtEnd / rssAfterWarmUp,
     sentAfterSignal: after.length,
     refusedAfterSignal: after.filter((o) => o.code === "shutting_down" || o.status === 0).length,
-    // After the signal only a refusal is allowed: 503 shutting_down, or no connection at all.
+    // After the grace only a full answer or a refusal is allowed: 503 shutting_down, or no connection at all.
     otherAfterSignal: after.filter((o) => o.status !== 0 && o.code !== "shutting_down" && o.status >= 500).length,
     serverExitCode: exitCode,
     sampleError: outcomes.find((o) => o.status === 0 && o.sentAt < refusalsFrom)?.error

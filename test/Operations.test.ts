@@ -217,7 +217,10 @@ describe("served beside the API", () => {
       yield* TestClock.adjust("2999 millis")
       expect(stop.pollUnsafe()).toBeUndefined()
       finish()
-      expect((yield* Fiber.join(create)).status).toBe(201)
+      const answer = yield* Fiber.join(create)
+      expect(answer.status).toBe(201)
+      // Begun before the stop, answered after it: its connection closes too.
+      expect(answer.headers["connection"]).toBe("close")
       yield* Fiber.join(stop)
     }).pipe(Effect.provide(TestServer)))
 

@@ -26,12 +26,17 @@ describe("a start that cannot succeed says why in words a person can act on, and
     }
   })
 
-  it("DATABASE_CONNECT_TIMEOUT_SECONDS not below REQUEST_TIMEOUT_SECONDS names both", async () => {
+  it("on PostgreSQL, DATABASE_CONNECT_TIMEOUT_SECONDS not below REQUEST_TIMEOUT_SECONDS names both; SQLite opens no connection and is not held to it", async () => {
+    const postgres = { DATABASE_URL: `postgres://petstore@127.0.0.1:${freePort()}/petstore` }
     for (const env of [{ REQUEST_TIMEOUT_SECONDS: "2" }, { REQUEST_TIMEOUT_SECONDS: "4", DATABASE_CONNECT_TIMEOUT_SECONDS: "4" }]) {
-      const { exitCode, output } = await start(env)
+      const { exitCode, output } = await start({ ...postgres, ...env })
       expect(exitCode).toBe(1)
       expect(output).toContain("Invalid data at DATABASE_CONNECT_TIMEOUT_SECONDS: \\\"must be below REQUEST_TIMEOUT_SECONDS")
     }
+    using folder = temporaryFolder()
+    const sqlite = await runCommand(["src/bin/keys.ts", "list"], { DATABASE_URL: join(folder.path, "petstore.db"), REQUEST_TIMEOUT_SECONDS: "2" })
+    expect(sqlite.stdout + sqlite.stderr).not.toContain("DATABASE_CONNECT_TIMEOUT_SECONDS")
+    expect(sqlite.exitCode).toBe(0)
   })
 
   it("an unreachable PostgreSQL names its host, its port and DATABASE_URL, never the password", async () => {

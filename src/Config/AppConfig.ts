@@ -236,10 +236,10 @@ export class AppConfig extends Context.Service<AppConfig, {
       10
     )
   }).pipe(
-    // A request waiting for a database connection is answered database_unavailable when the
-    // connect timeout ends: that has to come before its deadline's request_timeout.
+    // A request waiting for a PostgreSQL connection is answered database_unavailable when the
+    // connect timeout ends: that has to come before its deadline's request_timeout. SQLite opens none.
     Config.flatMap((config) =>
-      Duration.isLessThan(config.databaseConnectTimeout, config.requestTimeout)
+      !isPostgresUrl(config.databaseUrl) || Duration.isLessThan(config.databaseConnectTimeout, config.requestTimeout)
         ? Config.succeed(config)
         : invalidAt(
           "DATABASE_CONNECT_TIMEOUT_SECONDS",
@@ -318,7 +318,7 @@ export const isPostgresUrl = (databaseUrl: string): boolean => /^postgres(ql)?:\
  * unencoded `/`, `?`, `#` or `@`): drivers then disagree on where the host begins, and one takes
  * part of the password for a host name and looks it up.
  */
-export const hasAmbiguousUserinfo = (value: string): boolean => {
+const hasAmbiguousUserinfo = (value: string): boolean => {
   const rest = value.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")
   const at = rest.lastIndexOf("@")
   return at !== -1 && /[/?#@]/.test(rest.slice(0, at))

@@ -36,9 +36,10 @@ export class Listener extends Context.Service<Listener, { readonly close: Effect
 ) {}
 
 /**
- * Starts `Bun.serve` and stops it when the scope closes. A stop closes every connection at once:
- * by then the requests in flight were let finish (`Http/InFlightRequests.ts`), and a connection
- * kept open by a client must not hold the process past its stop's bound.
+ * Starts `Bun.serve` and stops it when the scope closes: the listener closes (if the stop has not
+ * closed it already), the connections get half a second to close by themselves, and what is left
+ * is cut. By then the requests in flight were let finish (`Http/InFlightRequests.ts`), and a
+ * connection kept open by a client must not hold the process past its stop's bound.
  */
 export const make = (options: ServeOptions) =>
   Effect.gen(function*() {

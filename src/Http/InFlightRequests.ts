@@ -45,16 +45,16 @@ export class InFlightRequests extends Context.Service<InFlightRequests, {
       running--
       if (running === 0 && phase === "closed") Deferred.doneUnsafe(idle, Exit.void)
     })
-    const closing = (response: HttpServerResponse.HttpServerResponse) =>
-      HttpServerResponse.setHeader(response, "connection", "close")
+    const closingWhenStopping = (response: HttpServerResponse.HttpServerResponse) =>
+      phase === "serving" ? response : HttpServerResponse.setHeader(response, "connection", "close")
     const inFlight = InFlightRequests.of({
       middleware: (app) =>
         Effect.suspend(() => {
           if (phase === "closed") return answeredEarly(refused)
           running++
-          // However the request ends, its client gone included.
-          const served = Effect.onExit(app, () => finished)
-          return phase === "grace" ? Effect.map(served, closing) : served
+          // However the request ends, its client gone included. The phase is read again at the
+          // answer: a request begun before the stop and answered after it closes its connection too.
+          return Effect.map(Effect.onExit(app, () => finished), closingWhenStopping)
         }),
       stop: ({ closeListener, drain, grace }) =>
         Effect.gen(function*() {

@@ -370,17 +370,17 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
       Effect.suspend(() => {
         const sessions = current
         const taken = full(sessions) ? waitedFor(take(sessions.pool)) : take(sessions.pool)
-        sessions.borrowers++
         let lent = false
-        // Added before the session's own release, so it runs after it. A checkout that got no
-        // session failed before any statement could count the failure: counted here.
+        // Counted and its release added in one uninterruptible step (an interruption between the
+        // two would leave the count one too high), before the session's own release, so it runs
+        // after it. A checkout that got no session failed before any statement could count the
+        // failure: counted here.
         const counted = Effect.andThen(
-          Effect.addFinalizer((exit) =>
+          Effect.acquireRelease(Effect.sync(() => void sessions.borrowers++), (_, exit) =>
             Effect.sync(() => {
               sessions.borrowers--
               if (!lent) failedWith(exit)
-            })
-          ),
+            })),
           taken
         )
         return usage === undefined
@@ -402,24 +402,27 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
         Effect.suspend(() => {
           const sessions = current
           if (full(sessions)) return Effect.scoped(Effect.flatMap(acquirer, f))
-          sessions.borrowers++
-          let lent: PgConnection.PgConnection | undefined
-          return Effect.onExit(
-            sessions.pool.use((session) => {
-              if (usage !== undefined) {
-                usage.take(session)
-                lent = session
-              }
-              return f(wrap(sessions)(session))
-            }),
-            (exit) =>
-              Effect.sync(() => {
-                sessions.borrowers--
-                if (lent !== undefined) usage?.give(lent)
-                // No session lent: the checkout failed, and no statement ran to count it.
-                else failedWith(exit)
-              })
-          )
+          // Uninterruptible from the count to its release's registration, as in `checkout`.
+          return Effect.uninterruptibleMask((restore) => {
+            sessions.borrowers++
+            let lent: PgConnection.PgConnection | undefined
+            return Effect.onExit(
+              restore(sessions.pool.use((session) => {
+                if (usage !== undefined) {
+                  usage.take(session)
+                  lent = session
+                }
+                return f(wrap(sessions)(session))
+              })),
+              (exit) =>
+                Effect.sync(() => {
+                  sessions.borrowers--
+                  if (lent !== undefined) usage?.give(lent)
+                  // No session lent: the checkout failed, and no statement ran to count it.
+                  else failedWith(exit)
+                })
+            )
+          })
         }),
       transactionAcquirer: checkout((pool) => pool.reserve, wrapTransaction),
       isTransaction: (connection) => !lostTransactions.has(connection),

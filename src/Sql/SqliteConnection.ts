@@ -128,6 +128,7 @@ const checkWritable = (databaseUrl: string, filename: string) => {
       throw new Error(`Cannot create the folder ${folder} of the database: ${reason(cause)}`)
     }
   } else {
+    // Again here: a configuration composed in code (AppConfig.make) is not read through its rule.
     const problem = databaseUrlProblem(databaseUrl)
     if (problem !== undefined) throw new Error(`DATABASE_URL ${problem}`)
   }
