@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process"
 import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { basename, join } from "node:path"
+import { ensureDebianPackages } from "./DebianPackages.js"
 import { oncePerRun } from "./OncePerRun.js"
 import { imageNameFile } from "./runSetup.js"
 
@@ -47,18 +48,10 @@ export const builtFolder = (): Promise<string> =>
 /** The absolute path of the run's `petstore` executable, built once per run. */
 export const builtExecutable = async (): Promise<string> => join(await builtFolder(), "petstore")
 
-const hasCommand = (command: string) => spawnSync("sh", ["-c", `command -v ${command}`]).status === 0
 
 /** Podman, runc and debootstrap from Debian's packages, installed when missing. */
-const ensureContainerTools = () => {
-  if (["podman", "runc", "debootstrap"].every(hasCommand)) return
-  if (process.getuid?.() !== 0) throw new Error("Podman is not installed: run `apt-get install podman runc debootstrap` as root")
-  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" }
-  for (const args of [["update"], ["install", "-y", "--no-install-recommends", "podman", "runc", "debootstrap"]]) {
-    const result = spawnSync("apt-get", args, { encoding: "utf8", env })
-    if (result.status !== 0) throw new Error(`apt-get ${args.join(" ")} failed: ${result.stdout}${result.stderr}`)
-  }
-}
+const ensureContainerTools = () =>
+  ensureDebianPackages(["/usr/bin/podman", "/usr/sbin/runc", "/usr/sbin/debootstrap"], ["podman", "runc", "debootstrap"])
 
 /**
  * `debian:bookworm-slim`, made from Debian's packages when it is not there (no registry is reached

@@ -1,8 +1,8 @@
-import { spawnSync } from "node:child_process"
-import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type BrowserContext, chromium } from "playwright-core"
+import { ensureDebianPackages } from "./DebianPackages.js"
 
 /**
  * A headless Chromium for the tests: Debian's `chromium` (installed when missing), driven by
@@ -15,18 +15,9 @@ export interface Browser {
 
 const executable = "/usr/bin/chromium"
 
-const run = (command: string, args: ReadonlyArray<string>) => {
-  const result = spawnSync(command, args, { encoding: "utf8", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } })
-  if (result.status !== 0) throw new Error(`${command} ${args.join(" ")} failed: ${result.error ?? ""}${result.stdout}${result.stderr}`)
-}
-
 /** The browser's path, installing Debian's package when it is missing. */
 const chromiumPath = (): string => {
-  if (existsSync(executable)) return executable
-  if (process.getuid?.() !== 0) throw new Error("Chromium is not installed: run `apt-get install chromium` as root")
-  run("apt-get", ["update"])
-  run("apt-get", ["install", "-y", "--no-install-recommends", "chromium"])
-  if (!existsSync(executable)) throw new Error(`apt-get installed chromium but ${executable} is missing`)
+  ensureDebianPackages([executable], ["chromium"])
   return executable
 }
 

@@ -23,7 +23,7 @@ export interface ServerStats {
  * port; `stop` ends it.
  */
 export const startHaproxy = async (backends: readonly [string, string]) => {
-  ensureDebianPackages("/usr/sbin/haproxy", ["haproxy"])
+  ensureDebianPackages(["/usr/sbin/haproxy"], ["haproxy"])
   const port = freePort()
   const statsPort = freePort()
   const proc = Bun.spawn(["/usr/sbin/haproxy", "-f", haproxyConfig, "-db"], {

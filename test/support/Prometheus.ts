@@ -1,22 +1,12 @@
 import { spawn, spawnSync } from "node:child_process"
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { ensureDebianPackages } from "./DebianPackages.js"
 import { freePort } from "./ServerProcess.js"
 
-/**
- * Debian's `prometheus` package (the server and `promtool`), installed when missing, as the
- * PostgreSQL tests install theirs.
- */
-const ensureInstalled = () => {
-  if (existsSync("/usr/bin/promtool") && existsSync("/usr/bin/prometheus")) return
-  if (process.getuid?.() !== 0) throw new Error("Prometheus is not installed: run `apt-get install prometheus` as root")
-  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" }
-  for (const args of [["update"], ["install", "-y", "--no-install-recommends", "prometheus"]]) {
-    const result = spawnSync("apt-get", args, { encoding: "utf8", env })
-    if (result.status !== 0) throw new Error(`apt-get ${args.join(" ")} failed: ${result.stdout}${result.stderr}`)
-  }
-}
+/** Debian's `prometheus` package: the server and `promtool`. */
+const ensureInstalled = () => ensureDebianPackages(["/usr/bin/promtool", "/usr/bin/prometheus"], ["prometheus"])
 
 /** `promtool check metrics` on an exposition: its exit code and what it printed. */
 export const promtoolCheckMetrics = (exposition: string) => {
