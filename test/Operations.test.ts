@@ -145,8 +145,9 @@ describe("served beside the API", () => {
       rateLimit: { perSecond: 1, burst: 3 }
     }))))
 
-  it.effect("a stop: /readyz fails at once, every other request is served with Connection: close for the grace, then refused", () =>
-    Effect.gen(function*() {
+  it.effect("a stop: /readyz fails at once, every other request is served with Connection: close for the grace, then refused", () => {
+    const lines: Array<string> = []
+    return Effect.gen(function*() {
       const { key } = yield* createKey()
       const listenerClosed = yield* Deferred.make<void>()
       const stop = yield* Effect.forkChild(
@@ -181,7 +182,13 @@ describe("served beside the API", () => {
       expect(refused.headers["retry-after"]).toBe("1")
       expect(refused.headers["x-request-id"]).toBe("late-1")
       expect(refused.body).toEqual({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 })
-    }).pipe(Effect.provide(TestServer)))
+      // Each answer carries its route's label, the stop's 503s included.
+      const logged = lines.join("").trim().split("\n").map((line) => JSON.parse(line).annotations)
+      // The log's lines are written at the next turn of the event loop.
+      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      expect(logged.filter(({ status }) => status === 503).map(({ route }) => route)).toEqual(["/readyz", "/livez"])
+    }).pipe(Effect.provide(makeTestServer(undefined, {}, undefined, {}, (chunk) => lines.push(chunk))))
+  })
 
   /** A create whose body is still coming, in flight on the server until `finish` sends the rest. */
   const createInFlight = (key: Redacted.Redacted) =>

@@ -5,12 +5,13 @@ import { ApiKeys } from "../src/Auth/ApiKeys.js"
 import { RateLimiter } from "../src/Auth/RateLimiter.js"
 import { AppConfig } from "../src/Config/AppConfig.js"
 import { InFlightRequests } from "../src/Http/InFlightRequests.js"
-import { makeRouteLabels } from "../src/Http/RouteTemplates.js"
+import { methodLabel } from "../src/Http/RouteTemplates.js"
 import { makeAllowedMethods, routes } from "../src/Http/Routes.js"
 import { AppLive } from "../src/Http/Server.js"
 import { ObservabilityConfig } from "../src/Observability/ObservabilityConfig.js"
 import { Cursors } from "../src/Pets/Cursors.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
+import { createKey, makeTestServer, send } from "./support/TestServer.js"
 
 /** The router, noting every route added to it (the router itself lists none). */
 const recordingRouter = (registered: Array<{ readonly method: string; readonly path: string }>) =>
@@ -52,7 +53,7 @@ const registeredRoutes = Effect.suspend(() => {
   )
 })
 
-describe("one route table, read from the API definition", () => {
+describe("routes, read from the API definition", () => {
   it.effect("holds exactly the routes the router serves, so no route is declared anywhere else", () =>
     Effect.gen(function*() {
       const registered = yield* Effect.scoped(registeredRoutes)
@@ -60,22 +61,36 @@ describe("one route table, read from the API definition", () => {
       expect(routes.map(key).sort()).toEqual(registered.map(key).sort())
     }))
 
-  it("names each request by its route template, and an unknown one `unmatched`", () => {
-    const labelsOf = makeRouteLabels()
-    const named = (method: string, url: string) => {
-      const { method: labelled, route, spanName } = labelsOf(method, url)
-      return { labelled, route, spanName }
-    }
-    expect(named("GET", "/v1/pets/42?x=1")).toEqual({ labelled: "GET", route: "/v1/pets/{petId}", spanName: "GET /v1/pets/{petId}" })
-    expect(named("POST", "/v1/pets")).toEqual({ labelled: "POST", route: "/v1/pets", spanName: "POST /v1/pets" })
-    expect(named("HEAD", "/docs")).toEqual({ labelled: "HEAD", route: "/docs", spanName: "HEAD /docs" })
-    expect(named("GET", "/readyz")).toEqual({ labelled: "GET", route: "/readyz", spanName: "GET /readyz" })
-    expect(named("DELETE", "/v1/pets/42").route).toBe("unmatched")
-    expect(named("GET", "/v1/pets;x").route).toBe("unmatched")
-    expect(named("BREW", "/nowhere")).toEqual({ labelled: "_OTHER", route: "unmatched", spanName: "_OTHER" })
+  it.effect("names each request by the route the router matched, and one it matched none `unmatched`", () => {
+    const lines: Array<string> = []
+    return Effect.gen(function*() {
+      const { key } = yield* createKey()
+      const sent = [
+        yield* send("GET", "/v1/pets/42?x=1", { key }),
+        yield* send("POST", "/v1/pets", { key, body: `{"name":"Rex","categoryId":3}` }),
+        yield* send("HEAD", "/docs"),
+        yield* send("GET", "/readyz"),
+        yield* send("DELETE", "/v1/pets/42", { key }),
+        yield* send("GET", "/v1/pets;x", { key })
+      ]
+      expect(sent.map(({ status }) => status)).toEqual([404, 201, 200, 200, 405, 404])
+      // The log's lines are written at the next turn of the event loop.
+      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      const logged = lines.join("").trim().split("\n").map((line) => JSON.parse(line).annotations)
+      expect(logged.map(({ method, route }) => `${method} ${route}`)).toEqual([
+        "GET /v1/pets/{petId}",
+        "POST /v1/pets",
+        "HEAD /docs",
+        "GET /readyz",
+        "DELETE unmatched",
+        "GET unmatched"
+      ])
+      // A method no convention names is labelled `_OTHER`, so a caller cannot add label values.
+      expect([methodLabel("BREW"), methodLabel("GET")]).toEqual(["_OTHER", "GET"])
+    }).pipe(Effect.provide(makeTestServer(undefined, {}, undefined, {}, (chunk) => lines.push(chunk))))
   })
 
-  it("answers the methods a path allows from the same table", () => {
+  it("answers the methods a path allows from the same routes, matched as the router matches them", () => {
     const allowed = makeAllowedMethods()
     expect(allowed("/v1/pets")).toEqual(["GET", "POST"])
     expect(allowed("/v1/pets/7")).toEqual(["GET"])

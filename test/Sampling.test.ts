@@ -113,7 +113,8 @@ describe("the tracer", () => {
         const below = yield* Effect.withSpan(Effect.withSpan(Effect.currentSpan, "inner"), "outer")
         expect([orphan.sampled, below.sampled, below === orphan]).toEqual([false, false, true])
         // The sampler's choice holds even when the caller's flag said no.
-        const span = yield* serverSpan("GET /v1/pets", caller)
+        // Named by its method when made; by its method and route once the route is set.
+        const span = yield* serverSpan("GET", caller)
         const statement = Effect.withSpan(Effect.void, "sqlite", {
           kind: "client",
           attributes: { "db.query.text": "SELECT id, name FROM pets WHERE id = ?" }

@@ -32,7 +32,10 @@ export interface StopOptions {
  * is left.
  */
 export class InFlightRequests extends Context.Service<InFlightRequests, {
+  /** Where requests enter: counted while they run, and told to close their connection once the stop begins. */
   readonly middleware: <E, R>(app: App<E, R>) => App<E, R>
+  /** A route's handler, refusing once the listener is closed: after routing, so the refusal is labelled by its route. */
+  readonly refusingWhenClosed: <E, R>(handler: App<E, R>) => App<E, R>
   readonly stop: (options: StopOptions) => Effect.Effect<void>
 }>()("petstore/InFlightRequests") {
   /** The service, and `Stopping` for the readiness probe. */
@@ -50,12 +53,12 @@ export class InFlightRequests extends Context.Service<InFlightRequests, {
     const inFlight = InFlightRequests.of({
       middleware: (app) =>
         Effect.suspend(() => {
-          if (phase === "closed") return answeredEarly(refused)
           running++
           // However the request ends, its client gone included. The phase is read again at the
           // answer: a request begun before the stop and answered after it closes its connection too.
           return Effect.map(Effect.onExit(app, () => finished), closingWhenStopping)
         }),
+      refusingWhenClosed: (handler) => Effect.suspend(() => phase === "closed" ? answeredEarly(refused) : handler),
       stop: ({ closeListener, drain, grace }) =>
         Effect.gen(function*() {
           phase = "grace"

@@ -8,7 +8,7 @@ import type { ClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest, RequestRecord } from "../Request/CurrentRequest.js"
 import { statusOf } from "./RequestStatus.js"
 import { pathOf } from "./Routes.js"
-import { makeRouteLabels, type RouteLabels, unmatchedRoute } from "./RouteTemplates.js"
+import { makeRouteLabels, methodLabel, unmatchedRoute } from "./RouteTemplates.js"
 
 type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
@@ -32,12 +32,15 @@ export const makeRequestObserver = (options: {
 }) => {
   const { clientAddress, ended, metrics, sample } = options
   const routeOf = makeRouteLabels(metrics)
-  const record = (current: RequestRecord, labels: RouteLabels, status: number) => {
+  /** The request's route labels, once it is answered (its route noted by then, if one matched). */
+  const record = (current: RequestRecord, status: number) => {
+    const labels = routeOf(current.request.method, current.route)
     if (metrics) {
       adjustActiveRequests(-1)
       labels.recordDuration(status, (performance.now() - current.startedAt) / 1000)
     }
     ended?.(current, labels.route, status)
+    return labels
   }
 
   const plain = <E, R>(request: HttpServerRequest.HttpServerRequest, app: App<E, R>): App<E, R> =>
@@ -46,12 +49,11 @@ export const makeRequestObserver = (options: {
   const measured = <E, R>(request: HttpServerRequest.HttpServerRequest, app: App<E, R>): App<E, R> => {
     if (!metrics && ended === undefined) return plain(request, app)
     const current = new RequestRecord(request, clientAddress, performance.now(), undefined)
-    const labels = routeOf(request.method, request.url)
     if (metrics) adjustActiveRequests(1)
     // However the request ends, its client gone included.
     return Effect.onExit(
       Effect.provideService(app, CurrentRequest, current),
-      (exit) => Effect.sync(() => record(current, labels, statusOf(exit)))
+      (exit) => Effect.sync(() => void record(current, statusOf(exit)))
     )
   }
 
@@ -63,13 +65,14 @@ export const makeRequestObserver = (options: {
     // all and tracing off (`RequestsUntraced`), so the spans libraries open below it cost what they
     // cost untraced.
     if (!sample(parent)) return measured(request, app)
-    const labels = routeOf(request.method, request.url)
+    const method = methodLabel(request.method)
     if (metrics) adjustActiveRequests(1)
-    return sampled(Effect.flatMap(serverSpan(labels.spanName, parent), (span) => {
-      span.attribute("http.request.method", labels.method)
+    // Named by its method until its route is known; the export names it by both (`Tracing.ts`).
+    return sampled(Effect.flatMap(serverSpan(method, parent), (span) => {
+      span.attribute("http.request.method", method)
       span.attribute("url.scheme", "http")
       span.attribute("url.path", pathOf(request.url))
-      if (request.method !== labels.method) span.attribute("http.request.method_original", request.method)
+      if (request.method !== method) span.attribute("http.request.method_original", request.method)
       const userAgent = request.headers["user-agent"]
       if (userAgent !== undefined) span.attribute("user_agent.original", userAgent)
       const current = new RequestRecord(request, clientAddress, startedAt, span)
@@ -78,7 +81,7 @@ export const makeRequestObserver = (options: {
         Effect.withParentSpan(Effect.provideService(app, CurrentRequest, current), span),
         (exit) => {
           const status = statusOf(exit)
-          record(current, labels, status)
+          const labels = record(current, status)
           if (labels.route !== unmatchedRoute) span.attribute("http.route", labels.route)
           span.attribute("http.response.status_code", status)
           if (status >= 500) span.attribute("error.type", String(status))

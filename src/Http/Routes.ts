@@ -1,5 +1,5 @@
 import { Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import { FindMyWay, HttpRouter } from "effect/http"
 import { HttpApi } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
 import { documentRoutes } from "../Api/DocumentPaths.js"
@@ -8,11 +8,9 @@ import { documentRoutes } from "../Api/DocumentPaths.js"
  * The router matches paths as declared: the platform's router otherwise ignores case, a trailing
  * slash and doubled slashes, so `/V1/PETS` or `//docs` would slip past a proxy's path rules.
  */
-export const ExactRoutes = Layer.succeed(HttpRouter.RouterConfig, {
-  caseSensitive: true,
-  ignoreTrailingSlash: false,
-  ignoreDuplicateSlashes: false
-})
+const exactRoutes = { caseSensitive: true, ignoreTrailingSlash: false, ignoreDuplicateSlashes: false }
+
+export const ExactRoutes = Layer.succeed(HttpRouter.RouterConfig, exactRoutes)
 
 /**
  * Whether a request target's path is spelled the one way a route can declare it: segments of
@@ -40,7 +38,8 @@ export interface Route {
 
 /**
  * Every route the service answers, in the router's syntax (`/v1/pets/:petId`): the endpoints of
- * the API definition, then the documents served beside them. Read once, at start.
+ * the API definition, then the documents served beside them. Read once, at start, for what is known
+ * before any request: each route's series exported at 0, and `Allow`.
  */
 export const routes: ReadonlyArray<Route> = (() => {
   const found: Array<Route> = []
@@ -52,47 +51,14 @@ export const routes: ReadonlyArray<Route> = (() => {
   return [...found, ...documentRoutes.map((route) => ({ ...route, statuses: [] }))]
 })()
 
-/** A route's path as a template (`/v1/pets/{petId}`), the form logs, metrics and spans name it by. */
-const templateOf = (path: string): string => path.replace(/:(\w+)/g, "{$1}")
-
 /**
- * The route table, for the log's, the metrics' and `Allow`'s purposes: a path's value for each
- * method that route answers (`valueOf(method, template, statuses)`, made once per route), found by a map
- * lookup for a fixed path, else by a pattern test for each path with a parameter. The router
- * matches the same routes on its own; the table only names what it matched.
+ * For a path no route matched with its method: the methods that path does answer (for 405 and
+ * `Allow`), asked of the platform's route matcher holding the routes above, matching as the
+ * router does (`ExactRoutes`).
  */
-export const makeRouteTable = <A>(valueOf: (method: string, template: string, statuses: ReadonlyArray<number>) => A) => {
-  const fixed = new Map<string, Map<string, A>>()
-  const withParams: Array<{ readonly pattern: RegExp; readonly byMethod: Map<string, A> }> = []
-  for (const { method, path, statuses } of routes) {
-    const template = templateOf(path)
-    let byMethod: Map<string, A> | undefined
-    if (template === path) {
-      byMethod = fixed.get(path) ?? new Map()
-      fixed.set(path, byMethod)
-    } else {
-      const source = `^${path.replace(/:\w+/g, "[^/]+")}$`
-      byMethod = withParams.find(({ pattern }) => pattern.source === source)?.byMethod
-      if (byMethod === undefined) {
-        byMethod = new Map()
-        withParams.push({ pattern: new RegExp(source), byMethod })
-      }
-    }
-    byMethod.set(method, valueOf(method, template, statuses))
-  }
-  /** The route a canonical path (no query) is, by method; `undefined` when no route has that path. */
-  return (path: string): ReadonlyMap<string, A> | undefined => {
-    const byMethod = fixed.get(path)
-    if (byMethod !== undefined) return byMethod
-    for (let i = 0; i < withParams.length; i++) {
-      if (withParams[i]!.pattern.test(path)) return withParams[i]!.byMethod
-    }
-    return undefined
-  }
-}
-
-/** For a path no route matched with its method: the methods that path does answer (for 405 and `Allow`). */
 export const makeAllowedMethods = () => {
-  const find = makeRouteTable(() => undefined)
-  return (path: string): ReadonlyArray<string> => [...(find(path)?.keys() ?? [])]
+  const matcher = FindMyWay.make<true>(exactRoutes)
+  for (const { method, path } of routes) matcher.on(method, path as FindMyWay.PathInput, true)
+  const methods = [...new Set(routes.map(({ method }) => method))]
+  return (path: string): ReadonlyArray<string> => methods.filter((method) => matcher.find(method, path) !== undefined)
 }

@@ -18,6 +18,7 @@ import { ObservedPetRepository } from "./ObservedServices.js"
 import { makeDeadline } from "./RequestDeadline.js"
 import { makeRequestLog, RequestLines } from "./RequestLog.js"
 import { makeRequestObserver } from "./RequestObserver.js"
+import { RouteNoted } from "./RouteNoted.js"
 import { withResponseHeaders } from "./ResponseHeaders.js"
 import { ExactRoutes, isCanonicalPath, pathOf } from "./Routes.js"
 
@@ -34,6 +35,7 @@ export const AppLive = Layer.unwrap(
     return Layer.mergeAll(HttpApiBuilder.layer(api), DocsLive(api))
   })
 ).pipe(
+  Layer.provide(RouteNoted),
   Layer.provide([PetsHttpLive, HealthHttpLive]),
   Layer.provide(ObservedPetRepository),
   Layer.provide([AuthenticationLive, SunsetPolicyLive, SchemaErrorsLive]),

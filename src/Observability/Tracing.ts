@@ -261,15 +261,23 @@ const errorTypeOf = (error: unknown): string => {
 
 type OtlpSpan = OtlpTracer.TraceData["resourceSpans"][number]["scopeSpans"][number]["spans"][number]
 
+const serverKind = 2
 const clientKind = 3
 
 /**
- * effect/sql names a statement's span after its database (`sqlite`); operators see it named by
- * what it does (`SELECT pets`), with `db.operation.name`, `db.collection.name` and `db.system`.
+ * Names as operators see them. A request's server span is made before the router matches its
+ * route, named by its method: it is named by its method and route (`GET /v1/pets/{petId}`) once
+ * the request set `http.route`. effect/sql names a statement's span after its database (`sqlite`):
+ * it is named by what it does (`SELECT pets`), with `db.operation.name`, `db.collection.name` and
+ * `db.system`.
  */
 const named = (span: OtlpSpan): OtlpSpan => {
-  if (span.kind !== clientKind) return span
+  if (span.kind !== clientKind && span.kind !== serverKind) return span
   const valueOf = (key: string) => span.attributes.find((attribute) => attribute.key === key)?.value.stringValue
+  if (span.kind === serverKind) {
+    const route = valueOf("http.route")
+    return typeof route === "string" ? { ...span, name: `${span.name} ${route}` } : span
+  }
   const text = valueOf("db.query.text")
   if (typeof text !== "string") return span
   const { operation, table } = statementSummary(text)

@@ -1,5 +1,5 @@
 import { Context, Effect, type Tracer } from "effect"
-import { HttpEffect, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpEffect, type HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { ClientAddress } from "./ClientAddress.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
@@ -19,6 +19,8 @@ export class RequestRecord {
   readonly id: string
   private client: ClientAddress | undefined = undefined
   private noted: Record<string, string> | undefined = undefined
+  /** The route the router matched (`Http/RouteNoted.ts`), for the request's labels; none until it has. */
+  route: HttpRouter.Route<any, any> | undefined = undefined
 
   constructor(
     readonly request: HttpServerRequest.HttpServerRequest,

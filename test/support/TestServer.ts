@@ -76,7 +76,7 @@ export const authorizedClient = Effect.flatMap(createKey(), ({ key }) => clientW
 
 /** A request written by hand, for what a derived client would never send; answers status, headers and body. */
 export const send = (
-  method: "GET" | "POST" | "PUT" | "DELETE" | "PATCH" | "OPTIONS",
+  method: "GET" | "HEAD" | "POST" | "PUT" | "DELETE" | "PATCH" | "OPTIONS",
   path: string,
   options: {
     readonly key?: Redacted.Redacted | undefined
