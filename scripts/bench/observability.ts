@@ -1,6 +1,6 @@
 /**
  * What metrics and traces cost, on get by id, the list of 20 and create: metrics on against off;
- * tracing at 1% and every trace against off (metrics off), exported to a receiving end in this
+ * tracing at 1%, every trace and ratio 0 (configured, nothing sampled) against off (metrics off), exported to a receiving end in this
  * process that counts and drops; every trace with the collector away against it taking them.
  */
 import { copyFileSync } from "node:fs"
@@ -15,11 +15,12 @@ const variants = (sink: string) => {
     { name: "metrics", env: {} },
     { name: "sampled", env: { ...traced, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.01" } },
     { name: "traced", env: traced },
+    { name: "ratio0", env: { ...traced, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0" } },
     // Nothing listens on this port: a collector that is down.
     { name: "away", env: { ...traced, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:3939" } }
   ]
 }
-const pairs: Array<[string, string]> = [["metrics", "plain"], ["sampled", "plain"], ["traced", "plain"], ["away", "traced"]]
+const pairs: Array<[string, string]> = [["metrics", "plain"], ["sampled", "plain"], ["traced", "plain"], ["ratio0", "plain"], ["away", "traced"]]
 const measured = ["get by id", "list, limit 20", "create"]
 
 export const measureObservability = async () => {
