@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Option } from "effect"
+import { ConfigProvider, Context, Effect, Exit, Layer, Option } from "effect"
 import { Headers } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { ObservabilityConfig, type Tracing } from "../src/Observability/ObservabilityConfig.js"
@@ -73,14 +73,16 @@ describe("traceparent", () => {
 const tracingTo = (url: string, overrides: Partial<Tracing["batch"]> = {}, timeoutMillis = 1000) =>
   TracingLive.pipe(Layer.provide(ObservabilityConfig.make({
     tracing: Option.some({
-      serviceName: "sampling-test",
-      resourceAttributes: { "deployment.environment.name": "test" },
+      defaultServiceName: undefined,
       sampler: "always_on",
       ratio: 1,
       batch: { maxQueueSize: 10, maxExportBatchSize: 4, scheduleDelayMillis: 20, ...overrides },
       exporter: { url: `${url}/v1/traces`, headers: {}, timeoutMillis, gzip: false }
     })
-  })))
+  })), Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({
+    // The resource is the library's to read.
+    env: { OTEL_SERVICE_NAME: "sampling-test", OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=test" }
+  }))))
 
 /** A request as the request observer runs one: sampled, its server span with `children` below it. */
 const sampledRequest = (name: string, children: number) =>
@@ -103,6 +105,25 @@ const processor = `otel_component_type="batching_span_processor"`
 const exporter = `otel_component_type="otlp_http_json_span_exporter"`
 
 describe("the tracer", () => {
+  it("names the service as the operator does (OTEL_SERVICE_NAME, else service.name among OTEL_RESOURCE_ATTRIBUTES), else petstore; a value that does not decode stops the start", () => {
+    const read = (env: Record<string, string>) =>
+      Effect.runSyncExit(Effect.map(ObservabilityConfig.config, (config) => config).pipe(
+        Effect.provideService(
+          ConfigProvider.ConfigProvider,
+          ConfigProvider.fromEnv({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", ...env } })
+        )
+      ))
+    const defaultName = (env: Record<string, string>) => {
+      const exit = read(env)
+      return Exit.isSuccess(exit) ? Option.getOrThrow(exit.value.tracing).defaultServiceName : "refused"
+    }
+    expect(defaultName({})).toBe("petstore")
+    expect(defaultName({ OTEL_SERVICE_NAME: "shop" })).toBeUndefined()
+    expect(defaultName({ OTEL_RESOURCE_ATTRIBUTES: "service.name=shop,team=pets" })).toBeUndefined()
+    expect(defaultName({ OTEL_RESOURCE_ATTRIBUTES: "team=pets%zz" })).toBe("refused")
+    expect(String(read({ OTEL_RESOURCE_ATTRIBUTES: "team=pets%zz" }))).toContain("OTEL_RESOURCE_ATTRIBUTES")
+  })
+
   it("records a trace only from where the edge sampled it: spans without a parent are not made, nor those below them", async () => {
     const receiver = startOtlpReceiver()
     try {

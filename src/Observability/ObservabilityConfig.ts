@@ -18,9 +18,11 @@ const samplerNames = [
 ] as const satisfies ReadonlyArray<SamplerName>
 
 export interface Tracing {
-  readonly serviceName: string
-  /** From `OTEL_RESOURCE_ATTRIBUTES`: `key=value` pairs, comma-separated. */
-  readonly resourceAttributes: Readonly<Record<string, string>>
+  /**
+   * The service name the resource takes when the operator names none (`OTEL_SERVICE_NAME`, or
+   * `service.name` in `OTEL_RESOURCE_ATTRIBUTES`, which `OtlpTracer` reads itself).
+   */
+  readonly defaultServiceName: string | undefined
   readonly sampler: SamplerName
   /** The sampled share of traces, for the ratio samplers. */
   readonly ratio: number
@@ -62,29 +64,32 @@ const otlpUrl = (name: string) =>
     }
   })
 
-/** The W3C Baggage-like list of the specification: values may be percent-encoded. */
-const parseAttributes = (list: string): Record<string, string> => {
-  const attributes: Record<string, string> = {}
-  for (const pair of list.split(",")) {
-    const at = pair.indexOf("=")
-    if (at <= 0) continue
-    const value = pair.slice(at + 1).trim()
-    try {
-      attributes[pair.slice(0, at).trim()] = decodeURIComponent(value)
-    } catch {
-      attributes[pair.slice(0, at).trim()] = value
-    }
+/** Whether a percent-encoded value decodes (`OtlpTracer` refuses the list at start otherwise). */
+const decodes = (value: string) => {
+  try {
+    decodeURIComponent(value)
+    return true
+  } catch {
+    return false
   }
-  return attributes
 }
+
+/** The W3C Baggage-like list of the specification: values may be percent-encoded. */
+const parseAttributes = (list: string): Record<string, string> =>
+  Object.fromEntries(list.split(",").filter((pair) => pair.trim() !== "").map((pair) => {
+    const at = pair.indexOf("=")
+    return [pair.slice(0, at).trim(), decodeURIComponent(pair.slice(at + 1).trim())]
+  }))
 
 /** A W3C Baggage-like list, `key=value,key=value`, as the OpenTelemetry variables take it. */
 const keyValueList = (name: string) =>
   checked(
     Schema.String,
     name,
-    "must be comma-separated key=value pairs",
-    (list) => list.trim() === "" || list.split(",").every((pair) => /^[^=]+=.*$/.test(pair.trim()))
+    "must be comma-separated key=value pairs, values percent-encoded",
+    (list) =>
+      list.trim() === "" ||
+      list.split(",").every((pair) => /^[^=]+=.*$/.test(pair.trim()) && decodes(pair.slice(pair.indexOf("=") + 1).trim()))
   ).pipe(Config.map(parseAttributes), Config.withDefault({} as Record<string, string>))
 
 const compression = (name: string) => Config.Literals(["gzip", "none"], name)
@@ -126,8 +131,9 @@ const config = Config.all({
     tracing: (Option.isNone(c.endpoint) && Option.isNone(c.tracesEndpoint)) || c.disabled || c.exporter === "none"
       ? Option.none<Tracing>()
       : Option.some<Tracing>({
-        serviceName: Option.getOrElse(c.serviceName, () => c.resourceAttributes["service.name"] ?? "petstore"),
-        resourceAttributes: c.resourceAttributes,
+        defaultServiceName: Option.isNone(c.serviceName) && c.resourceAttributes["service.name"] === undefined
+          ? "petstore"
+          : undefined,
         sampler: c.sampler,
         ratio: c.ratio,
         batch: {

@@ -410,7 +410,8 @@ const exportingTracer = (tracing: Tracing) => {
       Effect.map(
         OtlpTracer.make({
           url: tracing.exporter.url,
-          resource: { serviceName: tracing.serviceName, attributes: tracing.resourceAttributes },
+          // Read by the library from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+          resource: tracing.defaultServiceName === undefined ? undefined : { serviceName: tracing.defaultServiceName },
           headers: tracing.exporter.headers,
           exportInterval: Duration.millis(tracing.batch.scheduleDelayMillis),
           maxBatchSize: tracing.batch.maxExportBatchSize,
