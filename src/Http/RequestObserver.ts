@@ -22,6 +22,13 @@ type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
  * none below it is recorded. Never a header: the Authorization header stays out of every span.
  * `ended` is called with the request's route template and status once it is answered (the request
  * log), in the same step as the metrics.
+ *
+ * The server span is made here rather than by the platform's `HttpMiddleware.tracer` (kept off in
+ * `Server.ts`), which would take its parent from `HttpTraceContext.fromHeaders` (B3 headers
+ * followed, a `traceparent` of a later version refused: `Sampling.test.ts`, "traceparent"), write
+ * `http.route` in the router's syntax (`/v1/pets/:petId`, where the service's spans, metrics and
+ * logs name `/v1/pets/{petId}`: `Tracing.test.ts`), and add `url.full`, `url.query` and
+ * `server.*`, which the service's spans never carried.
  */
 export const makeRequestObserver = (options: {
   readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress
