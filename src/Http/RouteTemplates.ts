@@ -61,7 +61,8 @@ export const makeRouteLabels = (exported = false) => {
     return found
   }
   if (exported) for (const { method, path, statuses } of routes) labels(method, templateOf(path), statuses)
-  const byRoute = new WeakMap<HttpRouter.Route<any, any>, RouteLabels>()
+  // The router's routes, made once at start: a few dozen entries.
+  const byRoute = new Map<HttpRouter.Route<any, any>, RouteLabels>()
   return (method: string, route: HttpRouter.Route<any, any> | undefined): RouteLabels => {
     if (route === undefined) return labels(methodLabel(method), unmatchedRoute)
     // The router answers HEAD with the GET route; the label keeps the method that was sent.

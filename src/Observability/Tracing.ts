@@ -58,9 +58,10 @@ const makeExportGuard = (batch: Tracing["batch"]) => {
   let droppedSpans = 0
   let exported = 0
   const failed = new Map<string, number>()
-  // A batch's span count from its serialization to its export's answer: the body is all the
-  // library hands both (one entry per batch in flight, never per request).
-  const spansIn = new WeakMap<HttpBody.HttpBody, number>()
+  // A batch's span count from its serialization to its export's first answer: the body is all the
+  // library hands both. One entry per batch in flight, removed at its first answer; one whose
+  // export is interrupted goes with the guard, when the tracer's layer is released.
+  const spansIn = new Map<HttpBody.HttpBody, number>()
 
   const pause = () => {
     backoffMillis = Math.min(maxBackoffMillis, Math.max(minBackoffMillis, backoffMillis * 2))
