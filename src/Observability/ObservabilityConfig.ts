@@ -154,7 +154,14 @@ const config = Config.all({
 
 /**
  * Where metrics are served and whether traces are exported, from the standard OpenTelemetry
- * variables: spans are exported only when an OTLP endpoint is set.
+ * variables: spans are exported only when an OTLP endpoint is set. Read here rather than by
+ * `OtlpTracer.layerFromConfig`, which reads the endpoint, headers, compression and batching the
+ * same way but takes `OTEL_EXPORTER_OTLP_TIMEOUT` as how long a stop waits for the last export,
+ * where the specification and the service mean each attempt's bound (a stop waits 3 s at most
+ * and each attempt times out: `Sampling.test.ts`, "beyond the queue…"; `Tracing.test.ts`, "a
+ * collector that takes exports and never answers"), dies on a value it cannot read where the
+ * service names the variable, and reads neither the sampler nor the queue's size. The resource
+ * (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`) is the library's to read (`Tracing.ts`).
  */
 export class ObservabilityConfig extends Context.Service<ObservabilityConfig, {
   /** The Prometheus listener; none with `METRICS_PORT=off`. */
