@@ -182,11 +182,14 @@ describe("served beside the API", () => {
       expect(refused.headers["retry-after"]).toBe("1")
       expect(refused.headers["x-request-id"]).toBe("late-1")
       expect(refused.body).toEqual({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 })
-      // Each answer carries its route's label, the stop's 503s included.
-      const logged = lines.join("").trim().split("\n").map((line) => JSON.parse(line).annotations)
-      // The log's lines are written at the next turn of the event loop.
+      // A path no route serves is refused by nothing: it is answered 404 as always.
+      expect((yield* send("GET", "/nowhere")).status).toBe(404)
+      // Each answer carries its route's label, the stop's 503s included. The log's lines are
+      // written at the next turn of the event loop.
       yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      const logged = lines.join("").trim().split("\n").map((line) => JSON.parse(line).annotations)
       expect(logged.filter(({ status }) => status === 503).map(({ route }) => route)).toEqual(["/readyz", "/livez"])
+      expect(logged.at(-1)).toMatchObject({ path: "/nowhere", route: "unmatched", status: 404 })
     }).pipe(Effect.provide(makeTestServer(undefined, {}, undefined, {}, (chunk) => lines.push(chunk))))
   })
 

@@ -122,6 +122,8 @@ describe("the tracer", () => {
     expect(defaultName({ OTEL_RESOURCE_ATTRIBUTES: "service.name=shop,team=pets" })).toBeUndefined()
     expect(defaultName({ OTEL_RESOURCE_ATTRIBUTES: "team=pets%zz" })).toBe("refused")
     expect(String(read({ OTEL_RESOURCE_ATTRIBUTES: "team=pets%zz" }))).toContain("OTEL_RESOURCE_ATTRIBUTES")
+    // The exporter's headers are the same kind of list, and refused alike.
+    expect(String(read({ OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%zz" }))).toContain("OTEL_EXPORTER_OTLP_HEADERS")
   })
 
   it("records a trace only from where the edge sampled it: spans without a parent are not made, nor those below them", async () => {
