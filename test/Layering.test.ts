@@ -8,8 +8,8 @@ import { dirname, join, relative, resolve } from "node:path"
  * to `Api`, with the definitions it composes. A new folder needs a line here before it is used.
  */
 const layers: ReadonlyArray<ReadonlyArray<string>> = [
-  ["Domain"],
-  ["Api", "Observability", "Request"],
+  ["Domain", "Observability"],
+  ["Api", "Request"],
   ["Client", "CommandLine", "Config"],
   ["Sql"],
   ["Auth", "Move", "Pets"],

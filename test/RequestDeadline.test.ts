@@ -23,7 +23,7 @@ interface Answered {
  */
 const makeServe = Effect.gen(function*() {
   const deadline = yield* makeDeadline(Duration.millis(deadlineMillis))
-  const observe = makeRequestObserver({ clientAddress: makeClientAddress([]), metrics: false, sample: undefined })
+  const observe = makeRequestObserver({ clientAddress: makeClientAddress([]), metrics: false, tracing: undefined })
   return (app: Effect.Effect<HttpServerResponse.HttpServerResponse>) =>
     observe(HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets")), deadline(app)).pipe(
       Effect.flatMap((response) => Effect.map(Clock.currentTimeMillis, (at): Answered => ({ response, at }))),

@@ -1,11 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Exit, Layer, Option } from "effect"
-import { Headers } from "effect/http"
+import { Headers, HttpServerRequest } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { ObservabilityConfig, type Tracing } from "../src/Observability/ObservabilityConfig.js"
 import { makeSampler } from "../src/Observability/Sampler.js"
 import { callerSpanOf, externalSpanOf } from "../src/Observability/TraceContext.js"
-import { serverSpan, TracingLive, withSampledSpan } from "../src/Observability/Tracing.js"
+import { RequestTrace, SpanRecorder } from "../src/Observability/RequestTrace.js"
+import { inRequestSpan, startStatementSpan } from "../src/Request/RequestSpans.js"
+import { TracingLive } from "../src/Observability/Tracing.js"
+import { makeClientAddress } from "../src/Request/ClientAddress.js"
+import { CurrentRequest, RequestRecord } from "../src/Request/CurrentRequest.js"
 import { startOtlpReceiver } from "./support/OtlpReceiver.js"
 
 const traceId = "0af7651916cd43dd8448eb211c80319c"
@@ -84,16 +88,13 @@ const tracingTo = (url: string, overrides: Partial<Tracing["batch"]> = {}, timeo
     env: { OTEL_SERVICE_NAME: "sampling-test", OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=test" }
   }))))
 
-/** A request as the request observer runs one: sampled, its server span with `children` below it. */
+/** A sampled request's trace as the request observer starts one, with `children` spans below its server span. */
 const sampledRequest = (name: string, children: number) =>
   Effect.gen(function*() {
-    const span = yield* serverSpan(name, undefined)
-    yield* Effect.withParentSpan(
-      Effect.forEach(Array.from({ length: children }, (_, i) => i), (i) => withSampledSpan(`child ${i}`, { i })(Effect.void)),
-      span
-    )
-    span.end(BigInt(Date.now()) * 1_000_000n, Exit.void)
-    return span
+    const trace = RequestTrace.start((yield* SpanRecorder)!, name, undefined)
+    for (let i = 0; i < children; i++) yield* trace.around(Effect.void, `child ${i}`, { i })
+    trace.answered(Exit.void)
+    return trace.server
   })
 
 /** A series' value in this process's exposition, or undefined when it is absent. */
@@ -126,29 +127,34 @@ describe("the tracer", () => {
     expect(String(read({ OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%zz" }))).toContain("OTEL_EXPORTER_OTLP_HEADERS")
   })
 
-  it("records a trace only from where the edge sampled it: spans without a parent are not made, nor those below them", async () => {
+  it("records a request's trace from where the edge sampled it: its work and statements below its server span; Effect's own spans are never made", async () => {
     const receiver = startOtlpReceiver()
     try {
       const caller = externalSpanOf({ traceId, spanId: "b7ad6b7169203331", sampled: false })
       const request = await Effect.gen(function*() {
-        // Background work, and a request not sampled: a library's span has no parent.
-        const orphan = yield* Effect.withSpan(Effect.currentSpan, "library work")
-        const below = yield* Effect.withSpan(Effect.withSpan(Effect.currentSpan, "inner"), "outer")
-        expect([orphan.sampled, below.sampled, below === orphan]).toEqual([false, false, true])
+        // Background work, and what a library opens: Effect's tracing is off.
+        yield* Effect.withSpan(Effect.withSpan(Effect.void, "inner"), "library work")
         // The sampler's choice holds even when the caller's flag said no.
         // Named by its method when made; by its method and route once the route is set.
-        const span = yield* serverSpan("GET", caller)
-        const statement = Effect.withSpan(Effect.void, "sqlite", {
-          kind: "client",
-          attributes: { "db.query.text": "SELECT id, name FROM pets WHERE id = ?" }
-        })
-        yield* Effect.withParentSpan(Effect.withSpan(withSampledSpan("authenticate", { "code.function.name": "x" })(statement), "outer"), span)
-        span.attribute("http.route", "/v1/pets")
-        span.end(BigInt(Date.now()) * 1_000_000n, Exit.void)
+        const trace = RequestTrace.start((yield* SpanRecorder)!, "GET", caller)
+        const record = new RequestRecord(
+          HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets")),
+          makeClientAddress([]),
+          performance.now(),
+          trace
+        )
+        const statement = Effect.sync(() => startStatementSpan("sqlite", "SELECT id, name FROM pets WHERE id = ?")?.(Exit.void))
+        yield* inRequestSpan("outer", {})(trace.around(statement, "authenticate", { "code.function.name": "x" })).pipe(
+          Effect.provideService(CurrentRequest, record)
+        )
+        // Outside the request, a statement has no span.
+        expect(startStatementSpan("sqlite", "SELECT 1")).toBeUndefined()
+        trace.server.attribute("http.route", "/v1/pets")
+        trace.answered(Exit.void)
         yield* Effect.promise(() => receiver.waitFor(() => receiver.spans.length === 4))
         expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter}}`)).toBe(4)
         expect(valueOf(`otel_sdk_processor_span_processed_total{${processor}}`)).toBe(4)
-        return span
+        return trace.server
       }).pipe(Effect.provide(tracingTo(receiver.endpoint)), Effect.runPromise)
 
       const exported = await receiver.waitFor((span) => span.kind === 2)
@@ -159,10 +165,15 @@ describe("the tracer", () => {
       expect(outer.parentSpanId).toBe(request.spanId)
       const authentication = await receiver.waitFor((span) => span.name === "authenticate")
       expect(authentication.parentSpanId).toBe(outer.spanId)
-      // A statement's span (effect/sql names it after its database) is named by what it does.
+      // A statement's span is named by what it does.
       const statement = await receiver.waitFor((span) => span.kind === 3)
       expect(statement).toMatchObject({ name: "SELECT pets", parentSpanId: authentication.spanId })
-      expect(statement.attributes).toMatchObject({ "db.operation.name": "SELECT", "db.collection.name": "pets" })
+      expect(statement.attributes).toMatchObject({
+        "db.system": "sqlite",
+        "db.operation.name": "SELECT",
+        "db.collection.name": "pets",
+        "db.query.text": "SELECT id, name FROM pets WHERE id = ?"
+      })
       expect(receiver.spans.map((span) => span.name).sort()).toEqual(["GET /v1/pets", "SELECT pets", "authenticate", "outer"])
     } finally {
       receiver.stop()

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Latch, Layer, References, Tracer } from "effect"
+import { Effect, Fiber, Latch } from "effect"
+import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
-import { isSqliteClient, type SqliteClient } from "../src/Sql/SqliteClient.js"
+import { isSqliteClient, make as makeSqliteClient, type SqliteClient } from "../src/Sql/SqliteClient.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
 const names = (rows: ReadonlyArray<Record<string, unknown>>) => rows.map((row) => row.name)
@@ -10,19 +11,6 @@ const sqliteClient: Effect.Effect<SqliteClient, never, SqlClient.SqlClient> = Ef
   SqlClient.SqlClient,
   (sql) => isSqliteClient(sql) ? Effect.succeed(sql) : Effect.die("not the SQLite client")
 )
-
-/** The spans a test's tracer made. */
-const recordingTracer = () => {
-  const spans: Array<Tracer.NativeSpan> = []
-  const tracer = Tracer.make({
-    span(options) {
-      const span = new Tracer.NativeSpan(options)
-      spans.push(span)
-      return span
-    }
-  })
-  return { spans, layer: Layer.succeed(Tracer.Tracer, tracer) }
-}
 
 describe("SqliteClient.executeDirect: a statement run on the connection itself", () => {
   it.effect("answers what the library's statement answers, through the transform, and fails as it does", () =>
@@ -66,24 +54,28 @@ describe("SqliteClient.executeDirect: a statement run on the connection itself",
       expect(yield* Fiber.join(reader)).toEqual(["Rex"])
     }).pipe(Effect.provide(TemporarySqlite)))
 
-  it.effect("with tracing on (a sampled request) has the span the library's statement has; with tracing off, none", () =>
+  it.effect("every run is given to onRun as it starts, on the fiber running it, and ended with its outcome: the library's statements and direct ones alike", () =>
     Effect.gen(function*() {
-      const sql = yield* sqliteClient
-      const text = "SELECT name FROM pets WHERE id > ?"
-      const { layer, spans } = recordingTracer()
-      const traced = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(Effect.provide(layer), Effect.provideService(References.TracerEnabled, true))
-      yield* sql.executeDirect(text, [0], names).pipe(Effect.provide(layer), Effect.provideService(References.TracerEnabled, false))
-      expect(spans).toEqual([])
-      yield* traced(sql.unsafe(text, [0]))
-      yield* traced(sql.executeDirect(text, [0], names))
-      expect(spans).toHaveLength(2)
-      const [library, direct] = spans
-      expect(direct!.name).toBe(library!.name)
-      expect(direct!.name).toMatch(/sqlite/)
-      expect(direct!.kind).toBe(library!.kind)
-      expect(Object.fromEntries(direct!.attributes)).toEqual(Object.fromEntries(library!.attributes))
-      expect(direct!.attributes.get("db.query.text")).toBe(text)
-      expect(direct!.status._tag).toBe("Ended")
-    }).pipe(Effect.provide(TemporarySqlite)))
+      const self = yield* Effect.withFiber((fiber) => Effect.succeed(fiber))
+      const runs: Array<{ readonly sql: string; readonly onFiber: boolean; ended?: string }> = []
+      const sql = yield* makeSqliteClient({
+        filename: ":memory:",
+        disableWAL: true,
+        onRun: (text) => {
+          const run: (typeof runs)[number] = { sql: text, onFiber: Fiber.getCurrent() === self }
+          runs.push(run)
+          return (exit) => {
+            run.ended = exit._tag
+          }
+        }
+      })
+      yield* sql.unsafe("CREATE TABLE pets (id INTEGER PRIMARY KEY, name TEXT)")
+      yield* sql.executeDirect("SELECT name FROM pets WHERE id > ?", [0], names)
+      yield* Effect.flip(sql.executeDirect("SELECT nothing FROM pets", [], names))
+      expect(runs).toEqual([
+        { sql: "CREATE TABLE pets (id INTEGER PRIMARY KEY, name TEXT)", onFiber: true, ended: "Success" },
+        { sql: "SELECT name FROM pets WHERE id > ?", onFiber: true, ended: "Success" },
+        { sql: "SELECT nothing FROM pets", onFiber: true, ended: "Failure" }
+      ])
+    }).pipe(Effect.provide(Reactivity.layer)))
 })

@@ -1,12 +1,10 @@
-import { Context, Data, Effect, Layer, Option } from "effect"
+import { Context, Effect, Exit, Layer, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Authentication } from "../Api/Authentication.js"
 import { AppConfig } from "../Config/AppConfig.js"
 import { codesOf, type ServiceUnavailable, TooManyRequests, Unauthorized } from "../Domain/ApiError.js"
 import { CurrentCaller } from "../Domain/Caller.js"
 import { failedAuthenticationCounter, rateLimitedCounter } from "../Observability/Metrics.js"
-import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
-import { inSampledTrace, withSampledSpan } from "../Observability/Tracing.js"
 import { type ClientAddress, makeClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest, noteResponseHeadersOn, type RequestRecord } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
@@ -45,23 +43,13 @@ const tooManyFailures = rateLimited(
 )
 const overRate = rateLimited("This API key is over its request rate; retry after the Retry-After seconds")
 
-/** A refusal inside the authentication span, so that span ends failed; answered as the refusal outside it. */
-class Refused extends Data.TaggedError("Refused")<{ readonly message: string; readonly response: HttpServerResponse.HttpServerResponse }> {}
+const codeFunction = { "code.function.name": "Authentication.bearer" }
 
-const markRefusals = (
-  span: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-) =>
-<A, E, R>(
-  effect: Effect.Effect<A | HttpServerResponse.HttpServerResponse, E, R>
-): Effect.Effect<A | HttpServerResponse.HttpServerResponse, E, R> =>
-  Effect.catchIf(
-    span(Effect.flatMap(effect, (answer) =>
-      HttpServerResponse.isHttpServerResponse(answer)
-        ? Effect.fail(new Refused({ message: `answered ${answer.status}`, response: answer }))
-        : Effect.succeed(answer))),
-    (error): error is Refused => error instanceof Refused,
-    (refused) => Effect.succeed(refused.response)
-  )
+/** A refusal answered ends the authentication span failed, as a failure would. */
+const refusalsFailed = (exit: Exit.Exit<unknown, unknown>): Exit.Exit<unknown, unknown> =>
+  Exit.isSuccess(exit) && HttpServerResponse.isHttpServerResponse(exit.value)
+    ? Exit.fail(new Error(`answered ${exit.value.status}`))
+    : exit
 
 /** Once half the allowed failures are spent, each further 401 waits 200 ms longer, up to 2 s. */
 const slowdown = (policy: RateLimitPolicy, remaining: number) =>
@@ -92,14 +80,6 @@ export const AuthenticationLive = Layer.effect(
     const countTooManyFailures = rateLimitedCounter(failedAuthentication.name)
     const countFailure = new Map(codesOf(Unauthorized).map((code) => [code, failedAuthenticationCounter(code)]))
     const clientAddressOf = makeClientAddress(trustedProxies)
-    // When tracing, authentication is a child span of the request's (the handler it wraps is not):
-    // a span only when the request is sampled, and never an attribute of the request, so never the key.
-    // A request not sampled runs it as it would with tracing off.
-    const { tracing } = yield* ObservabilityConfig
-    const inSpan = tracing._tag === "None"
-      ? undefined
-      : markRefusals(withSampledSpan("authenticate", { "code.function.name": "Authentication.bearer" }))
-
     const refuse = (client: ClientAddress, { code, response }: ReturnType<typeof refusal>) =>
       Effect.flatMap(limiter.take(failedAuthentication, client.limitedAs), (decision) => {
         if (!decision.allowed) {
@@ -153,9 +133,10 @@ export const AuthenticationLive = Layer.effect(
           const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
           const current = fiber.getRef(CurrentRequest)
           return Effect.flatMap(
-            inSpan !== undefined && inSampledTrace(fiber)
-              ? inSpan(authenticate(request, current))
-              : authenticate(request, current),
+            // A sampled request's authentication is a span of its trace; never the key, nor the header.
+            current?.trace === undefined
+              ? authenticate(request, current)
+              : current.trace.around(authenticate(request, current), "authenticate", codeFunction, refusalsFailed),
             (answer) =>
               HttpServerResponse.isHttpServerResponse(answer)
                 ? Effect.succeed(answer)

@@ -1,11 +1,11 @@
 import { Effect, Layer } from "effect"
 import { petsCreatedCounter } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
-import { withSampledSpan } from "../Observability/Tracing.js"
+import { inRequestSpan } from "../Request/RequestSpans.js"
 import { PetRepository } from "../Pets/PetRepository.js"
 
 const inSpan = (spanName: string, functionName: string) =>
-  withSampledSpan(spanName, { "code.function.name": functionName })
+  inRequestSpan(spanName, { "code.function.name": functionName })
 
 /**
  * The repository's calls in child spans when the request is sampled, and its creates counted

@@ -66,7 +66,8 @@ export const makeRequestLog = (log: (line: string) => void) => {
     return lastTimestamp
   }
   return (record: RequestRecord, route: string, status: number): void => {
-    const { request, span } = record
+    const { request } = record
+    const span = record.trace?.server
     const durationMs = Math.round((performance.now() - record.startedAt) * 100) / 100
     log(
       `{"message":"request","logLevel":"INFO","timestamp":"${timestampAt(Date.now())}","annotations":{` +

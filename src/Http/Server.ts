@@ -7,7 +7,8 @@ import { AppConfig } from "../Config/AppConfig.js"
 import { HealthHttpLive } from "../Health/Http.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { makeSampler } from "../Observability/Sampler.js"
-import { RequestsUntraced, TracingLive } from "../Observability/Tracing.js"
+import { SpanRecorder } from "../Observability/RequestTrace.js"
+import { TracingLive } from "../Observability/Tracing.js"
 import { PetsHttpLive, SunsetPolicyLive } from "../Pets/Http.js"
 import { makeClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest } from "../Request/CurrentRequest.js"
@@ -89,10 +90,14 @@ export const serverMiddleware = Effect.gen(function*() {
   const { middleware } = yield* InFlightRequests
   const { logLevel, requestTimeout, trustedProxies } = yield* AppConfig
   const { metrics, tracing } = yield* ObservabilityConfig
+  const recorder = yield* SpanRecorder
   const observe = makeRequestObserver({
     clientAddress: makeClientAddress(trustedProxies),
     metrics: Option.isSome(metrics),
-    sample: Option.match(tracing, { onNone: () => undefined, onSome: ({ ratio, sampler }) => makeSampler(sampler, ratio) }),
+    tracing: Option.match(tracing, {
+      onNone: () => undefined,
+      onSome: ({ ratio, sampler }) => recorder === undefined ? undefined : { sample: makeSampler(sampler, ratio), recorder }
+    }),
     ended: LogLevel.isGreaterThan(logLevel, "Info") ? undefined : makeRequestLog((yield* RequestLines).add)
   })
   const deadline = yield* makeDeadline(requestTimeout)
@@ -106,8 +111,8 @@ export const serverMiddleware = Effect.gen(function*() {
  * The whole HTTP service on `server`: the router's app, answered as above, served under the server
  * middleware. The server is built last, once the app is: it takes connections from the moment it
  * listens, and would answer those it took before the app was served 503 with no body (with
- * SO_REUSEPORT, a worker starting beside others takes its share of everyone's). Requests start
- * with tracing off; the request observer turns it on for those its sampler chooses. Needs the stores,
+ * SO_REUSEPORT, a worker starting beside others takes its share of everyone's). Effect's own
+ * tracing is off (`TracingLive`): a sampled request's spans are its trace's. Needs the stores,
  * `InFlightRequests`, `RequestLines`, `AppConfig`, `ObservabilityConfig`, and what `server` needs.
  */
 export const serveOn = <A, E, R>(server: Layer.Layer<A, E, R>) =>
@@ -116,7 +121,6 @@ export const serveOn = <A, E, R>(server: Layer.Layer<A, E, R>) =>
       const router = yield* HttpRouter.HttpRouter
       const app = (yield* answered)(router.asHttpEffect())
       return HttpServer.serve((yield* serverMiddleware)(app)).pipe(
-        Layer.provide(RequestsUntraced),
         // Kept in the output: the stop closes the server's listener (`BunServer.Listener`).
         Layer.provideMerge(server)
       )

@@ -1,13 +1,17 @@
-import { Cause, Context, Duration, Effect, Exit, type Fiber, Layer, Option, References, Scope, Tracer } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Layer, Option, References, Scope, type Tracer } from "effect"
 import { FetchHttpClient, type HttpBody, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
 import { OtlpExporter, OtlpSerialization, OtlpTracer } from "effect/observability"
-import { readAtScrape, statementSummary } from "./Metrics.js"
+import { readAtScrape } from "./Metrics.js"
 import { ObservabilityConfig, type Tracing } from "./ObservabilityConfig.js"
+import { SpanRecorder } from "./RequestTrace.js"
 
-/** A span that is not recorded: one shared value, already ended; a span opened under it is it again. */
-const notRecorded = (name: string): Tracer.Span => ({
+/**
+ * A sampled trace's span while the export can hold no more: one shared value, already ended,
+ * counted and never made; a span started under it is it again.
+ */
+const dropped: Tracer.Span = {
   _tag: "Span",
-  name,
+  name: "dropped",
   // The W3C invalid ids: a call made under it would start no trace elsewhere.
   spanId: "0".repeat(16),
   traceId: "0".repeat(32),
@@ -22,13 +26,7 @@ const notRecorded = (name: string): Tracer.Span => ({
   attribute() {},
   event() {},
   addLinks() {}
-})
-
-/** Work no sampled request asked for: background work, and everything below a request the sampler did not choose. */
-const unrecorded = notRecorded("unrecorded")
-
-/** A sampled trace's spans while the export can hold no more: counted, never made. */
-const dropped = notRecorded("dropped")
+}
 
 const minBackoffMillis = 1000
 const maxBackoffMillis = 30_000
@@ -135,122 +133,34 @@ const makeExportGuard = (batch: Tracing["batch"]) => {
 
 type ExportGuard = ReturnType<typeof makeExportGuard>
 
-/** A recorded span, noted as waiting for export when it ends. */
-class HeldSpan implements Tracer.Span {
-  readonly _tag = "Span"
-  constructor(readonly span: Tracer.Span, private readonly guard: ExportGuard) {}
-  get name() {
-    return this.span.name
-  }
-  get spanId() {
-    return this.span.spanId
-  }
-  get traceId() {
-    return this.span.traceId
-  }
-  get parent() {
-    return this.span.parent
-  }
-  get annotations() {
-    return this.span.annotations
-  }
-  get status() {
-    return this.span.status
-  }
-  get attributes() {
-    return this.span.attributes
-  }
-  get links() {
-    return this.span.links
-  }
-  get sampled() {
-    return this.span.sampled
-  }
-  get kind() {
-    return this.span.kind
-  }
-  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>) {
-    if (this.span.status._tag === "Ended") return
-    this.span.end(endTime, exit)
-    this.guard.ended()
-  }
-  attribute(key: string, value: unknown) {
-    this.span.attribute(key, value)
-  }
-  event(name: string, startTime: bigint, attributes?: Record<string, unknown>) {
-    this.span.event(name, startTime, attributes)
-  }
-  addLinks(links: ReadonlyArray<Tracer.SpanLink>) {
-    this.span.addLinks(links)
-  }
-}
-
 /**
- * The sampling rule OtlpTracer lacks: a trace is sampled once, where a request enters, before any
- * span is made (`serverSpan`, a root or the caller's child). A span without a parent otherwise
- * (effect/sql opens one per statement) is not part of a sampled trace and is not recorded; nor is
- * one beyond what the export can hold.
+ * The OTLP tracer's spans for the request traces the edge sampled (`RequestTrace.ts`), each made
+ * only while the export can hold it: one beyond it, or below one dropped, is dropped and counted.
  */
-const sampledAtTheEdge = (tracer: Tracer.Tracer, guard: ExportGuard): Tracer.Tracer =>
-  Tracer.make({
-    span(options) {
-      const parent = Option.getOrUndefined(options.parent)
-      if (parent === undefined ? !options.root : parent === unrecorded) return unrecorded
-      if (parent === dropped) {
-        guard.drop()
-        return dropped
-      }
-      // Below a caller's span that was not sampled: the library's span, never exported.
-      if (!options.sampled) return tracer.span(options)
-      return guard.admit() ? new HeldSpan(tracer.span(options), guard) : dropped
-    },
-    context: tracer.context
-  })
-
-/**
- * The request's server span, for a request the sampler chose: the caller's span (its
- * `traceparent`) as parent, else a root. Sampled whatever the caller's flag said, since the
- * sampler has decided; the caller runs the request under it (`Effect.withParentSpan`) and ends it.
- */
-export const serverSpan = (name: string, caller: Tracer.ExternalSpan | undefined): Effect.Effect<Tracer.Span> =>
-  Effect.makeSpan(
-    name,
-    caller === undefined ? { kind: "server", root: true, sampled: true } : { kind: "server", parent: caller, sampled: true }
-  )
-
-/**
- * Requests run untraced: the server's requests start with tracing off (`Http/Server.ts`) and the
- * request observer turns it on for the requests its sampler chooses. A request not chosen then runs
- * in the very context it would with tracing off, and the spans libraries open in it (effect/sql's
- * per statement) cost what they cost untraced. Switching tracing off per request instead (a context
- * change each) kept 1% sampling at 0.87–0.95 of tracing off on Effect 4.
- */
-export const RequestsUntraced = Layer.succeed(References.TracerEnabled)(false)
-
-/** A request the sampler chose: `effect` traced, for the request's server span and the spans below it. */
-export const sampled = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withTracerEnabled(effect, true)
-
-/**
- * `effect` in a child span of the running one when that span's trace is sampled (or dropped, to
- * count the span), and as it is otherwise: a request not sampled then pays one lookup, not a span
- * and a context to make.
- */
-export const withSampledSpan = (
-  name: string,
-  attributes: Readonly<Record<string, unknown>>,
-  kind: Tracer.SpanKind = "internal"
-) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withFiber((fiber) =>
-    inSampledTrace(fiber) ? Effect.withSpan(effect, name, { kind, attributes, captureStackTrace: false }) : effect
-  )
-
-/** Whether `fiber` runs in a sampled trace (or in one whose spans are dropped, to count them). */
-export const inSampledTrace = (fiber: Fiber.Fiber<unknown, unknown>): boolean => {
-  const parent = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
-  return parent?.sampled === true || parent === dropped
-}
+const recorderOf = (tracer: Tracer.Tracer, guard: ExportGuard): SpanRecorder => ({
+  start: (name, kind, parent, startTime) => {
+    if (parent === dropped) {
+      guard.drop()
+      return dropped
+    }
+    if (!guard.admit()) return dropped
+    return tracer.span({
+      name,
+      kind,
+      startTime,
+      parent: parent === undefined ? Option.none() : Option.some(parent),
+      root: parent === undefined,
+      sampled: true,
+      annotations: Context.empty(),
+      links: []
+    })
+  },
+  end: (span, endTime, exit) => {
+    if (span === dropped) return
+    span.end(endTime, exit)
+    guard.ended()
+  }
+})
 
 /** A short, bounded label for a failed export: the HTTP status, the network error's code, `timeout`, or `_OTHER`. */
 const errorTypeOf = (error: unknown): string => {
@@ -263,39 +173,18 @@ const errorTypeOf = (error: unknown): string => {
 type OtlpSpan = OtlpTracer.TraceData["resourceSpans"][number]["scopeSpans"][number]["spans"][number]
 
 const serverKind = 2
-const clientKind = 3
 
 /**
- * Names as operators see them. A request's server span is made before the router matches its
- * route, named by its method: it is named by its method and route (`GET /v1/pets/{petId}`) once
- * the request set `http.route`. effect/sql names a statement's span after its database (`sqlite`):
- * it is named by what it does (`SELECT pets`), with `db.operation.name`, `db.collection.name` and
- * `db.system`.
+ * A request's server span is made before the router matches its route, named by its method: it
+ * is named by its method and route (`GET /v1/pets/{petId}`) once the request set `http.route`.
  */
 const named = (span: OtlpSpan): OtlpSpan => {
-  if (span.kind !== clientKind && span.kind !== serverKind) return span
-  const valueOf = (key: string) => span.attributes.find((attribute) => attribute.key === key)?.value.stringValue
-  if (span.kind === serverKind) {
-    const route = valueOf("http.route")
-    return typeof route === "string" ? { ...span, name: `${span.name} ${route}` } : span
-  }
-  const text = valueOf("db.query.text")
-  if (typeof text !== "string") return span
-  const { operation, table } = statementSummary(text)
-  const system = valueOf("db.system") === undefined ? valueOf("db.system.name") : undefined
-  return {
-    ...span,
-    name: table === undefined ? operation : `${operation} ${table}`,
-    attributes: [
-      ...span.attributes,
-      { key: "db.operation.name", value: { stringValue: operation } },
-      ...(table === undefined ? [] : [{ key: "db.collection.name", value: { stringValue: table } }]),
-      ...(typeof system === "string" ? [{ key: "db.system", value: { stringValue: system } }] : [])
-    ]
-  }
+  if (span.kind !== serverKind) return span
+  const route = span.attributes.find((attribute) => attribute.key === "http.route")?.value.stringValue
+  return typeof route === "string" ? { ...span, name: `${span.name} ${route}` } : span
 }
 
-/** The JSON serialization, with statements named, noting each batch of spans handed to an export. */
+/** The JSON serialization, with server spans named, noting each batch of spans handed to an export. */
 const exportSerialization = (guard: ExportGuard) =>
   Layer.effect(
     OtlpSerialization.OtlpSerialization,
@@ -403,11 +292,11 @@ const exportSeries = (guard: ExportGuard) =>
  * batches of `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` at least every `OTEL_BSP_SCHEDULE_DELAY`. Spans
  * still waiting are sent when the layer is released, for 3 s at most.
  */
-const exportingTracer = (tracing: Tracing) => {
+const exportingRecorder = (tracing: Tracing) => {
   const guard = makeExportGuard(tracing.batch)
   return Layer.unwrap(Effect.map(exportSeries(guard), (noteFailure) =>
     Layer.effect(
-      Tracer.Tracer,
+      SpanRecorder,
       Effect.map(
         OtlpTracer.make({
           url: tracing.exporter.url,
@@ -418,20 +307,22 @@ const exportingTracer = (tracing: Tracing) => {
           maxBatchSize: tracing.batch.maxExportBatchSize,
           shutdownTimeout: Duration.seconds(3)
         }),
-        (otlp) => sampledAtTheEdge(otlp, guard)
+        (otlp) => recorderOf(otlp, guard)
       )
     ).pipe(Layer.provide([OtlpExporter.layerFlusher, exportSerialization(guard), exportClient(tracing, guard, noteFailure)]))))
 }
 
+/** Effect's own tracing off: the spans libraries open (effect/sql's per statement) are never made. */
+const effectTracingOff = Layer.succeed(References.TracerEnabled)(false)
+
 /**
- * Effect's tracer exporting over OTLP when an endpoint is configured. Otherwise tracing is
- * switched off, so the spans that libraries open (effect/sql opens one per statement) cost
- * nothing either.
+ * The request traces' spans exported over OTLP when an endpoint is configured (`SpanRecorder`),
+ * and Effect's tracing off in any case: a request's spans are its trace's (`RequestTrace.ts`).
  */
 export const TracingLive: Layer.Layer<never, never, ObservabilityConfig> = Layer.unwrap(
   Effect.map(ObservabilityConfig, ({ tracing }) =>
     Option.match(tracing, {
-      onNone: () => Layer.succeed(References.TracerEnabled)(false),
-      onSome: exportingTracer
+      onNone: () => effectTracingOff,
+      onSome: (tracing) => Layer.merge(effectTracingOff, exportingRecorder(tracing))
     }))
 )

@@ -1,5 +1,6 @@
-import { Context, Effect, type Tracer } from "effect"
+import { Context, Effect } from "effect"
 import { HttpEffect, type HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { RequestTrace } from "../Observability/RequestTrace.js"
 import type { ClientAddress } from "./ClientAddress.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
@@ -27,8 +28,8 @@ export class RequestRecord {
     private readonly clientAddressOf: (request: HttpServerRequest.HttpServerRequest) => ClientAddress,
     /** `performance.now()` when the request arrived. */
     readonly startedAt: number,
-    /** The server span, when the request's trace is sampled: its ids go in the log line. */
-    readonly span: Tracer.Span | undefined
+    /** The request's trace, when it is sampled: its server span's ids go in the log line. */
+    readonly trace: RequestTrace | undefined
   ) {
     this.id = requestIdFor(request)
   }

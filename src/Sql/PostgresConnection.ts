@@ -9,6 +9,7 @@ import { gaugeReadAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { databaseWords, isReadOnly } from "./DatabaseErrors.js"
 import { runMigrations } from "./Migrations.js"
+import { startStatementSpan } from "../Request/RequestSpans.js"
 import { statementDurations, statementFailures } from "./StatementTiming.js"
 
 /** Any number the migrations' advisory lock can be known by; the same on every instance. */
@@ -180,7 +181,8 @@ const spoils = (error: SqlError) => error.reason._tag === "StatementTimeoutError
 
 /**
  * A pooled session as `effect/sql` runs statements on it, each statement's duration given to
- * `durationOf` and each failure, the server's silence included, to `failed`, when set. `retire`
+ * `durationOf` and each failure, the server's silence included, to `failed`, when set, and a span
+ * when `traced` and its request is sampled (`startStatementSpan`). `retire`
  * closes the session once its checkout ends, after a failure that `spoils` it and when a caller
  * leaves a statement running (`onLeft`, for a transaction's session what else it needs);
  * `noAnswer` runs when the server did not answer within `boundMillis`; `lost` learns of a failure
@@ -191,6 +193,7 @@ const connectionOf = (
   options: {
     readonly durationOf: ((sql: string) => (seconds: number) => void) | undefined
     readonly failed: ((error: SqlError) => void) | undefined
+    readonly traced: boolean
     readonly boundMillis: number
     readonly retire: Effect.Effect<void>
     readonly onLeft: Effect.Effect<void>
@@ -198,7 +201,7 @@ const connectionOf = (
     readonly lost?: () => void
   }
 ): Connection => {
-  const { boundMillis, durationOf, failed, lost, noAnswer, onLeft, retire } = options
+  const { boundMillis, durationOf, failed, lost, noAnswer, onLeft, retire, traced } = options
   const left = Effect.andThen(retire, onLeft)
   const unanswered = failed === undefined
     ? () => noAnswer
@@ -209,9 +212,14 @@ const connectionOf = (
       if (lost !== undefined && isLost(error)) lost()
       return spoils(error) ? retire : Effect.void
     })
-    const timed = durationOf === undefined ? watched : Effect.suspend(() => {
+    const timed = durationOf === undefined && !traced ? watched : Effect.suspend(() => {
       const start = performance.now()
-      return Effect.onExit(watched, () => Effect.sync(() => durationOf(sql)((performance.now() - start) / 1000)))
+      const ran = traced ? startStatementSpan("postgresql", sql) : undefined
+      return Effect.onExit(watched, (exit) =>
+        Effect.sync(() => {
+          durationOf?.(sql)((performance.now() - start) / 1000)
+          ran?.(exit)
+        }))
     })
     return leavable(timed, boundMillis, left, unanswered)
   }
@@ -240,6 +248,8 @@ interface ClientOptions {
   readonly keepAlive: Duration.Duration
   /** Time each statement and count the pool's connections in use (metrics are on). */
   readonly observed: boolean
+  /** Give each statement of a sampled request a span (tracing is on). */
+  readonly traced: boolean
 }
 
 /**
@@ -340,6 +350,7 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
       connectionOf(session, {
         durationOf,
         failed,
+        traced: options.traced,
         boundMillis,
         retire: sessions.pool.invalidate(session),
         onLeft: Effect.void,
@@ -355,6 +366,7 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
       const connection: Connection = connectionOf(session, {
         durationOf,
         failed,
+        traced: options.traced,
         boundMillis,
         retire: sessions.pool.invalidate(session),
         onLeft: Effect.sync(abandon),
@@ -432,7 +444,8 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
       releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`,
       compiler: PgClient.makeCompiler(),
       driver: "pg",
-      spanAttributes: [["db.system.name", "postgresql"], ["db.system", "postgresql"]]
+      // The library's statement spans are never made (Effect's tracing is off): a sampled request's are its trace's.
+      spanAttributes: []
     })
   })
 
@@ -529,7 +542,8 @@ export const PostgresConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConf
       statementTimeout: config.databaseStatementTimeout,
       startTimeout: config.databaseStartTimeout,
       keepAlive: config.databaseKeepAlive,
-      observed: Option.exists(observability, ({ metrics }) => Option.isSome(metrics))
+      observed: Option.exists(observability, ({ metrics }) => Option.isSome(metrics)),
+      traced: Option.exists(observability, ({ tracing }) => Option.isSome(tracing))
     }).pipe(Effect.mapError((error) => cannotStart(config.databaseUrl, "connect to", error)))
     yield* writable(sql).pipe(Effect.mapError((error) => cannotStart(config.databaseUrl, "start on", error)))
     yield* migrate(sql, config.databaseStartTimeout).pipe(

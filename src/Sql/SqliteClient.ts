@@ -7,7 +7,7 @@
  * until the transaction has begun.
  */
 import { Database, type Statement as Prepared } from "bun:sqlite"
-import { Context, Duration, Effect, identity, Latch, Layer, References, Schedule, type Scope, Semaphore, Stream } from "effect"
+import { Context, Duration, Effect, Exit, identity, Latch, Layer, Schedule, type Scope, Semaphore, Stream } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as Client from "effect/sql/SqlClient"
 import type { Connection } from "effect/sql/SqlConnection"
@@ -28,8 +28,7 @@ export interface SqliteClient extends Client.SqlClient {
    * off, the connection's acquisition), with the same lock waits, timing and failures.
    * For the statements most requests make: a get by id answers 1.05–1.07× the requests per second
    * through it (both builds loaded at once on one core; Bun 1.4.5, effect 4.1.0). Inside a
-   * transaction it is the library's statement; where tracing is on (a sampled request), it has the
-   * span the library's statement would have (its name and attributes).
+   * transaction it is the library's statement.
    */
   readonly executeDirect: <A>(
     sql: string,
@@ -64,6 +63,8 @@ export interface SqliteClientConfig {
   readonly timer?: ((sql: string) => ((seconds: number) => void) | undefined) | undefined
   /** Called with each statement's failure: once, after its lock waits, not for each busy attempt. */
   readonly onFailure?: ((error: SqlError) => void) | undefined
+  /** Called as each run starts, from the fiber running it; what it returns is given the run's outcome. */
+  readonly onRun?: ((sql: string) => ((exit: Exit.Exit<unknown, SqlError>) => void) | undefined) | undefined
 }
 
 /** Statement texts kept prepared at most: the service has a few dozen; others are prepared per run. */
@@ -121,10 +122,10 @@ export const make = (
       }
       return kept
     }
-    const { onFailure, unusable } = options
+    const { onFailure, onRun, unusable } = options
 
     /** One synchronous run of a statement: its rows, or its failure. */
-    const attempt = (sql: string, params: ReadonlyArray<unknown>, values: boolean): ReadonlyArray<any> | SqlError => {
+    const runOnce = (sql: string, params: ReadonlyArray<unknown>, values: boolean): ReadonlyArray<any> | SqlError => {
       const reason = unusable?.()
       if (reason !== undefined) {
         return new SqlError({ reason: new ConnectionError({ cause: new Error(reason), message: reason, operation: "execute" }) })
@@ -145,6 +146,15 @@ export const make = (
         kept.record?.((performance.now() - start) / 1000)
         if (!kept.kept) kept.statement.finalize()
       }
+    }
+
+    /** `runOnce`, given to `onRun`. */
+    const attempt = (sql: string, params: ReadonlyArray<unknown>, values: boolean): ReadonlyArray<any> | SqlError => {
+      const ran = onRun?.(sql)
+      if (ran === undefined) return runOnce(sql, params, values)
+      const result = runOnce(sql, params, values)
+      ran(result instanceof SqlError ? Exit.fail(result) : Exit.void)
+      return result
     }
 
     const transactions = yield* Semaphore.make(1)
@@ -242,15 +252,6 @@ export const make = (
       driver: "sqlite-bun",
       spanAttributes
     })
-    // The span effect/sql's statement makes, made here for a traced statement run directly.
-    const spanName = Statement.spanName(spanAttributes)
-    const inStatementSpan = <A>(sql: string, effect: Effect.Effect<A, SqlError>) =>
-      Effect.useSpan(spanName, { kind: "client" }, (span) => {
-        for (const [key, value] of spanAttributes) span.attribute(key, value)
-        span.attribute("effect.sql.method", "execute")
-        span.attribute("db.query.text", sql)
-        return effect
-      })
     const executeDirect = <A>(
       sql: string,
       params: ReadonlyArray<unknown>,
@@ -260,9 +261,7 @@ export const make = (
         if (Context.getOrUndefined(fiber.context, client.transactionService) !== undefined) {
           return Effect.map(client.unsafe<Record<string, unknown>>(sql, params), transform)
         }
-        return fiber.getRef(References.TracerEnabled)
-          ? inStatementSpan(sql, run(sql, params, false, true, transform))
-          : runNow(sql, params, false, true, transform)
+        return runNow(sql, params, false, true, transform)
       })
     return Object.assign(client, { [TypeId]: TypeId, config: options, executeDirect }) as SqliteClient
   })

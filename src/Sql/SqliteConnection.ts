@@ -9,6 +9,7 @@ import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { databaseWords } from "./DatabaseErrors.js"
 import { runMigrations } from "./Migrations.js"
 import * as SqliteClient from "./SqliteClient.js"
+import { startStatementSpan } from "../Request/RequestSpans.js"
 import { statementDurations, statementFailures } from "./StatementTiming.js"
 
 /**
@@ -34,13 +35,17 @@ export const SqliteConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConfig
     yield* Effect.try({ try: () => checkWritable(databaseUrl, filename), catch: (cause) => cause as Error })
     const observability = yield* Effect.serviceOption(ObservabilityConfig)
     const timed = Option.exists(observability, ({ metrics }) => Option.isSome(metrics))
-    return yield* open(filename, { timed, lockWait: databaseStatementTimeout }).pipe(
+    const traced = Option.exists(observability, ({ tracing }) => Option.isSome(tracing))
+    return yield* open(filename, { timed, traced, lockWait: databaseStatementTimeout }).pipe(
       Effect.catchCause((cause) => Effect.fail(cannotUse(filename, Cause.squash(cause))))
     )
   })
 ).pipe(Layer.provide(Reactivity.layer))
 
-const open = (filename: string, options: { readonly timed: boolean; readonly lockWait: Duration.Duration }) =>
+const open = (
+  filename: string,
+  options: { readonly timed: boolean; readonly traced: boolean; readonly lockWait: Duration.Duration }
+) =>
   Effect.gen(function*() {
     let lost: string | undefined
     const sql = yield* SqliteClient.make({
@@ -51,7 +56,8 @@ const open = (filename: string, options: { readonly timed: boolean; readonly loc
       lockWait: options.lockWait,
       unusable: () => lost,
       timer: options.timed ? statementDurations("sqlite") : undefined,
-      onFailure: options.timed ? statementFailures("sqlite") : undefined
+      onFailure: options.timed ? statementFailures("sqlite") : undefined,
+      onRun: options.traced ? (text) => startStatementSpan("sqlite", text) : undefined
     })
     yield* checkIntact(sql)
     for (const pragma of pragmas) yield* sql.unsafe(pragma)
