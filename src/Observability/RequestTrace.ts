@@ -1,4 +1,4 @@
-import { Context, Effect, Exit, type Tracer } from "effect"
+import { Context, Effect, type Exit, type Tracer } from "effect"
 
 /** Where a sampled trace's spans are made and exported (`Tracing.ts`). */
 export interface SpanRecorder {
@@ -22,13 +22,14 @@ export const nowNanos = (): bigint => originMicros * 1000n + BigInt(Math.round(p
  * A sampled request's trace: its server span, and the spans of its work, each the child of the
  * innermost one open, made and ended by plain calls as the work starts and ends.
  *
- * Not Effect's spans (`Effect.withSpan`, a tracer enabled for the sampled request): a request the
- * sampler chose then runs through the fiber runtime exactly as every other request, with the same
- * context and the same steps. With the trace in the fiber's context instead, 1% sampling answered
- * 0.92 of tracing off, its CPU per request ×1.09–1.10 (get by id, at once; architecture page,
- * "What tracing at 1% costs, and where"): sampled requests taking other paths through Effect's
- * runtime slowed every request. A request's calls run one after another, so the innermost open
- * span is the parent of the next.
+ * Not Effect's spans (`Effect.withSpan` under a tracer enabled for the sampled request, with a
+ * tracer wrapped to drop spans outside a sampled trace and proxies around the exported ones): a
+ * request the sampler chose runs through the fiber runtime as every other request does, with the
+ * same context and steps, and Effect's tracing stays off. Against that design, each loaded at once
+ * with 1% sampled (`OTEL_TRACES_SAMPLER_ARG=0.01 … npm run bench -- --ab 59c5e4e 04d70d8 --only
+ * sqlite --at-once --fresh`, 27 November 2026): get by id 1.006–1.039×, the list of 20 1.017×,
+ * create 0.990×, the 401 1.036×, in 110 fewer lines. A request's calls run one after another,
+ * so the innermost open span is the parent of the next.
  */
 export class RequestTrace {
   private readonly open: Array<Tracer.Span> = []
@@ -56,13 +57,15 @@ export class RequestTrace {
     })
   }
 
-  /** Ends a span `child` made, and any made inside it and left open. */
+  /**
+   * Ends a span `child` made, with any made inside it and left open (a statement its caller left
+   * running): they end with it, as it did. A span already ended so is not ended again.
+   */
   end(span: Tracer.Span, exit: Exit.Exit<unknown, unknown>): void {
     const at = this.open.lastIndexOf(span)
+    if (at === -1) return
     const endTime = nowNanos()
-    if (at !== -1) {
-      for (const inner of this.open.splice(at).reverse()) this.recorder.end(inner, endTime, inner === span ? exit : Exit.void)
-    }
+    for (const inner of this.open.splice(at).reverse()) this.recorder.end(inner, endTime, exit)
   }
 
   /** A request's trace, its server span started now: the caller's span its parent, if any. */
