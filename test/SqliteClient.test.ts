@@ -1,5 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Database } from "bun:sqlite"
 import { Effect, Fiber, Latch } from "effect"
+import { TestClock } from "effect/testing"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
 import { isSqliteClient, make as makeSqliteClient, type SqliteClient } from "../src/Sql/SqliteClient.js"
@@ -77,5 +82,40 @@ describe("SqliteClient.executeDirect: a statement run on the connection itself",
         { sql: "SELECT name FROM pets WHERE id > ?", onFiber: true, ended: "Success" },
         { sql: "SELECT nothing FROM pets", onFiber: true, ended: "Failure" }
       ])
+    }).pipe(Effect.provide(Reactivity.layer)))
+
+  it.effect("a statement that waits for another connection's lock is one run, ended once with its outcome", () =>
+    Effect.gen(function*() {
+      const folder = yield* Effect.acquireRelease(
+        Effect.sync(() => mkdtempSync(join(tmpdir(), "petstore-test-"))),
+        (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
+      )
+      const filename = join(folder, "pets.db")
+      const runs: Array<{ readonly sql: string; ended?: string }> = []
+      const sql = yield* makeSqliteClient({
+        filename,
+        disableWAL: true,
+        lockWait: "1 second",
+        onRun: (text) => {
+          const run: (typeof runs)[number] = { sql: text }
+          runs.push(run)
+          return (exit) => {
+            run.ended = exit._tag
+          }
+        }
+      })
+      yield* sql.unsafe("CREATE TABLE pets (id INTEGER PRIMARY KEY, name TEXT)")
+      const other = new Database(filename)
+      other.run("BEGIN IMMEDIATE")
+      const insert = "INSERT INTO pets (name) VALUES (?)"
+      const writer = yield* Effect.forkChild(sql.executeDirect(insert, ["Rex"], names))
+      // Several tries, each refused while the other connection holds the lock.
+      yield* TestClock.adjust("20 millis")
+      expect(runs.filter((run) => run.sql === insert)).toEqual([{ sql: insert }])
+      other.run("COMMIT")
+      other.close()
+      yield* TestClock.adjust("100 millis")
+      yield* Fiber.join(writer)
+      expect(runs.filter((run) => run.sql === insert)).toEqual([{ sql: insert, ended: "Success" }])
     }).pipe(Effect.provide(Reactivity.layer)))
 })

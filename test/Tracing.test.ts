@@ -120,6 +120,23 @@ describe("traces over OTLP/HTTP", () => {
     expect(receiver.bodies.join("\n")).not.toContain("ps_test_wrong")
   })
 
+  it("an idempotent create's statements, BEGIN and COMMIT included, are children of its sql.transaction span, below its store call", async () => {
+    using folder = temporaryFolder()
+    await using traced = await startTracedServer(folder.path)
+    const { key, receiver, server } = traced
+    expect((await fetch(`${server.url}/v1/pets`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "rex-once" },
+      body: JSON.stringify({ name: "Rex", categoryId: 3 })
+    })).status).toBe(201)
+    const store = await receiver.waitFor((span) => span.name === "PetRepository.createOnce")
+    const transaction = await receiver.waitFor((span) => span.name === "sql.transaction" && span.parentSpanId === store.spanId)
+    expect(transaction.attributes).toMatchObject({ "db.system.name": "sqlite" })
+    await receiver.waitFor((span) => span.name === "COMMIT" && span.parentSpanId === transaction.spanId)
+    const statements = receiver.spans.filter((span) => span.parentSpanId === transaction.spanId).map((span) => span.name)
+    expect(statements).toEqual(expect.arrayContaining(["BEGIN", "INSERT pets", "COMMIT"]))
+  })
+
   it("the typed client sends traceparent from its current span, so the caller's trace crosses into the service", async () => {
     using folder = temporaryFolder()
     await using traced = await startTracedServer(folder.path)

@@ -83,7 +83,7 @@ export const answered = AppConfig.useSync(({ corsOrigins }) => {
 
 /**
  * Where every request enters, in this order: its record (`Request/CurrentRequest.ts`: its id, its
- * client, its server span) made for everything below to read, with its metrics, server span and
+ * client, its trace when sampled) made for everything below to read, with its metrics, server span and
  * log line; the count of requests in flight (for a graceful stop); then its deadline.
  */
 export const serverMiddleware = Effect.gen(function*() {

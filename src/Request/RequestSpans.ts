@@ -1,4 +1,5 @@
 import { Effect, type Exit, Fiber } from "effect"
+import type { SqlClient } from "effect/sql"
 import { statementSummary } from "../Observability/Metrics.js"
 import type { RequestTrace } from "../Observability/RequestTrace.js"
 import { CurrentRequest } from "./CurrentRequest.js"
@@ -34,4 +35,17 @@ export const startStatementSpan = (
   span.attribute("db.operation.name", operation)
   if (table !== undefined) span.attribute("db.collection.name", table)
   return (exit) => trace.end(span, exit)
+}
+
+/**
+ * `client` with its transactions in a `sql.transaction` span of a sampled request's trace, as
+ * effect/sql names its own (which Effect's tracing, off, no longer makes): the transaction's
+ * statements, its `BEGIN` and `COMMIT` included, are the span's children.
+ */
+export const withTransactionSpans = <C extends SqlClient.SqlClient>(client: C, system: string): C => {
+  const withTransaction = client.withTransaction
+  const inTransactionSpan = inRequestSpan("sql.transaction", { "db.system.name": system, "db.system": system })
+  return Object.assign(client, {
+    withTransaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => inTransactionSpan(withTransaction(effect))
+  })
 }

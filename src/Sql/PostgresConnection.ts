@@ -9,7 +9,7 @@ import { gaugeReadAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { databaseWords, isReadOnly } from "./DatabaseErrors.js"
 import { runMigrations } from "./Migrations.js"
-import { startStatementSpan } from "../Request/RequestSpans.js"
+import { startStatementSpan, withTransactionSpans } from "../Request/RequestSpans.js"
 import { statementDurations, statementFailures } from "./StatementTiming.js"
 
 /** Any number the migrations' advisory lock can be known by; the same on every instance. */
@@ -534,6 +534,7 @@ export const PostgresConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConf
   Effect.gen(function*() {
     const config = yield* AppConfig
     const observability = yield* Effect.serviceOption(ObservabilityConfig)
+    const traced = Option.exists(observability, ({ tracing }) => Option.isSome(tracing))
     const sql = yield* makeClient({
       url: config.databaseUrl,
       maxConnections: 20,
@@ -543,12 +544,12 @@ export const PostgresConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConf
       startTimeout: config.databaseStartTimeout,
       keepAlive: config.databaseKeepAlive,
       observed: Option.exists(observability, ({ metrics }) => Option.isSome(metrics)),
-      traced: Option.exists(observability, ({ tracing }) => Option.isSome(tracing))
+      traced
     }).pipe(Effect.mapError((error) => cannotStart(config.databaseUrl, "connect to", error)))
     yield* writable(sql).pipe(Effect.mapError((error) => cannotStart(config.databaseUrl, "start on", error)))
     yield* migrate(sql, config.databaseStartTimeout).pipe(
       Effect.mapError((error) => cannotStart(config.databaseUrl, "migrate", error))
     )
-    return sql
+    return traced ? withTransactionSpans(sql, "postgresql") : sql
   })
 ).pipe(Layer.provide(Reactivity.layer))

@@ -63,7 +63,7 @@ export interface SqliteClientConfig {
   readonly timer?: ((sql: string) => ((seconds: number) => void) | undefined) | undefined
   /** Called with each statement's failure: once, after its lock waits, not for each busy attempt. */
   readonly onFailure?: ((error: SqlError) => void) | undefined
-  /** Called as each run starts, from the fiber running it; what it returns is given the run's outcome. */
+  /** Called as each statement starts, from the fiber running it; what it returns is given its outcome, after any waits. */
   readonly onRun?: ((sql: string) => ((exit: Exit.Exit<unknown, SqlError>) => void) | undefined) | undefined
 }
 
@@ -125,7 +125,7 @@ export const make = (
     const { onFailure, onRun, unusable } = options
 
     /** One synchronous run of a statement: its rows, or its failure. */
-    const runOnce = (sql: string, params: ReadonlyArray<unknown>, values: boolean): ReadonlyArray<any> | SqlError => {
+    const attempt = (sql: string, params: ReadonlyArray<unknown>, values: boolean): ReadonlyArray<any> | SqlError => {
       const reason = unusable?.()
       if (reason !== undefined) {
         return new SqlError({ reason: new ConnectionError({ cause: new Error(reason), message: reason, operation: "execute" }) })
@@ -148,15 +148,6 @@ export const make = (
       }
     }
 
-    /** `runOnce`, given to `onRun`. */
-    const attempt = (sql: string, params: ReadonlyArray<unknown>, values: boolean): ReadonlyArray<any> | SqlError => {
-      const ran = onRun?.(sql)
-      if (ran === undefined) return runOnce(sql, params, values)
-      const result = runOnce(sql, params, values)
-      ran(result instanceof SqlError ? Exit.fail(result) : Exit.void)
-      return result
-    }
-
     const transactions = yield* Semaphore.make(1)
     // Closed from a transaction's `BEGIN` to its end: statements outside it wait meanwhile.
     const free = yield* Latch.make(true)
@@ -173,7 +164,7 @@ export const make = (
      * A statement run now, its rows passed to `transform`: outside a transaction that has begun it
      * first waits for its end; with `waitIfBusy` false, a lock another connection holds fails it.
      */
-    const runNow = <A>(
+    const runUnobserved = <A>(
       sql: string,
       params: ReadonlyArray<unknown>,
       values: boolean,
@@ -181,7 +172,9 @@ export const make = (
       transform: (rows: ReadonlyArray<any>) => A,
       waitIfBusy = true
     ): Effect.Effect<A, SqlError> => {
-      if (outside && begun) return Effect.andThen(free.await, run(sql, params, values, outside, transform, waitIfBusy))
+      if (outside && begun) {
+        return Effect.andThen(free.await, Effect.suspend(() => runUnobserved(sql, params, values, outside, transform, waitIfBusy)))
+      }
       const result = attempt(sql, params, values)
       if (!(result instanceof SqlError)) {
         if (!outside && !begun && db.inTransaction) {
@@ -196,8 +189,23 @@ export const make = (
         onFailure?.(result)
         return Effect.fail(result)
       }
-      const waited = Effect.retry(run(sql, params, values, outside, transform, false), { schedule: waitForLock, while: isBusy })
+      const waited = Effect.retry(Effect.suspend(() => runUnobserved(sql, params, values, outside, transform, false)), {
+        schedule: waitForLock,
+        while: isBusy
+      })
       return onFailure === undefined ? waited : Effect.tapError(waited, (error) => Effect.sync(() => onFailure(error)))
+    }
+    /** `runUnobserved`, given to `onRun` as a whole: its waits for a transaction's end and for a lock included. */
+    const runNow = <A>(
+      sql: string,
+      params: ReadonlyArray<unknown>,
+      values: boolean,
+      outside: boolean,
+      transform: (rows: ReadonlyArray<any>) => A
+    ): Effect.Effect<A, SqlError> => {
+      const ran = onRun?.(sql)
+      const running = runUnobserved(sql, params, values, outside, transform)
+      return ran === undefined ? running : Effect.onExit(running, (exit) => Effect.sync(() => ran(exit)))
     }
     /** `runNow` when the effect runs. */
     const run: typeof runNow = (...args) => Effect.suspend(() => runNow(...args))

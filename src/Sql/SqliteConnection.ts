@@ -9,7 +9,7 @@ import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { databaseWords } from "./DatabaseErrors.js"
 import { runMigrations } from "./Migrations.js"
 import * as SqliteClient from "./SqliteClient.js"
-import { startStatementSpan } from "../Request/RequestSpans.js"
+import { startStatementSpan, withTransactionSpans } from "../Request/RequestSpans.js"
 import { statementDurations, statementFailures } from "./StatementTiming.js"
 
 /**
@@ -65,7 +65,7 @@ const open = (
       lost = reason
     })
     yield* Effect.provideService(runMigrations, SqlClient.SqlClient, sql)
-    return sql as SqlClient.SqlClient
+    return options.traced ? withTransactionSpans(sql as SqlClient.SqlClient, "sqlite") : sql as SqlClient.SqlClient
   })
 
 /**
