@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Exit, Layer, Option } from "effect"
+import { ConfigProvider, Context, Effect, Exit, Layer, Option, type Tracer } from "effect"
 import { Headers, HttpServerRequest } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { ObservabilityConfig, type Tracing } from "../src/Observability/ObservabilityConfig.js"
@@ -125,6 +125,35 @@ describe("the tracer", () => {
     expect(String(read({ OTEL_RESOURCE_ATTRIBUTES: "team=pets%zz" }))).toContain("OTEL_RESOURCE_ATTRIBUTES")
     // The exporter's headers are the same kind of list, and refused alike.
     expect(String(read({ OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%zz" }))).toContain("OTEL_EXPORTER_OTLP_HEADERS")
+  })
+
+  it("a request's trace: each span the child of the innermost one open; one left open ends with the span around it; a span the export dropped, open twice, is told apart", () => {
+    const made: Array<readonly [string, string | undefined]> = []
+    const ended: Array<readonly [string, string]> = []
+    const dropped = { name: "dropped" } as Tracer.Span
+    let full = false
+    const recorder: SpanRecorder = {
+      start: (name, _kind, parent) => {
+        if (full) return dropped
+        made.push([name, (parent as Tracer.Span | undefined)?.name])
+        return { name } as Tracer.Span
+      },
+      end: (span, _endTime, exit) => void ended.push([span.name, exit._tag])
+    }
+    const trace = new RequestTrace({ name: "server" } as Tracer.Span, recorder)
+    const store = trace.child("store call", "internal")
+    const statement = trace.child("statement", "client")
+    // The store call ends, its statement left running: both end, as the store call did.
+    trace.end(store, Exit.fail("timed out"))
+    trace.end(statement, Exit.void)
+    full = true
+    const outer = trace.child("outer", "internal")
+    trace.child("inner", "client")
+    trace.end(outer, Exit.void)
+    full = false
+    trace.child("next", "internal")
+    expect(made).toEqual([["store call", "server"], ["statement", "store call"], ["next", "server"]])
+    expect(ended).toEqual([["statement", "Failure"], ["store call", "Failure"], ["dropped", "Success"], ["dropped", "Success"]])
   })
 
   it("records a request's trace from where the edge sampled it: its work and statements below its server span; Effect's own spans are never made", async () => {

@@ -18,6 +18,11 @@ const originMicros = BigInt(Math.round(performance.timeOrigin * 1000))
 /** Now, in nanoseconds since the epoch, as spans are timed. */
 export const nowNanos = (): bigint => originMicros * 1000n + BigInt(Math.round(performance.now() * 1e6))
 
+/** A span of a request's trace, open until `RequestTrace.end`. */
+export interface OpenSpan {
+  readonly span: Tracer.Span
+}
+
 /**
  * A sampled request's trace: its server span, and the spans of its work, each the child of the
  * innermost one open, made and ended by plain calls as the work starts and ends.
@@ -32,15 +37,18 @@ export const nowNanos = (): bigint => originMicros * 1000n + BigInt(Math.round(p
  * so the innermost open span is the parent of the next.
  */
 export class RequestTrace {
-  private readonly open: Array<Tracer.Span> = []
+  private readonly open: Array<OpenSpan> = []
 
   constructor(readonly server: Tracer.Span, private readonly recorder: SpanRecorder) {}
 
-  /** A span for work starting now, the child of the innermost span open; `end` ends it. */
-  child(name: string, kind: Tracer.SpanKind): Tracer.Span {
-    const span = this.recorder.start(name, kind, this.open.at(-1) ?? this.server, nowNanos())
-    this.open.push(span)
-    return span
+  /**
+   * A span for work starting now, the child of the innermost span open; `end` ends it. Its own
+   * handle: a span the export could not hold is one shared value, which may be open twice.
+   */
+  child(name: string, kind: Tracer.SpanKind): OpenSpan {
+    const open = { span: this.recorder.start(name, kind, this.open.at(-1)?.span ?? this.server, nowNanos()) }
+    this.open.push(open)
+    return open
   }
 
   /** `effect` in a span of this trace starting now, ended with its exit, or with what `exitOf` makes of it. */
@@ -51,9 +59,9 @@ export class RequestTrace {
     exitOf: (exit: Exit.Exit<A, E>) => Exit.Exit<unknown, unknown> = (exit) => exit
   ): Effect.Effect<A, E, R> {
     return Effect.suspend(() => {
-      const span = this.child(name, "internal")
-      for (const key in attributes) span.attribute(key, attributes[key])
-      return Effect.onExit(effect, (exit) => Effect.sync(() => this.end(span, exitOf(exit))))
+      const open = this.child(name, "internal")
+      for (const key in attributes) open.span.attribute(key, attributes[key])
+      return Effect.onExit(effect, (exit) => Effect.sync(() => this.end(open, exitOf(exit))))
     })
   }
 
@@ -61,11 +69,11 @@ export class RequestTrace {
    * Ends a span `child` made, with any made inside it and left open (a statement its caller left
    * running): they end with it, as it did. A span already ended so is not ended again.
    */
-  end(span: Tracer.Span, exit: Exit.Exit<unknown, unknown>): void {
-    const at = this.open.lastIndexOf(span)
+  end(open: OpenSpan, exit: Exit.Exit<unknown, unknown>): void {
+    const at = this.open.lastIndexOf(open)
     if (at === -1) return
     const endTime = nowNanos()
-    for (const inner of this.open.splice(at).reverse()) this.recorder.end(inner, endTime, exit)
+    for (const inner of this.open.splice(at).reverse()) this.recorder.end(inner.span, endTime, exit)
   }
 
   /** A request's trace, its server span started now: the caller's span its parent, if any. */

@@ -28,13 +28,14 @@ export const startStatementSpan = (
   const trace = traceOf(Fiber.getCurrent())
   if (trace === undefined) return undefined
   const { operation, table } = statementSummary(sql)
-  const span = trace.child(table === undefined ? operation : `${operation} ${table}`, "client")
+  const open = trace.child(table === undefined ? operation : `${operation} ${table}`, "client")
+  const { span } = open
   span.attribute("db.system.name", system)
   span.attribute("db.system", system)
   span.attribute("db.query.text", sql)
   span.attribute("db.operation.name", operation)
   if (table !== undefined) span.attribute("db.collection.name", table)
-  return (exit) => trace.end(span, exit)
+  return (exit) => trace.end(open, exit)
 }
 
 /**
