@@ -7,9 +7,9 @@ import { ConnectionError, isSqlError, SqlError, UnknownError } from "effect/sql/
 import { AppConfig } from "../Config/AppConfig.js"
 import { gaugeReadAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
+import { startStatementSpan, withTransactionSpans } from "../Request/RequestSpans.js"
 import { databaseWords, isReadOnly } from "./DatabaseErrors.js"
 import { runMigrations } from "./Migrations.js"
-import { startStatementSpan, withTransactionSpans } from "../Request/RequestSpans.js"
 import { statementDurations, statementFailures } from "./StatementTiming.js"
 
 /** Any number the migrations' advisory lock can be known by; the same on every instance. */
@@ -215,6 +215,8 @@ const connectionOf = (
     const timed = durationOf === undefined && !traced ? watched : Effect.suspend(() => {
       const start = performance.now()
       const ran = traced ? startStatementSpan("postgresql", sql) : undefined
+      // Tracing on, metrics off, and the request not sampled: nothing to note when it ends.
+      if (ran === undefined && durationOf === undefined) return watched
       return Effect.onExit(watched, (exit) =>
         Effect.sync(() => {
           durationOf?.(sql)((performance.now() - start) / 1000)
