@@ -321,7 +321,7 @@ describe("traces over OTLP/HTTP", () => {
 
   it("a collector that takes exports and never answers: each export times out, requests answer promptly, drops counted", collectorAway("hung"), 120_000)
 
-  it("on PostgreSQL: a sampled request's statements are children of its store call; an unsampled request's make no span", async () => {
+  it("on PostgreSQL: a sampled request's statements are children of its store call, a transaction's of its span; an unsampled request's make no span", async () => {
     using folder = temporaryFolder()
     await using database = await createTestDatabase()
     await using traced = await startTracedServer(folder.path, { DATABASE_URL: database.url })
@@ -343,5 +343,15 @@ describe("traces over OTLP/HTTP", () => {
     const traces = new Set(receiver.spans.filter((span) => span.kind === 2).map((span) => span.traceId))
     expect(receiver.spans.filter((span) => !traces.has(span.traceId))).toEqual([])
     expect(receiver.spans.filter((span) => span.kind === 2 && span.attributes["url.path"] === "/v1/pets")).toHaveLength(1)
+
+    // A transaction's span is made on PostgreSQL too, its statements below it.
+    expect((await fetch(`${server.url}/v1/pets`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "rex-once" },
+      body: JSON.stringify({ name: "Rex", categoryId: 3 })
+    })).status).toBe(201)
+    const transaction = await receiver.waitFor((span) => span.name === "sql.transaction")
+    expect(transaction.attributes).toMatchObject({ "db.system.name": "postgresql" })
+    await receiver.waitFor((span) => span.name === "INSERT pets" && span.parentSpanId === transaction.spanId)
   }, 120_000)
 })
