@@ -1,11 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Exit, Layer, Option, type Tracer } from "effect"
+import { ConfigProvider, Context, Effect, Exit, Layer, Option } from "effect"
 import { Headers, HttpServerRequest } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { ObservabilityConfig, type Tracing } from "../src/Observability/ObservabilityConfig.js"
 import { makeSampler } from "../src/Observability/Sampler.js"
-import { callerSpanOf, externalSpanOf } from "../src/Observability/TraceContext.js"
-import { RequestTrace, SpanRecorder } from "../src/Observability/RequestTrace.js"
+import { callerSpanOf } from "../src/Observability/TraceContext.js"
+import { RequestTrace, SpanRecorder, type TraceSpan } from "../src/Observability/RequestTrace.js"
 import { inRequestSpan, startStatementSpan } from "../src/Request/RequestSpans.js"
 import { TracingLive } from "../src/Observability/Tracing.js"
 import { makeClientAddress } from "../src/Request/ClientAddress.js"
@@ -130,17 +130,17 @@ describe("the tracer", () => {
   it("a request's trace: each span the child of the innermost one open; one left open ends with the span around it; a span the export dropped, open twice, is told apart", () => {
     const made: Array<readonly [string, string | undefined]> = []
     const ended: Array<readonly [string, string]> = []
-    const dropped = { name: "dropped" } as Tracer.Span
+    const dropped = { name: "dropped" } as TraceSpan
     let full = false
     const recorder: SpanRecorder = {
       start: (name, _kind, parent) => {
         if (full) return dropped
-        made.push([name, (parent as Tracer.Span | undefined)?.name])
-        return { name } as Tracer.Span
+        made.push([name, (parent as TraceSpan | undefined)?.name])
+        return { name } as TraceSpan
       },
       end: (span, _endTime, exit) => void ended.push([span.name, exit._tag])
     }
-    const trace = new RequestTrace({ name: "server" } as Tracer.Span, recorder)
+    const trace = new RequestTrace({ name: "server" } as TraceSpan, recorder)
     const store = trace.child("store call", "internal")
     const statement = trace.child("statement", "client")
     // The store call ends, its statement left running: both end, as the store call did.
@@ -159,7 +159,7 @@ describe("the tracer", () => {
   it("records a request's trace from where the edge sampled it: its work and statements below its server span; Effect's own spans are never made", async () => {
     const receiver = startOtlpReceiver()
     try {
-      const caller = externalSpanOf({ traceId, spanId: "b7ad6b7169203331", sampled: false })
+      const caller = { traceId, spanId: "b7ad6b7169203331" }
       const request = await Effect.gen(function*() {
         // Background work, and what a library opens: Effect's tracing is off.
         yield* Effect.withSpan(Effect.withSpan(Effect.void, "inner"), "library work")

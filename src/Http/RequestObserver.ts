@@ -3,7 +3,7 @@ import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { adjustActiveRequests } from "../Observability/Metrics.js"
 import { RequestTrace, type SpanRecorder } from "../Observability/RequestTrace.js"
 import type { Sampler } from "../Observability/Sampler.js"
-import { callerSpanOf, externalSpanOf } from "../Observability/TraceContext.js"
+import { callerSpanOf } from "../Observability/TraceContext.js"
 import type { ClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest, RequestRecord } from "../Request/CurrentRequest.js"
 import { statusOf } from "./RequestStatus.js"
@@ -44,8 +44,7 @@ export const makeRequestObserver = (options: {
   /** The request's trace, when the sampler chooses it, its server span named by its method until its route is known. */
   const traceOf = (request: HttpServerRequest.HttpServerRequest): RequestTrace | undefined => {
     if (tracing === undefined) return undefined
-    const caller = callerSpanOf(request.headers)
-    const parent = caller === undefined ? undefined : externalSpanOf(caller)
+    const parent = callerSpanOf(request.headers)
     if (!tracing.sample(parent)) return undefined
     const method = methodLabel(request.method)
     const trace = RequestTrace.start(tracing.recorder, method, parent)

@@ -20,7 +20,7 @@ const samplerNames = [
 export interface Tracing {
   /**
    * The service name the resource takes when the operator names none (`OTEL_SERVICE_NAME`, or
-   * `service.name` in `OTEL_RESOURCE_ATTRIBUTES`, which `OtlpTracer` reads itself).
+   * `service.name` in `OTEL_RESOURCE_ATTRIBUTES`, which `OtlpResource.fromConfig` reads).
    */
   readonly defaultServiceName: string | undefined
   readonly sampler: SamplerName
@@ -64,7 +64,7 @@ const otlpUrl = (name: string) =>
     }
   })
 
-/** Whether a percent-encoded value decodes (`OtlpTracer` refuses the list at start otherwise). */
+/** Whether a percent-encoded value decodes (`OtlpResource.fromConfig` refuses the list at start otherwise). */
 const decodes = (value: string) => {
   try {
     decodeURIComponent(value)
@@ -155,7 +155,7 @@ const config = Config.all({
 /**
  * Where metrics are served and whether traces are exported, from the standard OpenTelemetry
  * variables: spans are exported only when an OTLP endpoint is set. Read here rather than by
- * `OtlpTracer.layerFromConfig`, which reads the endpoint, headers, compression and batching the
+ * `OtlpTracer.layerFromConfig` (whose exporter the service does not use: `Tracing.ts`), which reads the endpoint, headers, compression and batching the
  * same way but takes `OTEL_EXPORTER_OTLP_TIMEOUT` as how long a stop waits for the last export,
  * where the specification and the service mean each attempt's bound (a stop waits 3 s at most
  * and each attempt times out: `Sampling.test.ts`, "beyond the queue…"; `Tracing.test.ts`, "a

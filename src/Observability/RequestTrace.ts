@@ -1,11 +1,27 @@
-import { Context, Effect, type Exit, type Tracer } from "effect"
+import { Context, Effect, type Exit } from "effect"
+
+/** A span's parent: a span of the trace, or the caller's (`traceparent`). */
+export interface ParentSpan {
+  readonly traceId: string
+  readonly spanId: string
+}
+
+/** A span of a sampled trace, as its children and the request observer see it. */
+export interface TraceSpan extends ParentSpan {
+  readonly name: string
+  /** False for a span the export could not hold: made by no one, exported nowhere. */
+  readonly sampled: boolean
+  attribute(key: string, value: unknown): void
+}
+
+export type SpanKind = "server" | "client" | "internal"
 
 /** Where a sampled trace's spans are made and exported (`Tracing.ts`). */
 export interface SpanRecorder {
   /** A new span of a sampled trace, started at `startTime`: the child of `parent`, or the trace's root. */
-  readonly start: (name: string, kind: Tracer.SpanKind, parent: Tracer.AnySpan | undefined, startTime: bigint) => Tracer.Span
+  readonly start: (name: string, kind: SpanKind, parent: ParentSpan | undefined, startTime: bigint) => TraceSpan
   /** Ends a span `start` made, for export. */
-  readonly end: (span: Tracer.Span, endTime: bigint, exit: Exit.Exit<unknown, unknown>) => void
+  readonly end: (span: TraceSpan, endTime: bigint, exit: Exit.Exit<unknown, unknown>) => void
 }
 
 /** The recorder of request traces, when traces are exported (`TracingLive`); none otherwise. */
@@ -20,7 +36,7 @@ export const nowNanos = (): bigint => originMicros * 1000n + BigInt(Math.round(p
 
 /** A span of a request's trace, open until `RequestTrace.end`. */
 export interface OpenSpan {
-  readonly span: Tracer.Span
+  readonly span: TraceSpan
 }
 
 /**
@@ -39,13 +55,13 @@ export interface OpenSpan {
 export class RequestTrace {
   private readonly open: Array<OpenSpan> = []
 
-  constructor(readonly server: Tracer.Span, private readonly recorder: SpanRecorder) {}
+  constructor(readonly server: TraceSpan, private readonly recorder: SpanRecorder) {}
 
   /**
    * A span for work starting now, the child of the innermost span open; `end` ends it. Its own
    * handle: a span the export could not hold is one shared value, which may be open twice.
    */
-  child(name: string, kind: Tracer.SpanKind): OpenSpan {
+  child(name: string, kind: SpanKind): OpenSpan {
     const open = { span: this.recorder.start(name, kind, this.open.at(-1)?.span ?? this.server, nowNanos()) }
     this.open.push(open)
     return open
@@ -77,7 +93,7 @@ export class RequestTrace {
   }
 
   /** A request's trace, its server span started now: the caller's span its parent, if any. */
-  static start(recorder: SpanRecorder, name: string, caller: Tracer.ExternalSpan | undefined): RequestTrace {
+  static start(recorder: SpanRecorder, name: string, caller: ParentSpan | undefined): RequestTrace {
     return new RequestTrace(recorder.start(name, "server", caller, nowNanos()), recorder)
   }
 

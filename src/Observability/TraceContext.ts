@@ -1,4 +1,3 @@
-import { Tracer } from "effect"
 import type { Headers } from "effect/http"
 
 /** The caller's span, from its W3C `traceparent`. */
@@ -29,6 +28,3 @@ export const callerSpanOf = (headers: Headers.Headers): CallerSpan | undefined =
   if (traceId === zeroTraceId || spanId === zeroSpanId) return undefined
   return { traceId, spanId, sampled: (parseInt(flags, 16) & 1) === 1 }
 }
-
-/** The caller's span as Effect's parent for the request's server span. */
-export const externalSpanOf = (caller: CallerSpan): Tracer.ExternalSpan => Tracer.externalSpan(caller)
