@@ -18,21 +18,16 @@ export type SpanKind = "server" | "client" | "internal"
 
 /** Where a sampled trace's spans are made and exported (`Tracing.ts`). */
 export interface SpanRecorder {
-  /** A new span of a sampled trace, started at `startTime`: the child of `parent`, or the trace's root. */
-  readonly start: (name: string, kind: SpanKind, parent: ParentSpan | undefined, startTime: bigint) => TraceSpan
+  /** A new span of a sampled trace, started at `startTime` (`performance.now()`): the child of `parent`, or the trace's root. */
+  readonly start: (name: string, kind: SpanKind, parent: ParentSpan | undefined, startTime: number) => TraceSpan
   /** Ends a span `start` made, for export. */
-  readonly end: (span: TraceSpan, endTime: bigint, exit: Exit.Exit<unknown, unknown>) => void
+  readonly end: (span: TraceSpan, endTime: number, exit: Exit.Exit<unknown, unknown>) => void
 }
 
 /** The recorder of request traces, when traces are exported (`TracingLive`); none otherwise. */
 export const SpanRecorder = Context.Reference<SpanRecorder | undefined>("petstore/SpanRecorder", {
   defaultValue: () => undefined
 })
-
-const originMicros = BigInt(Math.round(performance.timeOrigin * 1000))
-
-/** Now, in nanoseconds since the epoch, as spans are timed. */
-export const nowNanos = (): bigint => originMicros * 1000n + BigInt(Math.round(performance.now() * 1e6))
 
 /** A span of a request's trace, open until `RequestTrace.end`. */
 export interface OpenSpan {
@@ -62,7 +57,7 @@ export class RequestTrace {
    * handle: a span the export could not hold is one shared value, which may be open twice.
    */
   child(name: string, kind: SpanKind): OpenSpan {
-    const open = { span: this.recorder.start(name, kind, this.open.at(-1)?.span ?? this.server, nowNanos()) }
+    const open = { span: this.recorder.start(name, kind, this.open.at(-1)?.span ?? this.server, performance.now()) }
     this.open.push(open)
     return open
   }
@@ -88,17 +83,17 @@ export class RequestTrace {
   end(open: OpenSpan, exit: Exit.Exit<unknown, unknown>): void {
     const at = this.open.lastIndexOf(open)
     if (at === -1) return
-    const endTime = nowNanos()
+    const endTime = performance.now()
     for (const inner of this.open.splice(at).reverse()) this.recorder.end(inner.span, endTime, exit)
   }
 
   /** A request's trace, its server span started now: the caller's span its parent, if any. */
   static start(recorder: SpanRecorder, name: string, caller: ParentSpan | undefined): RequestTrace {
-    return new RequestTrace(recorder.start(name, "server", caller, nowNanos()), recorder)
+    return new RequestTrace(recorder.start(name, "server", caller, performance.now()), recorder)
   }
 
   /** Ends the server span, once the request is answered. */
   answered(exit: Exit.Exit<unknown, unknown>): void {
-    this.recorder.end(this.server, nowNanos(), exit)
+    this.recorder.end(this.server, performance.now(), exit)
   }
 }

@@ -27,9 +27,9 @@ const kinds = { internal: 1, server: 2, client: 3 } as const
  */
 class ExportedSpan implements TraceSpan {
   readonly sampled = true
-  /** Keys and values in turn, as set; a key set again takes its last value. */
-  readonly attributes: Array<unknown> = []
-  endTime = 0n
+  /** A key set again takes its last value. */
+  readonly attributes: Record<string, unknown> = {}
+  endTime = 0
   /** Kept only when the span failed: what its status and exception events are made of. */
   failure: Exit.Failure<unknown, unknown> | undefined = undefined
 
@@ -39,31 +39,31 @@ class ExportedSpan implements TraceSpan {
     readonly traceId: string,
     readonly spanId: string,
     readonly parentSpanId: string | undefined,
-    readonly startTime: bigint
+    readonly startTime: number
   ) {}
 
   attribute(key: string, value: unknown): void {
-    this.attributes.push(key, value)
+    this.attributes[key] = value
   }
 
   /** As OTLP carries it; a server span named by its method and route once the request set `http.route`. */
   toOtlp(): OtlpSpan {
-    const byKey = new Map<string, unknown>()
-    for (let i = 0; i < this.attributes.length; i += 2) byKey.set(this.attributes[i] as string, this.attributes[i + 1])
-    const route = byKey.get("http.route")
+    const attributes: OtlpSpan["attributes"] = []
+    for (const key in this.attributes) attributes.push({ key, value: OtlpResource.unknownToAttributeValue(this.attributes[key]) })
+    const route = this.attributes["http.route"]
     let status: OtlpSpan["status"] = { code: 1 }
     const events: OtlpSpan["events"] = []
     if (this.failure !== undefined) {
       if (Cause.hasInterruptsOnly(this.failure.cause)) {
         status = { code: 0 }
-        byKey.set("effect.fiber.interrupted", true)
+        attributes.push({ key: "effect.fiber.interrupted", value: { boolValue: true } })
       } else {
         const errors = Cause.prettyErrors(this.failure.cause, { includeCauseInStack: true })
         if (errors.length > 0) status = { code: 2, message: errors[0]!.message }
         for (const error of errors) {
           events.push({
             name: "exception",
-            timeUnixNano: String(this.endTime),
+            timeUnixNano: unixNanos(this.endTime),
             droppedAttributesCount: 0,
             attributes: OtlpResource.entriesToAttributes([
               ["exception.type", error.name],
@@ -80,9 +80,9 @@ class ExportedSpan implements TraceSpan {
       parentSpanId: this.parentSpanId,
       name: this.kind === "server" && typeof route === "string" ? `${this.name} ${route}` : this.name,
       kind: kinds[this.kind],
-      startTimeUnixNano: String(this.startTime),
-      endTimeUnixNano: String(this.endTime),
-      attributes: OtlpResource.entriesToAttributes(byKey),
+      startTimeUnixNano: unixNanos(this.startTime),
+      endTimeUnixNano: unixNanos(this.endTime),
+      attributes,
       droppedAttributesCount: 0,
       events,
       droppedEventsCount: 0,
@@ -91,6 +91,28 @@ class ExportedSpan implements TraceSpan {
       droppedLinksCount: 0
     }
   }
+}
+
+const originMicros = Math.round(performance.timeOrigin * 1000)
+let lastSecond = -1
+let lastSecondText = ""
+
+/**
+ * A `performance.now()` time as OTLP's nanoseconds since the epoch: whole numbers that stay exact
+ * (microseconds since the epoch fit a double), the second's digits written once per second (a
+ * 16-digit number written whole cost as much as the rest of the span's conversion).
+ */
+const unixNanos = (time: number): string => {
+  const micros = time * 1000
+  const whole = Math.floor(micros)
+  const nanos = Math.min(999, Math.round((micros - whole) * 1000))
+  const total = originMicros + whole
+  const second = Math.floor(total / 1e6)
+  if (second !== lastSecond) {
+    lastSecond = second
+    lastSecondText = String(second)
+  }
+  return lastSecondText + String(total - second * 1e6 + 1e6).slice(1) + String(nanos + 1000).slice(1)
 }
 
 /** A short, bounded label for a failed export: the HTTP status, the network error's code, `timeout`, or `_OTHER`. */
@@ -239,7 +261,7 @@ const exportingRecorder = (tracing: Tracing) =>
           )
         },
         end: (span, endTime, exit) => {
-          if (!(span instanceof ExportedSpan) || span.endTime !== 0n) return
+          if (!(span instanceof ExportedSpan) || span.endTime !== 0) return
           span.endTime = endTime
           if (exit._tag === "Failure") span.failure = exit
           waiting.push(span)

@@ -5,6 +5,9 @@ export interface ReceivedSpan {
   readonly spanId: string
   readonly parentSpanId: string | undefined
   readonly kind: number
+  /** Nanoseconds since the epoch. */
+  readonly startTimeUnixNano: bigint
+  readonly endTimeUnixNano: bigint
   readonly status: { readonly code?: number; readonly message?: string }
   readonly attributes: Record<string, unknown>
   readonly events: ReadonlyArray<{ readonly name: string; readonly attributes: Record<string, unknown> }>
@@ -41,6 +44,8 @@ export const startOtlpReceiver = () => {
               spanId: span.spanId,
               parentSpanId: span.parentSpanId || undefined,
               kind: span.kind,
+              startTimeUnixNano: BigInt(span.startTimeUnixNano),
+              endTimeUnixNano: BigInt(span.endTimeUnixNano),
               status: span.status ?? {},
               attributes: flatten(span.attributes),
               events: (span.events ?? []).map((event: { name: string; attributes?: Parameters<typeof flatten>[0] }) => ({
