@@ -158,7 +158,9 @@ describe("the tracer", () => {
 
   it("records a request's trace from where the edge sampled it: its work and statements below its server span; Effect's own spans are never made", async () => {
     const receiver = startOtlpReceiver()
-    const before = BigInt(Date.now()) * 1_000_000n
+    // The clock spans are timed by: the monotonic one from the process's start, not the wall clock.
+    const nanosNow = () => BigInt(Math.floor((performance.timeOrigin + performance.now()) * 1000)) * 1000n
+    const before = nanosNow() - 1000n
     try {
       const caller = { traceId, spanId: "b7ad6b7169203331" }
       const request = await Effect.gen(function*() {
@@ -191,8 +193,8 @@ describe("the tracer", () => {
       expect(exported).toMatchObject({ name: "GET /v1/pets", traceId, spanId: request.spanId, parentSpanId: "b7ad6b7169203331" })
       expect(exported.attributes["http.route"]).toBe("/v1/pets")
       expect(exported.resource).toMatchObject({ "service.name": "sampling-test", "deployment.environment.name": "test" })
-      // Timed in nanoseconds since the epoch, within the test's wall-clock span; a child inside its parent.
-      const after = BigInt(Date.now() + 1) * 1_000_000n
+      // Timed in nanoseconds since the epoch, within the test's own span; a child inside its parent.
+      const after = nanosNow() + 1000n
       expect(exported.startTimeUnixNano >= before && exported.endTimeUnixNano <= after).toBe(true)
       expect(exported.endTimeUnixNano >= exported.startTimeUnixNano).toBe(true)
       const outer = await receiver.waitFor((span) => span.name === "outer")
