@@ -74,6 +74,7 @@ class ExportedSpan implements TraceSpan {
         }
       }
     }
+    // Fields at their default (no events, links or drops) are left out, as OTLP's JSON allows.
     return {
       traceId: this.traceId,
       spanId: this.spanId,
@@ -83,13 +84,9 @@ class ExportedSpan implements TraceSpan {
       startTimeUnixNano: unixNanos(this.startTime),
       endTimeUnixNano: unixNanos(this.endTime),
       attributes,
-      droppedAttributesCount: 0,
-      events,
-      droppedEventsCount: 0,
-      status,
-      links: [],
-      droppedLinksCount: 0
-    }
+      ...(events.length > 0 && { events }),
+      status
+    } as OtlpSpan
   }
 }
 
