@@ -1,13 +1,5 @@
 import { Config, Context, Layer, Option, Schema } from "effect"
 
-export type SamplerName =
-  | "always_on"
-  | "always_off"
-  | "traceidratio"
-  | "parentbased_always_on"
-  | "parentbased_always_off"
-  | "parentbased_traceidratio"
-
 const samplerNames = [
   "always_on",
   "always_off",
@@ -15,7 +7,10 @@ const samplerNames = [
   "parentbased_always_on",
   "parentbased_always_off",
   "parentbased_traceidratio"
-] as const satisfies ReadonlyArray<SamplerName>
+] as const
+
+/** The samplers `OTEL_TRACES_SAMPLER` names. */
+export type SamplerName = typeof samplerNames[number]
 
 export interface Tracing {
   /**
