@@ -16,7 +16,8 @@ const zeroSpanId = "0".repeat(16)
  * The caller's span from `traceparent` (W3C Trace Context): undefined when absent or invalid
  * (an all-zero id, version ff, uppercase hex), in which case the request starts a trace. Not
  * `HttpTraceContext.w3c`: it refuses every version but 00, which W3C asks to read by version 00's
- * fields, and `fromHeaders` would also follow B3 headers, which this service never honoured.
+ * fields, and `fromHeaders` would also follow B3 headers, which this service never honoured
+ * (`Sampling.test.ts`, "traceparent").
  */
 export const callerSpanOf = (headers: Headers.Headers): CallerSpan | undefined => {
   const traceparent = headers["traceparent"]
