@@ -127,7 +127,7 @@ describe("the tracer", () => {
     expect(String(read({ OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%zz" }))).toContain("OTEL_EXPORTER_OTLP_HEADERS")
   })
 
-  it("a request's trace: each span the child of the innermost one open; one left open ends with the span around it; a span the export dropped, open twice, is told apart", () => {
+  it("a request's trace: each span the child of the innermost one open; one left open ends with the span around it, or with the request; a span the export dropped, open twice, is told apart", () => {
     const made: Array<readonly [string, string | undefined]> = []
     const ended: Array<readonly [string, string]> = []
     const dropped = { name: "dropped" } as TraceSpan
@@ -152,8 +152,17 @@ describe("the tracer", () => {
     trace.end(outer, Exit.void)
     full = false
     trace.child("next", "internal")
+    // Answered with a span left open (its fiber interrupted before its end): it ends first.
+    trace.answered(Exit.void)
     expect(made).toEqual([["store call", "server"], ["statement", "store call"], ["next", "server"]])
-    expect(ended).toEqual([["statement", "Failure"], ["store call", "Failure"], ["dropped", "Success"], ["dropped", "Success"]])
+    expect(ended).toEqual([
+      ["statement", "Failure"],
+      ["store call", "Failure"],
+      ["dropped", "Success"],
+      ["dropped", "Success"],
+      ["next", "Success"],
+      ["server", "Success"]
+    ])
   })
 
   it("records a request's trace from where the edge sampled it: its work and statements below its server span; Effect's own spans are never made", async () => {
@@ -193,6 +202,8 @@ describe("the tracer", () => {
       expect(exported).toMatchObject({ name: "GET /v1/pets", traceId, spanId: request.spanId, parentSpanId: "b7ad6b7169203331" })
       expect(exported.attributes["http.route"]).toBe("/v1/pets")
       expect(exported.resource).toMatchObject({ "service.name": "sampling-test", "deployment.environment.name": "test" })
+      // The exporter names itself as effect/observability's does.
+      expect(receiver.userAgents[0]).toMatch(/^OTel-OTLP-Exporter-JavaScript-Effect-OtlpTracer\/\d/)
       // Timed in nanoseconds since the epoch, within the test's own span; a child inside its parent.
       const after = nanosNow() + 1000n
       expect(exported.startTimeUnixNano >= before && exported.endTimeUnixNano <= after).toBe(true)

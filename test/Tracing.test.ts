@@ -294,7 +294,15 @@ describe("traces over OTLP/HTTP", () => {
         // Twice the requests add no memory beyond the noise: spans beyond the queue are dropped.
         expect(rssAfterSecond - rssAfterFirst).toBeLessThan(40)
 
-        const exposition = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
+        // The first batches' answers (a refusal, or a timeout after 500 ms) may come after the load.
+        const scrape = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
+        const failedSeries = (text: string) =>
+          text.split("\n").filter((l) => l.startsWith("otel_sdk_exporter_span_exported_total{") && l.includes("error_type="))
+        let exposition = await scrape()
+        for (let attempt = 0; attempt < 100 && failedSeries(exposition).length === 0; attempt++) {
+          await Bun.sleep(50)
+          exposition = await scrape()
+        }
         expect(exposition).toContain("otel_sdk_")
         const processor = `otel_component_type="batching_span_processor"`
         expect(metricValue(exposition, `otel_sdk_processor_span_queue_capacity{${processor}}`)).toBe(200)
@@ -303,7 +311,7 @@ describe("traces over OTLP/HTTP", () => {
         // of them were dropped.
         expect(metricValue(exposition, `otel_sdk_processor_span_processed_total{${processor},error_type="queue_full"}`))
           .toBeGreaterThan(4500 * 3)
-        const lost = exposition.split("\n").filter((l) => l.startsWith("otel_sdk_exporter_span_exported_total{") && l.includes("error_type="))
+        const lost = failedSeries(exposition)
         expect(lost.length).toBeGreaterThan(0)
         if (collector === "hung") expect(lost.join("\n")).toContain(`error_type="timeout"`)
         expect(metricValue(exposition, `otel_sdk_exporter_span_exported_total{otel_component_type="otlp_http_json_span_exporter"}`))

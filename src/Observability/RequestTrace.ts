@@ -92,8 +92,14 @@ export class RequestTrace {
     return new RequestTrace(recorder.start(name, "server", caller, performance.now()), recorder)
   }
 
-  /** Ends the server span, once the request is answered. */
+  /**
+   * Ends the server span, once the request is answered, and any span still open below it (one
+   * whose end was never reached, its fiber interrupted before it could be): the export counts
+   * every span it made until it ends.
+   */
   answered(exit: Exit.Exit<unknown, unknown>): void {
-    this.recorder.end(this.server, performance.now(), exit)
+    const endTime = performance.now()
+    for (const inner of this.open.splice(0).reverse()) this.recorder.end(inner.span, endTime, exit)
+    this.recorder.end(this.server, endTime, exit)
   }
 }

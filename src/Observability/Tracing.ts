@@ -43,7 +43,8 @@ class ExportedSpan implements TraceSpan {
   ) {}
 
   attribute(key: string, value: unknown): void {
-    this.attributes[key] = value
+    // Ended, it is as it will be sent.
+    if (this.endTime === 0) this.attributes[key] = value
   }
 
   /** As OTLP carries it; a server span named by its method and route once the request set `http.route`. */
@@ -151,7 +152,14 @@ const exportingRecorder = (tracing: Tracing) =>
       )
       const serialization = yield* OtlpSerialization.OtlpSerialization
       const client = yield* HttpClient.HttpClient
-      const request = HttpClientRequest.post(exporter.url, { headers: exporter.headers })
+      // Named as effect/observability's exporter names itself, after the operator's own name, if any.
+      const userAgent = `OTel-OTLP-Exporter-JavaScript-Effect-OtlpTracer/${Version.getCurrentVersion()}`
+      const request = HttpClientRequest.post(exporter.url, {
+        headers: {
+          ...exporter.headers,
+          "user-agent": exporter.headers["user-agent"] === undefined ? userAgent : `${exporter.headers["user-agent"]} ${userAgent}`
+        }
+      })
       const scope = { name: "effect", version: Version.getCurrentVersion() }
 
       let waiting: Array<ExportedSpan> = []
@@ -188,8 +196,12 @@ const exportingRecorder = (tracing: Tracing) =>
               pausedUntil = 0
             } else {
               failed.set(errorType, (failed.get(errorType) ?? 0) + spans.length)
-              backoffMillis = Math.min(maxBackoffMillis, Math.max(minBackoffMillis, backoffMillis * 2))
-              pausedUntil = Date.now() + backoffMillis
+              // Batches sent together and failing together pause once, not once each.
+              const now = Date.now()
+              if (now >= pausedUntil) {
+                backoffMillis = Math.min(maxBackoffMillis, Math.max(minBackoffMillis, backoffMillis * 2))
+                pausedUntil = now + backoffMillis
+              }
             }
             return errorType
           }),
@@ -219,7 +231,11 @@ const exportingRecorder = (tracing: Tracing) =>
       const sendNext = () => {
         const spans = nextBatch()
         if (spans.length > 0) {
-          fork(Effect.flatMap(send(spans), (errorType) => errorType === undefined ? Effect.void : noteFailure(errorType)))
+          // After a yield: the fork runs at once, and the batch is not the ending request's work.
+          fork(Effect.andThen(
+            Effect.yieldNow,
+            Effect.flatMap(send(spans), (errorType) => errorType === undefined ? Effect.void : noteFailure(errorType))
+          ))
         }
       }
 
@@ -292,7 +308,7 @@ const exportSeries = (counts: {
     yield* readAtScrape(
       "gauge",
       "otel_sdk_processor_span_queue_size",
-      "Ended spans held for export: waiting for their batch, or in one being sent",
+      "Spans held for export: open, waiting for their batch, or in one being sent",
       processor,
       counts.held
     )

@@ -27,12 +27,14 @@ const flatten = (attributes: ReadonlyArray<{ key: string; value: Record<string, 
 export const startOtlpReceiver = () => {
   const spans: Array<ReceivedSpan> = []
   const bodies: Array<string> = []
+  const userAgents: Array<string | null> = []
   const server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
     fetch: async (request) => {
       const body = await request.text()
       bodies.push(body)
+      userAgents.push(request.headers.get("user-agent"))
       if (new URL(request.url).pathname !== "/v1/traces") return new Response("not found", { status: 404 })
       for (const resourceSpans of JSON.parse(body).resourceSpans ?? []) {
         const resource = flatten(resourceSpans.resource?.attributes)
@@ -64,6 +66,7 @@ export const startOtlpReceiver = () => {
     endpoint: `http://127.0.0.1:${server.port}`,
     spans,
     bodies,
+    userAgents,
     /** Waits until a span satisfying `found` has arrived. */
     waitFor: async (found: (span: ReceivedSpan) => boolean) => {
       for (let attempt = 0; attempt < 200; attempt++) {
