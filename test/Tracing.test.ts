@@ -31,6 +31,14 @@ const startTracedServer = async (folder: string, env: Record<string, string> = {
   } }
 }
 
+/** An idempotent create (`Idempotency-Key: rex-once`): its store call runs in a transaction. */
+const createOnce = (url: string, key: string) =>
+  fetch(`${url}/v1/pets`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "rex-once" },
+    body: JSON.stringify({ name: "Rex", categoryId: 3 })
+  })
+
 describe("traces over OTLP/HTTP", () => {
   it("a request's server span continues the caller's traceparent, with child spans for authentication, the repository and each SQL statement, and no key anywhere", async () => {
     using folder = temporaryFolder()
@@ -124,11 +132,7 @@ describe("traces over OTLP/HTTP", () => {
     using folder = temporaryFolder()
     await using traced = await startTracedServer(folder.path)
     const { key, receiver, server } = traced
-    expect((await fetch(`${server.url}/v1/pets`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "rex-once" },
-      body: JSON.stringify({ name: "Rex", categoryId: 3 })
-    })).status).toBe(201)
+    expect((await createOnce(server.url, key)).status).toBe(201)
     const store = await receiver.waitFor((span) => span.name === "PetRepository.createOnce")
     const transaction = await receiver.waitFor((span) => span.name === "sql.transaction" && span.parentSpanId === store.spanId)
     expect(transaction.attributes).toMatchObject({ "db.system.name": "sqlite" })
@@ -353,11 +357,7 @@ describe("traces over OTLP/HTTP", () => {
     expect(receiver.spans.filter((span) => span.kind === 2 && span.attributes["url.path"] === "/v1/pets")).toHaveLength(1)
 
     // A transaction's span is made on PostgreSQL too, its statements below it.
-    expect((await fetch(`${server.url}/v1/pets`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "rex-once" },
-      body: JSON.stringify({ name: "Rex", categoryId: 3 })
-    })).status).toBe(201)
+    expect((await createOnce(server.url, key)).status).toBe(201)
     const transaction = await receiver.waitFor((span) => span.name === "sql.transaction")
     expect(transaction.attributes).toMatchObject({ "db.system.name": "postgresql" })
     await receiver.waitFor((span) => span.name === "INSERT pets" && span.parentSpanId === transaction.spanId)

@@ -162,7 +162,7 @@ const exportingRecorder = (tracing: Tracing) =>
       })
       const scope = { name: "effect", version: Version.getCurrentVersion() }
 
-      let waiting: Array<ExportedSpan> = []
+      const waiting: Array<ExportedSpan> = []
       // Spans made and not yet answered for: open, waiting for their batch, or in one being sent.
       let held = 0
       let pausedUntil = 0
@@ -211,8 +211,7 @@ const exportingRecorder = (tracing: Tracing) =>
 
       /** The next batch, taken from the waiting spans; empty when none wait. */
       const nextBatch = (): Array<ExportedSpan> => {
-        const spans = waiting.length <= batch.maxExportBatchSize ? waiting : waiting.slice(0, batch.maxExportBatchSize)
-        waiting = waiting.length <= batch.maxExportBatchSize ? [] : waiting.slice(batch.maxExportBatchSize)
+        const spans = waiting.splice(0, batch.maxExportBatchSize)
         handed += spans.length
         return spans
       }
