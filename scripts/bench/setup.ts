@@ -14,7 +14,7 @@ const flag = { type: "boolean" } as const
 const { positionals, values } = parseArgs({
   allowPositionals: true,
   options: {
-    rounds: text, duration: text, only: text, workload: text, variants: text, pets: text, requests: text,
+    rounds: text, duration: text, "warm-up": text, only: text, workload: text, variants: text, pets: text, requests: text,
     ab: flag, "at-once": flag, fresh: flag, move: flag, startup: flag, "address-flood": flag
   }
 })
@@ -31,6 +31,7 @@ if (only !== undefined && !["sqlite", "postgres", ...(abRefs === undefined ? ["o
 }
 export const rounds = numberOption("rounds", has("startup") ? 10 : 3)
 export const duration = numberOption("duration", 5)
+export const warmUp = numberOption("warm-up", 0)
 export const atOnce = has("at-once")
 export const fresh = has("fresh")
 

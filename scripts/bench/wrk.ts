@@ -1,6 +1,6 @@
 /** Loading servers with wrk, reading their CPU time from /proc, and comparing them round by round. */
 import { readFileSync } from "node:fs"
-import { atOnce, duration, fresh, loadCore, rounds, serverCore, startServer, type Server, type Workload } from "./setup.js"
+import { atOnce, duration, fresh, loadCore, rounds, serverCore, startServer, warmUp, type Server, type Workload } from "./setup.js"
 
 type Target = { readonly url: string; readonly script: string; readonly pids: ReadonlyArray<number> }
 
@@ -38,10 +38,10 @@ export type Measure = ReturnType<typeof parse> & { readonly cpuUs: number }
  * wrk (1 thread, `connections` connections, the run's duration) on every target at the same
  * moment, from `cores`: each target's figures, with its servers' CPU time per request.
  */
-export const load = async (targets: ReadonlyArray<Target>, connections = 32, cores = loadCore): Promise<Array<Measure>> => {
+export const load = async (targets: ReadonlyArray<Target>, connections = 32, cores = loadCore, seconds = duration): Promise<Array<Measure>> => {
   const before = targets.map(({ pids }) => cpuMicros(pids))
   const outputs = await Promise.all(targets.map(({ script, url }) => {
-    const command = ["taskset", "-c", cores, "wrk", "-t1", `-c${connections}`, `-d${duration}s`, "--latency", "-s", script, url]
+    const command = ["taskset", "-c", cores, "wrk", "-t1", `-c${connections}`, `-d${seconds}s`, "--latency", "-s", script, url]
     return new Response(Bun.spawn(command, { stdout: "pipe" }).stdout).text()
   }))
   return outputs.map((output, i) => {
@@ -99,12 +99,13 @@ export type Spec = { readonly name: string; readonly env: Record<string, string>
  * servers sharing their core, so a host whose load drifts within seconds takes from both alike. A
  * pair's × is the median of the rounds' own ratios. With `--fresh`, each round starts the servers
  * anew and warms each up for as long as its run: a process keeps for its life what its start left
- * it, so only new processes make independent rounds.
+ * it, so only new processes make independent rounds. `--warm-up S` first loads each alone, S s a workload.
  */
 export const compare = async (engine: string, key: string, specs: Array<Spec>, named: Array<readonly [string, string]>, list: Array<Workload>) => {
   const start = async () => {
     const servers = []
     for (const [i, { cwd, env, name }] of specs.entries()) servers.push(await startServer(name, 3931 + i, key, env, { cwd }))
+    if (warmUp > 0) for (const server of servers) for (const workload of list) await load([target(server, workload)], 32, loadCore, warmUp)
     return servers
   }
   const index = (name: string) => specs.findIndex((spec) => spec.name === name)
