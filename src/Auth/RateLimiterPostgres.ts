@@ -1,6 +1,6 @@
 import { Clock, Deferred, type Duration, Effect, Layer, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
-import { gaugeReadAtScrape } from "../Observability/Metrics.js"
+import { readAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { type DatabaseUnavailable, unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import {
@@ -75,7 +75,8 @@ export const RateLimiterPostgres = (
       let localSince: number | undefined
       const observability = yield* Effect.serviceOption(ObservabilityConfig)
       if (Option.exists(observability, ({ metrics }) => Option.isSome(metrics))) {
-        yield* gaugeReadAtScrape(
+        yield* readAtScrape(
+          "gauge",
           "petstore_rate_limit_local",
           "1 while this instance decides rate limits alone because the shared buckets in PostgreSQL cannot be written, else 0",
           {},

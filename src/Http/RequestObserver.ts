@@ -14,22 +14,17 @@ type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
 /**
  * Where a request enters: its record (`Request/CurrentRequest.ts`) made and provided to everything
- * below, and, when metrics or traces are on or `ended` is given, the request-duration histogram by
- * method, route template and status, the gauge of requests in flight, and, with tracing, the
- * trace's sampling, then, when sampled, its trace (`Observability/RequestTrace.ts`): a server span
- * continuing the caller's `traceparent`, with the HTTP semantic-convention attributes, the parent
- * of every span below. Sampled or not, a request takes the same steps through the runtime; only
- * its record says whether it is traced. Never a header: the Authorization header stays out of
- * every span. `ended` is called with the request's route template and status once it is answered
- * (the request log), in the same step as the metrics.
+ * below; with metrics, its duration by method, route template and status and the gauge of requests
+ * in flight; with tracing, whether it is sampled and, if so, its trace (`RequestTrace`): a server
+ * span continuing the caller's `traceparent`, with the HTTP semantic conventions' attributes (never
+ * a header: the Authorization header stays out of every span). `ended` (the request log) is given
+ * its route template and status as it is answered, in the same step as the metrics.
  *
- * The server span is made here rather than by the platform's `HttpMiddleware.tracer` (kept off in
- * `Server.ts`), which would take its parent from `HttpTraceContext.fromHeaders` (B3 headers
- * followed, a `traceparent` of a later version refused: `Sampling.test.ts`, "traceparent"), write
- * `http.route` in the router's syntax (`/v1/pets/:petId`, where the service's spans, metrics and
- * logs name `/v1/pets/{petId}`: `Tracing.test.ts`), add `url.full`, `url.query` and `server.*`,
- * which the service's spans never carried, and run the request in a span of Effect's (see
- * `RequestTrace`).
+ * Not the platform's `HttpMiddleware.tracer` (kept off in `Server.ts`): it follows B3 headers and
+ * refuses a `traceparent` of a later version (`Sampling.test.ts`, "traceparent"), writes `http.route`
+ * in the router's syntax (`/v1/pets/:petId` where spans, metrics and logs say `/v1/pets/{petId}`:
+ * `Tracing.test.ts`), adds `url.full`, `url.query` and `server.*`, and runs the request in a span of
+ * Effect's (see `RequestTrace`).
  */
 export const makeRequestObserver = (options: {
   readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress

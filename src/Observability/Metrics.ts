@@ -2,17 +2,12 @@ import { Context, Effect, Metric, type Scope } from "effect"
 
 /**
  * The service's metrics, named and labelled as the OpenTelemetry semantic conventions are spelled
- * for Prometheus, in Effect's default metric registry (what the scrape renders). Each labelled
- * series is made once and kept by its caller, so recording one is a bucket update.
+ * for Prometheus, in Effect's default registry: what the scrape renders, and where a labelled
+ * series, made once and kept by its caller, is recorded outside any effect.
  */
-
-/** The context whose registry is the default one, where series are recorded outside any effect and scrapes read. */
 export const defaultRegistry: Context.Context<never> = Context.empty()
 
-/**
- * `series` in the registry now, at 0: a series that first appears with its first event is one
- * `rate()` never sees rise, so an alert on it would miss that event.
- */
+/** `series` in the registry now, at 0: one that first appears with its first event is one whose `rate()` misses it. */
 const exported = <M extends Metric.Metric<any, any>>(series: M): M => {
   series.valueUnsafe(defaultRegistry)
   return series
@@ -54,7 +49,7 @@ const statementBoundaries = Metric.boundariesFromIterable([
   0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1
 ])
 
-/** A counter's series, exported at 0 from now, and the count of one more event in it. */
+/** A counter's series, exported at 0 from now: the count of one more event in it. */
 const counterOf = (name: string, description: string, attributes?: Record<string, string>): () => void => {
   const series = exported(Metric.counter(name, { description, incremental: true, ...(attributes && { attributes }) }))
   return () => series.updateUnsafe(1, defaultRegistry)
@@ -72,11 +67,9 @@ export const failedAuthenticationCounter = (reason: string): () => void =>
 export const petsCreatedCounter = (): () => void => counterOf("petstore_pets_created_total", "Animals added to the catalogue")
 
 /**
- * Counts SQL statements that failed, by database system and `error_type` (the reason effect/sql
- * gives the failure). A counter beside `db_client_operation_duration_seconds` rather than the
- * semantic conventions' `error_type` on it: every type is exported at 0 from the start, so `rate()`
- * sees the first failure, which a histogram series per statement text and type made at that
- * failure would not, and the histogram's published series keep their meaning.
+ * Counts SQL statements that failed, by database system and `error_type` (effect/sql's reason for
+ * the failure): a counter beside `db_client_operation_duration_seconds`, each type at 0 from the
+ * start, so `rate()` sees the first failure and the histogram's published series keep their meaning.
  */
 export const statementFailureCounter = (system: string, errorType: string): () => void =>
   counterOf(
@@ -104,10 +97,7 @@ export const statementSummary = (sql: string): { readonly operation: string; rea
   return { operation: /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? "OTHER", table: table?.[1] ?? table?.[2] }
 }
 
-/**
- * Records a SQL statement's duration in seconds into its series: its system, operation and table;
- * a statement on no table (`BEGIN`, `PRAGMA`, `SELECT 1`) has no table label rather than an empty one.
- */
+/** Records a SQL statement's duration in seconds into its series; one on no table (`BEGIN`, `SELECT 1`) has no table label. */
 export const statementDurationOf = (system: string, operation: string, table: string | undefined): (seconds: number) => void => {
   const series = Metric.histogram("db_client_operation_duration_seconds", {
     description: "Duration of SQL statements, by database system, operation and table",
@@ -133,26 +123,14 @@ export const readAtScrape = (
   read: () => number
 ): Effect.Effect<void, never, Scope.Scope> =>
   Effect.acquireRelease(
-    Effect.sync(() =>
-      kind === "gauge"
-        ? Metric.registerUnsafe(Metric.gauge(name, { description, attributes }), defaultRegistry, {
-          get: () => ({ value: read() }),
-          update: () => {},
-          modify: () => {}
-        })
+    Effect.sync(() => {
+      const ignore = { update: () => {}, modify: () => {} }
+      return kind === "gauge"
+        ? Metric.registerUnsafe(Metric.gauge(name, { description, attributes }), defaultRegistry, { get: () => ({ value: read() }), ...ignore })
         : Metric.registerUnsafe(Metric.counter(name, { description, attributes }), defaultRegistry, {
           get: () => ({ count: read(), incremental: true }),
-          update: () => {},
-          modify: () => {}
+          ...ignore
         })
-    ),
+    }),
     (registration) => Effect.sync(registration.remove)
   )
-
-/** A gauge read at each scrape (`readAtScrape`). */
-export const gaugeReadAtScrape = (
-  name: string,
-  description: string,
-  attributes: Record<string, string>,
-  read: () => number
-): Effect.Effect<void, never, Scope.Scope> => readAtScrape("gauge", name, description, attributes, read)

@@ -63,32 +63,28 @@ type Snapshot = Metric.Metric.Snapshot
 const keyOf = (one: Snapshot) =>
   JSON.stringify([one.type, one.id, one.description, Object.entries(one.attributes ?? {}).sort(([a], [b]) => a < b ? -1 : 1)])
 
-/** Snapshots of several processes added up by series: counters, gauges and histogram buckets. */
+/** The state of one series in two processes, added up: counts, values and histogram buckets. */
+const sum = (a: Snapshot["state"], b: Snapshot["state"]): Snapshot["state"] => {
+  if ("buckets" in a && "buckets" in b) {
+    return {
+      buckets: a.buckets.map(([bound, count], i) => [bound, count + (b.buckets[i]?.[1] ?? 0)]),
+      count: a.count + b.count,
+      sum: a.sum + b.sum,
+      min: Math.min(a.min, b.min),
+      max: Math.max(a.max, b.max)
+    }
+  }
+  if ("count" in a && "count" in b) return { ...a, count: Number(a.count) + Number(b.count) }
+  if ("value" in a && "value" in b) return { value: Number(a.value) + Number(b.value) }
+  return a
+}
+
+/** Snapshots of several processes added up by series: counters, gauges and histograms. */
 const addUp = (groups: ReadonlyArray<ReadonlyArray<Snapshot>>): Array<Snapshot> => {
   const total = new Map<string, Snapshot>()
-  for (const group of groups) {
-    for (const one of group) {
-      const key = keyOf(one)
-      const earlier = total.get(key)
-      if (earlier === undefined) total.set(key, one)
-      else if (earlier.type === "Counter" && one.type === "Counter") {
-        total.set(key, { ...earlier, state: { ...earlier.state, count: Number(earlier.state.count) + Number(one.state.count) } })
-      } else if (earlier.type === "Gauge" && one.type === "Gauge") {
-        total.set(key, { ...earlier, state: { value: Number(earlier.state.value) + Number(one.state.value) } })
-      } else if (earlier.type === "Histogram" && one.type === "Histogram") {
-        const [a, b] = [earlier.state, one.state]
-        total.set(key, {
-          ...earlier,
-          state: {
-            buckets: a.buckets.map(([bound, count], i) => [bound, count + (b.buckets[i]?.[1] ?? 0)]),
-            count: a.count + b.count,
-            sum: a.sum + b.sum,
-            min: Math.min(a.min, b.min),
-            max: Math.max(a.max, b.max)
-          }
-        })
-      }
-    }
+  for (const one of groups.flat()) {
+    const earlier = total.get(keyOf(one))
+    total.set(keyOf(one), earlier === undefined ? one : { ...earlier, state: sum(earlier.state, one.state) } as Snapshot)
   }
   return [...total.values()]
 }
@@ -102,6 +98,14 @@ const render = (snapshots: ReadonlyArray<Snapshot>): string => {
   }
   return PrometheusMetrics.formatUnsafe(Context.make(Metric.MetricRegistry, registry))
 }
+
+/** A worker's snapshot as its JSON carried it: a histogram's last bound, Infinity, arrives as null. */
+const fromJson = (snapshot: Array<Snapshot>) =>
+  snapshot.map((one) =>
+    one.type === "Histogram"
+      ? { ...one, state: { ...one.state, buckets: one.state.buckets.map(([le, n]) => [le ?? Infinity, n]) } } as Snapshot
+      : one
+  )
 
 const isTotal = (one: Snapshot) => one.type !== "Gauge"
 
@@ -119,23 +123,12 @@ export const serveGroupMetrics = (host: string, port: number, count: number) =>
       Effect.sync(() => mkdtempSync(join(tmpdir(), "petstore-metrics-"))),
       (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
     )
-    const slots = Array.from({ length: count }, () => ({
-      pid: 0,
-      last: [] as ReadonlyArray<Snapshot>,
-      retired: [] as ReadonlyArray<Snapshot>
-    }))
+    // Per worker: the process last seen, its last snapshot, and the totals of those it replaced.
+    const slots = Array.from({ length: count }, () => ({ pid: 0, last: [] as ReadonlyArray<Snapshot>, retired: [] as ReadonlyArray<Snapshot> }))
     const scrape = (worker: number) =>
       fetch("http://worker/metrics", { unix: socketOf(folder, worker), signal: AbortSignal.timeout(2000) })
         .then((response) => response.json() as Promise<{ pid: number; snapshot: Array<Snapshot> }>)
-        // JSON has no Infinity: the last bucket's bound arrives as null.
-        .then(({ pid, snapshot }) => ({
-          pid,
-          snapshot: snapshot.map((one) =>
-            one.type === "Histogram"
-              ? { ...one, state: { ...one.state, buckets: one.state.buckets.map(([le, n]) => [le ?? Infinity, n]) } } as Snapshot
-              : one
-          )
-        }))
+        .then(({ pid, snapshot }) => ({ pid, snapshot: fromJson(snapshot) }))
         .catch(() => undefined)
     const exposition = async () => {
       const answers = await Promise.all(slots.map((_, index) => scrape(index + 1)))

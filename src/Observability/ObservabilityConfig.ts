@@ -1,4 +1,4 @@
-import { Config, Context, Layer, Option, Schema } from "effect"
+import { Config, Context, Layer, Option, Schema, SchemaTransformation } from "effect"
 
 const samplerNames = [
   "always_on",
@@ -13,129 +13,92 @@ const samplerNames = [
 export type SamplerName = typeof samplerNames[number]
 
 export interface Tracing {
-  /**
-   * The service name the resource takes when the operator names none (`OTEL_SERVICE_NAME`, or
-   * `service.name` in `OTEL_RESOURCE_ATTRIBUTES`, which `OtlpResource.fromConfig` reads).
-   */
+  /** `petstore` when the operator names no service (`OTEL_SERVICE_NAME`, or `service.name` in `OTEL_RESOURCE_ATTRIBUTES`). */
   readonly defaultServiceName: string | undefined
   readonly sampler: SamplerName
   /** The sampled share of traces, for the ratio samplers. */
   readonly ratio: number
-  /** How spans are batched, from `OTEL_BSP_*`. */
-  readonly batch: {
-    /** Spans held for export at most (waiting for their batch, or in one being sent); beyond it they are dropped. */
-    readonly maxQueueSize: number
-    /** How long an ended span may wait for its batch. */
-    readonly scheduleDelayMillis: number
-    /** A batch is sent as soon as it holds this many spans. */
-    readonly maxExportBatchSize: number
+  /** From `OTEL_BSP_*`: spans held at most (beyond it dropped), an ended span's longest wait, a full batch's size. */
+  readonly batch: { readonly maxQueueSize: number; readonly scheduleDelayMillis: number; readonly maxExportBatchSize: number }
+  /** OTLP/HTTP with JSON bodies: the URL, headers (often a credential, never logged), each attempt's bound, gzip or not. */
+  readonly exporter: {
+    readonly url: string
+    readonly headers: Readonly<Record<string, string>>
+    readonly timeoutMillis: number
+    readonly gzip: boolean
   }
-  readonly exporter: OtlpExporter
 }
 
-/** Where and how spans are sent: OTLP/HTTP with JSON bodies. */
-export interface OtlpExporter {
-  /** `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as it is, or `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/traces`. */
-  readonly url: string
-  /** `OTEL_EXPORTER_OTLP_HEADERS`, then `OTEL_EXPORTER_OTLP_TRACES_HEADERS`: often a credential, never logged. */
-  readonly headers: Readonly<Record<string, string>>
-  /** How long one attempt to send a batch may take. */
-  readonly timeoutMillis: number
-  readonly gzip: boolean
-}
-
-/** A variable read with `codec` and accepted by `valid`, else refused with `message` naming what it must be. */
-const checked = <T>(codec: Schema.Codec<T, string>, name: string, message: string, valid: (value: T) => boolean) =>
+/** The variable `name` read with `codec`, refused with `message` (what it must be) unless `valid`. */
+const checked = <T>(name: string, codec: Schema.Codec<T, string>, message: string, valid: (value: T) => boolean) =>
   Config.schema(codec.check(Schema.makeFilter((value: T) => valid(value) || message)), name)
 
-const positiveInteger = (name: string) => checked(Schema.NumberFromString, name, "must be a whole number above 0", (n) => Number.isInteger(n) && n > 0)
+const isHttpUrl = (value: string) => URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)
+
+const positiveInteger = (name: string) =>
+  checked(name, Schema.NumberFromString, "must be a whole number above 0", (n) => Number.isInteger(n) && n > 0)
 
 const otlpUrl = (name: string) =>
-  checked(Schema.String, name, "must be an absolute http(s) URL of an OTLP/HTTP receiver", (value) => {
-    try {
-      return ["http:", "https:"].includes(new URL(value).protocol)
-    } catch {
-      return false
-    }
-  })
+  Config.option(checked(name, Schema.String, "must be an absolute http(s) URL of an OTLP/HTTP receiver", isHttpUrl))
 
-/** Whether a percent-encoded value decodes (`OtlpResource.fromConfig` refuses the list at start otherwise). */
-const decodes = (value: string) => {
-  try {
-    decodeURIComponent(value)
-    return true
-  } catch {
-    return false
-  }
-}
+/** A `key=value,…` list, values percent-encoded, split and decoded as `effect/observability` reads one. */
+const keyValueList = Schema.String.pipe(Schema.decodeTo(
+  Schema.Record(Schema.String, Schema.StringFromUriComponent),
+  SchemaTransformation.splitKeyValue({ trim: true, keepEmptyValues: true })
+))
 
-/** The W3C Baggage-like list of the specification: values may be percent-encoded. */
-const parseAttributes = (list: string): Record<string, string> =>
-  Object.fromEntries(list.split(",").filter((pair) => pair.trim() !== "").map((pair) => {
-    const at = pair.indexOf("=")
-    return [pair.slice(0, at).trim(), decodeURIComponent(pair.slice(at + 1).trim())]
-  }))
+const decodes = (list: string) => Option.isSome(Schema.decodeOption(keyValueList)(list))
 
-/** A W3C Baggage-like list, `key=value,key=value`, as the OpenTelemetry variables take it. */
-const keyValueList = (name: string) =>
-  checked(
-    Schema.String,
-    name,
-    "must be comma-separated key=value pairs, values percent-encoded",
-    (list) =>
-      list.trim() === "" ||
-      list.split(",").every((pair) => /^[^=]+=.*$/.test(pair.trim()) && decodes(pair.slice(pair.indexOf("=") + 1).trim()))
-  ).pipe(Config.map(parseAttributes), Config.withDefault({} as Record<string, string>))
+const keyValues = (name: string) =>
+  checked(name, Schema.String, "must be comma-separated key=value pairs, values percent-encoded", decodes).pipe(
+    Config.map(Schema.decodeSync(keyValueList)),
+    Config.withDefault({} as Record<string, string>)
+  )
 
 const compression = (name: string) => Config.Literals(["gzip", "none"], name)
 
+const isOff = (value: string) => value.trim().toLowerCase() === "off"
+const isPort = (value: string) => /^\s*\d+\s*$/.test(value) && +value >= 1 && +value <= 65535
+
+const metricsPort = checked("METRICS_PORT", Schema.String, "must be off or a port number from 1 to 65535", (v) => isOff(v) || isPort(v))
+  // None for off.
+  .pipe(Config.map((value) => isOff(value) ? undefined : Number(value)), Config.withDefault(9464))
+
 const config = Config.all({
-  metricsPort: checked(
-    Schema.String,
-    "METRICS_PORT",
-    "must be off or a port number from 1 to 65535",
-    (value) =>
-      value.trim().toLowerCase() === "off" || (/^\d+$/.test(value.trim()) && Number(value) >= 1 && Number(value) <= 65535)
-  ).pipe(
-    // 0 stands for off.
-    Config.map((value) => value.trim().toLowerCase() === "off" ? 0 : Number(value)),
-    Config.withDefault(9464)
-  ),
+  metricsPort,
   metricsHost: Config.String("METRICS_HOST").pipe(Config.withDefault("127.0.0.1")),
-  endpoint: Config.option(otlpUrl("OTEL_EXPORTER_OTLP_ENDPOINT")),
-  tracesEndpoint: Config.option(otlpUrl("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
+  endpoint: otlpUrl("OTEL_EXPORTER_OTLP_ENDPOINT"),
+  tracesEndpoint: otlpUrl("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
   disabled: Config.Boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false)),
   exporter: Config.Literals(["otlp", "none"], "OTEL_TRACES_EXPORTER").pipe(Config.withDefault("otlp" as const)),
   serviceName: Config.option(Config.String("OTEL_SERVICE_NAME")),
-  resourceAttributes: keyValueList("OTEL_RESOURCE_ATTRIBUTES"),
+  resourceAttributes: keyValues("OTEL_RESOURCE_ATTRIBUTES"),
   sampler: Config.Literals(samplerNames, "OTEL_TRACES_SAMPLER").pipe(Config.withDefault("parentbased_always_on" as const)),
-  ratio: checked(Schema.NumberFromString, "OTEL_TRACES_SAMPLER_ARG", "must be a number from 0 to 1", (n) => n >= 0 && n <= 1)
+  ratio: checked("OTEL_TRACES_SAMPLER_ARG", Schema.NumberFromString, "must be a number from 0 to 1", (n) => n >= 0 && n <= 1)
     .pipe(Config.withDefault(1)),
   maxQueueSize: positiveInteger("OTEL_BSP_MAX_QUEUE_SIZE").pipe(Config.withDefault(2048)),
   maxExportBatchSize: positiveInteger("OTEL_BSP_MAX_EXPORT_BATCH_SIZE").pipe(Config.withDefault(512)),
   scheduleDelayMillis: positiveInteger("OTEL_BSP_SCHEDULE_DELAY").pipe(Config.withDefault(5000)),
-  headers: keyValueList("OTEL_EXPORTER_OTLP_HEADERS"),
-  tracesHeaders: keyValueList("OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
+  headers: keyValues("OTEL_EXPORTER_OTLP_HEADERS"),
+  tracesHeaders: keyValues("OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
   timeout: positiveInteger("OTEL_EXPORTER_OTLP_TIMEOUT").pipe(Config.withDefault(10000)),
   tracesTimeout: Config.option(positiveInteger("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")),
   compression: compression("OTEL_EXPORTER_OTLP_COMPRESSION").pipe(Config.withDefault("none" as const)),
   tracesCompression: Config.option(compression("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"))
 }).pipe(
   Config.map((c) => ({
-    metrics: c.metricsPort === 0 ? Option.none() : Option.some({ host: c.metricsHost, port: c.metricsPort }),
+    metrics: c.metricsPort === undefined ? Option.none() : Option.some({ host: c.metricsHost, port: c.metricsPort }),
     tracing: (Option.isNone(c.endpoint) && Option.isNone(c.tracesEndpoint)) || c.disabled || c.exporter === "none"
       ? Option.none<Tracing>()
       : Option.some<Tracing>({
-        defaultServiceName: Option.isNone(c.serviceName) && c.resourceAttributes["service.name"] === undefined
-          ? "petstore"
-          : undefined,
+        defaultServiceName: Option.isNone(c.serviceName) && c.resourceAttributes["service.name"] === undefined ? "petstore" : undefined,
         sampler: c.sampler,
         ratio: c.ratio,
         batch: {
           maxQueueSize: c.maxQueueSize,
+          scheduleDelayMillis: c.scheduleDelayMillis,
           // As OpenTelemetry's SDK does, a batch is never larger than the queue.
-          maxExportBatchSize: Math.min(c.maxExportBatchSize, c.maxQueueSize),
-          scheduleDelayMillis: c.scheduleDelayMillis
+          maxExportBatchSize: Math.min(c.maxExportBatchSize, c.maxQueueSize)
         },
         exporter: {
           url: Option.getOrElse(c.tracesEndpoint, () => Option.getOrThrow(c.endpoint).replace(/\/?$/, "/v1/traces")),
@@ -148,15 +111,13 @@ const config = Config.all({
 )
 
 /**
- * Where metrics are served and whether traces are exported, from the standard OpenTelemetry
- * variables: spans are exported only when an OTLP endpoint is set. Read here rather than by
- * `OtlpTracer.layerFromConfig` (whose exporter the service does not use: `Tracing.ts`), which reads the endpoint, headers, compression and batching the
- * same way but takes `OTEL_EXPORTER_OTLP_TIMEOUT` as how long a stop waits for the last export,
- * where the specification and the service mean each attempt's bound (a stop waits 3 s at most
- * and each attempt times out: `Sampling.test.ts`, "beyond the queue…"; `Tracing.test.ts`, "a
- * collector that takes exports and never answers"), dies on a value it cannot read where the
- * service names the variable, and reads neither the sampler nor the queue's size. The resource
- * (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`) is the library's to read (`Tracing.ts`).
+ * Where metrics are served and whether traces are exported (only when an OTLP endpoint is set),
+ * from the standard OpenTelemetry variables. Not `OtlpTracer.layerFromConfig`, whose exporter the
+ * service does not use (`Tracing.ts`): it takes `OTEL_EXPORTER_OTLP_TIMEOUT` as a stop's wait for
+ * the last export, where the specification and the service mean each attempt's bound (a stop waits
+ * 3 s: `Sampling.test.ts`, "beyond the queue…"; `Tracing.test.ts`, "a collector that takes exports
+ * and never answers"), dies on a value it cannot read where the service names the variable, and
+ * reads neither the sampler nor the queue's size. The resource is the library's to read (`Tracing.ts`).
  */
 export class ObservabilityConfig extends Context.Service<ObservabilityConfig, {
   /** The Prometheus listener; none with `METRICS_PORT=off`. */

@@ -30,22 +30,19 @@ export const SpanRecorder = Context.Reference<SpanRecorder | undefined>("petstor
 })
 
 /** A span of a request's trace, open until `RequestTrace.end`. */
-export interface OpenSpan {
-  readonly span: TraceSpan
-}
+export interface OpenSpan { readonly span: TraceSpan }
 
 /**
- * A sampled request's trace: its server span, and the spans of its work, each the child of the
- * innermost one open, made and ended by plain calls as the work starts and ends.
+ * A sampled request's trace: its server span, and the spans of its work, made and ended by plain
+ * calls as the work starts and ends; a request's calls run one after another, so each is the child
+ * of the innermost one open.
  *
- * Not Effect's spans (`Effect.withSpan` under a tracer enabled for the sampled request, with a
- * tracer wrapped to drop spans outside a sampled trace and proxies around the exported ones): a
- * request the sampler chose runs through the fiber runtime as every other request does, with the
- * same context and steps, and Effect's tracing stays off. Against that design, each loaded at once
- * with 1% sampled (`OTEL_TRACES_SAMPLER_ARG=0.01 … npm run bench -- --ab 59c5e4e 04d70d8 --only
- * sqlite --at-once --fresh`, 27 November 2026): get by id 1.006–1.039×, the list of 20 1.017×,
- * create 0.990×, the 401 1.036×, in 110 fewer lines. A request's calls run one after another,
- * so the innermost open span is the parent of the next.
+ * Not Effect's spans (`Effect.withSpan` under a tracer enabled for the sampled request, wrapped to
+ * drop spans outside a sampled trace): a sampled request runs through the fiber runtime as every
+ * other does, and Effect's tracing stays off. Against that design, each loaded at once with 1%
+ * sampled (`OTEL_TRACES_SAMPLER_ARG=0.01 … npm run bench -- --ab 59c5e4e 04d70d8 --only sqlite
+ * --at-once --fresh`, 27 November 2026): get by id 1.006–1.039×, the list of 20 1.017×, create
+ * 0.990×, the 401 1.036×, in 110 fewer lines.
  */
 export class RequestTrace {
   private readonly open: Array<OpenSpan> = []
@@ -76,10 +73,7 @@ export class RequestTrace {
     })
   }
 
-  /**
-   * Ends a span `child` made, with any made inside it and left open (a statement its caller left
-   * running): they end with it, as it did. A span already ended so is not ended again.
-   */
+  /** Ends a span `child` made, and any made inside it left open (a statement its caller left running); once. */
   end(open: OpenSpan, exit: Exit.Exit<unknown, unknown>): void {
     const at = this.open.lastIndexOf(open)
     if (at === -1) return
@@ -93,9 +87,8 @@ export class RequestTrace {
   }
 
   /**
-   * Ends the server span, once the request is answered, and any span still open below it (one
-   * whose end was never reached, its fiber interrupted before it could be): the export counts
-   * every span it made until it ends.
+   * Ends the server span as the request is answered, and any still open below it (its fiber
+   * interrupted before its end): the export counts every span it made until it ends.
    */
   answered(exit: Exit.Exit<unknown, unknown>): void {
     const endTime = performance.now()

@@ -19,18 +19,13 @@ export const makeSampler = (name: SamplerName, ratio: number): Sampler => {
   const ratioSampled = byTraceId(ratio)
   // A new trace's id is yet to be drawn: drawing the decision instead is the same chance.
   const root = ratio <= 0 ? () => false : ratio >= 1 ? () => true : () => Math.random() < ratio
-  switch (name) {
-    case "always_on":
-      return () => true
-    case "always_off":
-      return () => false
-    case "traceidratio":
-      return (parent) => parent === undefined ? root() : ratioSampled(parent.traceId)
-    case "parentbased_always_on":
-      return (parent) => parent === undefined ? true : parent.sampled
-    case "parentbased_always_off":
-      return (parent) => parent === undefined ? false : parent.sampled
-    case "parentbased_traceidratio":
-      return (parent) => parent === undefined ? root() : parent.sampled
+  const samplers: Record<SamplerName, Sampler> = {
+    always_on: () => true,
+    always_off: () => false,
+    traceidratio: (parent) => parent === undefined ? root() : ratioSampled(parent.traceId),
+    parentbased_always_on: (parent) => parent?.sampled ?? true,
+    parentbased_always_off: (parent) => parent?.sampled ?? false,
+    parentbased_traceidratio: (parent) => parent === undefined ? root() : parent.sampled
   }
+  return samplers[name]
 }

@@ -8,15 +8,8 @@ import { type SpanKind, SpanRecorder, type TraceSpan } from "./RequestTrace.js"
 
 type OtlpSpan = OtlpTracer.TraceData["resourceSpans"][number]["scopeSpans"][number]["spans"][number]
 
-/** A sampled trace's span while the export can hold no more: one shared value, counted and never made. */
-const dropped: TraceSpan = {
-  name: "dropped",
-  // The W3C invalid ids: a call made under it would start no trace elsewhere.
-  traceId: "0".repeat(32),
-  spanId: "0".repeat(16),
-  sampled: false,
-  attribute() {}
-}
+/** A sampled trace's span while the export can hold no more: one shared value with W3C's invalid ids, never exported. */
+const dropped: TraceSpan = { name: "dropped", traceId: "0".repeat(32), spanId: "0".repeat(16), sampled: false, attribute() {} }
 
 const kinds = { internal: 1, server: 2, client: 3 } as const
 
@@ -47,32 +40,28 @@ class ExportedSpan implements TraceSpan {
     if (this.endTime === 0) this.attributes[key] = value
   }
 
-  /** As OTLP carries it; a server span named by its method and route once the request set `http.route`. */
+  /** As OTLP carries it, with the library's status and exception events; a server span named by its method and route. */
   toOtlp(): OtlpSpan {
-    const attributes: OtlpSpan["attributes"] = []
-    for (const key in this.attributes) attributes.push({ key, value: OtlpResource.unknownToAttributeValue(this.attributes[key]) })
+    const attributes = OtlpResource.entriesToAttributes(Object.entries(this.attributes))
     const route = this.attributes["http.route"]
     let status: OtlpSpan["status"] = { code: 1 }
     const events: OtlpSpan["events"] = []
-    if (this.failure !== undefined) {
-      if (Cause.hasInterruptsOnly(this.failure.cause)) {
-        status = { code: 0 }
-        attributes.push({ key: "effect.fiber.interrupted", value: { boolValue: true } })
-      } else {
-        const errors = Cause.prettyErrors(this.failure.cause, { includeCauseInStack: true })
-        if (errors.length > 0) status = { code: 2, message: errors[0]!.message }
-        for (const error of errors) {
-          events.push({
-            name: "exception",
-            timeUnixNano: unixNanos(this.endTime),
-            droppedAttributesCount: 0,
-            attributes: OtlpResource.entriesToAttributes([
-              ["exception.type", error.name],
-              ["exception.message", error.message],
-              ["exception.stacktrace", error.stack ?? "No stack trace available"]
-            ])
-          })
-        }
+    if (this.failure !== undefined && Cause.hasInterruptsOnly(this.failure.cause)) {
+      status = { code: 0 }
+      attributes.push({ key: "effect.fiber.interrupted", value: { boolValue: true } })
+    } else if (this.failure !== undefined) {
+      for (const error of Cause.prettyErrors(this.failure.cause, { includeCauseInStack: true })) {
+        if (status.code !== 2) status = { code: 2, message: error.message }
+        events.push({
+          name: "exception",
+          timeUnixNano: unixNanos(this.endTime),
+          droppedAttributesCount: 0,
+          attributes: OtlpResource.entriesToAttributes([
+            ["exception.type", error.name],
+            ["exception.message", error.message],
+            ["exception.stacktrace", error.stack ?? "No stack trace available"]
+          ])
+        })
       }
     }
     // Fields at their default (no events, links or drops) are left out, as OTLP's JSON allows.
@@ -121,58 +110,48 @@ const errorTypeOf = (error: unknown): string => {
   return typeof code === "string" && /^[A-Za-z_]{1,40}$/.test(code) ? code : "_OTHER"
 }
 
-const minBackoffMillis = 1000
-const maxBackoffMillis = 30_000
-
 /**
- * The export of sampled traces' spans over OTLP/HTTP (JSON, `OtlpSerialization`'s), to the
- * endpoint of the standard `OTEL_EXPORTER_OTLP_*` variables with their headers, timeout (each
- * attempt's) and compression, in batches of `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` sent as soon as one
- * is full and at least every `OTEL_BSP_SCHEDULE_DELAY`. Spans still held are sent when the layer
- * is released, for 3 s at most.
+ * The export of sampled traces' spans over OTLP/HTTP (JSON, `OtlpSerialization`'s) as the
+ * `OTEL_EXPORTER_OTLP_*` variables configure it, in batches of `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` sent
+ * as soon as one is full and at least every `OTEL_BSP_SCHEDULE_DELAY`; what is left is sent when the
+ * layer is released, for 3 s at most.
  *
  * Not effect/observability's `OtlpExporter`, which starts an export per full batch and retries
  * each, so that while a collector is away or hung every span waits in memory until it gives up
  * (in process, 2,000 requests/s of five spans for 10 s: resident memory grew 55 MiB with a
- * collector refusing, 140 MiB with one hung). Here what is held is bounded
- * (`Tracing.test.ts`, "a collector stopped costs requests nothing"; `Sampling.test.ts`, "beyond
- * the queue"): a span is made only while fewer than `OTEL_BSP_MAX_QUEUE_SIZE` are held (open,
- * waiting, or in a batch being sent), and not for 1 s doubling to 30 s after a failed export;
- * others, and every span below one, are dropped and counted. A failed batch is not sent again:
- * its spans are counted by the error.
+ * collector refusing, 140 MiB with one hung). Here what is held is bounded (`Tracing.test.ts`, "a
+ * collector stopped costs requests nothing"; `Sampling.test.ts`, "beyond the queue"): a span is
+ * made only while fewer than `OTEL_BSP_MAX_QUEUE_SIZE` are held (open, waiting, or in a batch being
+ * sent), and not for 1 s doubling to 30 s after a failed export; others, and every span below one,
+ * are dropped and counted. A failed batch is not sent again: its spans are counted by the error.
+ * Against the library's spans and exporter (`OtlpTracer`, with the guard that bounded what it
+ * held), every request traced and both loaded at once (`OTEL_TRACES_SAMPLER=always_on … npm run
+ * bench -- --ab 2a7f476 af9a87a --only sqlite --at-once --fresh`, 28 November 2026, two runs in
+ * both orders), this answers 1.067–1.073× the requests per second on the list of 20, 1.059–1.096×
+ * on get by id, 1.018–1.034× on create and 1.127–1.148× on the 401; at 1%, 0.995–1.022×.
  */
-const exportingRecorder = (tracing: Tracing) =>
+const exportingRecorder = ({ batch, defaultServiceName, exporter }: Tracing) =>
   Layer.effect(
     SpanRecorder,
     Effect.gen(function*() {
-      const { batch, exporter } = tracing
-      const resource = yield* OtlpResource.fromConfig(
-        // Otherwise read by the library from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
-        tracing.defaultServiceName === undefined ? undefined : { serviceName: tracing.defaultServiceName }
-      )
+      // With none, the library reads the service's name from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+      const resource = yield* OtlpResource.fromConfig({ serviceName: defaultServiceName })
       const serialization = yield* OtlpSerialization.OtlpSerialization
       const client = yield* HttpClient.HttpClient
-      // Named as effect/observability's exporter names itself, after the operator's own name, if any.
-      const userAgent = `OTel-OTLP-Exporter-JavaScript-Effect-OtlpTracer/${Version.getCurrentVersion()}`
-      const request = HttpClientRequest.post(exporter.url, {
-        headers: {
-          ...exporter.headers,
-          "user-agent": exporter.headers["user-agent"] === undefined ? userAgent : `${exporter.headers["user-agent"]} ${userAgent}`
-        }
-      })
       const scope = { name: "effect", version: Version.getCurrentVersion() }
+      // Named as effect/observability's exporter names itself, after the operator's own name, if any.
+      const userAgent = [exporter.headers["user-agent"], `OTel-OTLP-Exporter-JavaScript-Effect-OtlpTracer/${scope.version}`]
+      const request = HttpClientRequest.post(exporter.url, {
+        headers: { ...exporter.headers, "user-agent": userAgent.filter(Boolean).join(" ") }
+      })
 
       const waiting: Array<ExportedSpan> = []
-      // Spans made and not yet answered for: open, waiting for their batch, or in one being sent.
-      let held = 0
+      // Spans made and not yet answered for (open, waiting, or in a batch being sent), and the counts of the export's series.
+      const counts = { held: 0, handed: 0, dropped: 0, exported: 0, failed: new Map<string, number>() }
       let pausedUntil = 0
       let backoffMillis = 0
-      let handed = 0
-      let droppedSpans = 0
-      let exported = 0
-      // One entry per error type seen: a few HTTP statuses and network codes.
-      const failed = new Map<string, number>()
 
+      /** Sends `spans`, answering the error's type when they were not taken; each outcome counted. */
       const send = (spans: Array<ExportedSpan>) =>
         Effect.gen(function*() {
           const body = serialization.traces({
@@ -184,24 +163,21 @@ const exportingRecorder = (tracing: Tracing) =>
             Effect.tap((response) => Effect.ignore(response.arrayBuffer)),
             Effect.timeout(Duration.millis(exporter.timeoutMillis))
           )
-          if (response.status < 200 || response.status >= 300) return String(response.status)
-          return undefined
+          return response.status >= 200 && response.status < 300 ? undefined : String(response.status)
         }).pipe(
           Effect.catchCause((cause) => Effect.succeed(errorTypeOf(Cause.squash(cause)))),
           Effect.map((errorType) => {
-            held -= spans.length
+            counts.held -= spans.length
             if (errorType === undefined) {
-              exported += spans.length
-              backoffMillis = 0
-              pausedUntil = 0
-            } else {
-              failed.set(errorType, (failed.get(errorType) ?? 0) + spans.length)
-              // Batches sent together and failing together pause once, not once each.
-              const now = Date.now()
-              if (now >= pausedUntil) {
-                backoffMillis = Math.min(maxBackoffMillis, Math.max(minBackoffMillis, backoffMillis * 2))
-                pausedUntil = now + backoffMillis
-              }
+              counts.exported += spans.length
+              backoffMillis = pausedUntil = 0
+              return errorType
+            }
+            counts.failed.set(errorType, (counts.failed.get(errorType) ?? 0) + spans.length)
+            // Batches sent together and failing together pause once, not once each.
+            if (Date.now() >= pausedUntil) {
+              backoffMillis = Math.min(30_000, Math.max(1000, backoffMillis * 2))
+              pausedUntil = Date.now() + backoffMillis
             }
             return errorType
           }),
@@ -209,33 +185,15 @@ const exportingRecorder = (tracing: Tracing) =>
           Effect.withTracerEnabled(false)
         )
 
-      /** The next batch, taken from the waiting spans; empty when none wait. */
-      const nextBatch = (): Array<ExportedSpan> => {
-        const spans = waiting.splice(0, batch.maxExportBatchSize)
-        handed += spans.length
-        return spans
-      }
-
-      const noteFailure = yield* exportSeries({
-        held: () => held,
-        capacity: () => batch.maxQueueSize,
-        handed: () => handed,
-        dropped: () => droppedSpans,
-        exported: () => exported,
-        failed: (errorType) => failed.get(errorType) ?? 0
-      })
+      const noteFailure = yield* exportSeries(batch.maxQueueSize, counts)
       const exports = yield* FiberSet.make<void>()
       const fork = yield* FiberSet.runtime(exports)<never>()
-      /** Sends the next batch, taken now; nothing when no span waits. */
+      /** Sends the next batch, taken now from the waiting spans; nothing when none wait. */
       const sendNext = () => {
-        const spans = nextBatch()
-        if (spans.length > 0) {
-          // After a yield: the fork runs at once, and the batch is not the ending request's work.
-          fork(Effect.andThen(
-            Effect.yieldNow,
-            Effect.flatMap(send(spans), (errorType) => errorType === undefined ? Effect.void : noteFailure(errorType))
-          ))
-        }
+        const spans = waiting.splice(0, batch.maxExportBatchSize)
+        counts.handed += spans.length
+        // After a yield: the fork runs at once, and the batch is not the ending request's work.
+        if (spans.length > 0) fork(Effect.andThen(Effect.yieldNow, Effect.flatMap(send(spans), noteFailure)))
       }
 
       yield* Effect.sleep(Duration.millis(batch.scheduleDelayMillis)).pipe(
@@ -251,26 +209,19 @@ const exportingRecorder = (tracing: Tracing) =>
       )
 
       const refuse = () => {
-        droppedSpans++
+        counts.dropped++
         return dropped
       }
       return SpanRecorder.of({
         start: (name, kind, parent, startTime) => {
-          if (parent === dropped) return refuse()
+          if (parent === dropped || counts.held >= batch.maxQueueSize) return refuse()
           if (pausedUntil !== 0) {
             if (Date.now() < pausedUntil) return refuse()
             pausedUntil = 0
           }
-          if (held >= batch.maxQueueSize) return refuse()
-          held++
-          return new ExportedSpan(
-            name,
-            kind,
-            parent === undefined ? Hex.random(32) : parent.traceId,
-            Hex.random(16),
-            parent?.spanId,
-            startTime
-          )
+          counts.held++
+          const traceId = parent === undefined ? Hex.random(32) : parent.traceId
+          return new ExportedSpan(name, kind, traceId, Hex.random(16), parent?.spanId, startTime)
         },
         end: (span, endTime, exit) => {
           if (!(span instanceof ExportedSpan) || span.endTime !== 0) return
@@ -285,49 +236,42 @@ const exportingRecorder = (tracing: Tracing) =>
 
 const processor = { otel_component_type: "batching_span_processor" }
 const exporterLabel = { otel_component_type: "otlp_http_json_span_exporter" }
-const processedHelp =
+const processed = [
+  "otel_sdk_processor_span_processed_total",
   "Ended spans handed to the exporter, or dropped because the export could hold no more (error_type=\"queue_full\")"
-const exportedHelp = "Spans sent to the OTLP receiving end: taken, or not taken by their batch's export (error_type)"
+] as const
+const exported = [
+  "otel_sdk_exporter_span_exported_total",
+  "Spans sent to the OTLP receiving end: taken, or not taken by their batch's export (error_type)"
+] as const
 
 /**
- * The export's counts under OpenTelemetry's SDK metric names, read at each scrape while the
- * tracer lasts. Answers how to add the series of an error type, once seen.
+ * The export's counts under OpenTelemetry's SDK metric names, read at each scrape while the tracer
+ * lasts. Answers how to add the series of an export's error type, once seen (nothing for none).
  */
-const exportSeries = (counts: {
-  readonly held: () => number
-  readonly capacity: () => number
-  readonly handed: () => number
-  readonly dropped: () => number
-  readonly exported: () => number
-  readonly failed: (errorType: string) => number
+const exportSeries = (capacity: number, counts: {
+  readonly held: number
+  readonly handed: number
+  readonly dropped: number
+  readonly exported: number
+  readonly failed: ReadonlyMap<string, number>
 }) =>
   Effect.gen(function*() {
-    const counter = (name: string, help: string, attributes: Record<string, string>, read: () => number) =>
-      readAtScrape("counter", name, help, attributes, read)
-    yield* readAtScrape(
-      "gauge",
-      "otel_sdk_processor_span_queue_size",
-      "Spans held for export: open, waiting for their batch, or in one being sent",
-      processor,
-      counts.held
-    )
-    yield* readAtScrape(
-      "gauge",
-      "otel_sdk_processor_span_queue_capacity",
-      "Spans held for export at most (OTEL_BSP_MAX_QUEUE_SIZE); beyond it they are dropped",
-      processor,
-      counts.capacity
-    )
-    yield* counter("otel_sdk_processor_span_processed_total", processedHelp, processor, counts.handed)
-    yield* counter("otel_sdk_processor_span_processed_total", processedHelp, { ...processor, error_type: "queue_full" }, counts.dropped)
-    yield* counter("otel_sdk_exporter_span_exported_total", exportedHelp, exporterLabel, counts.exported)
+    const queue = "Spans held for export: open, waiting for their batch, or in one being sent"
+    yield* readAtScrape("gauge", "otel_sdk_processor_span_queue_size", queue, processor, () => counts.held)
+    const limit = "Spans held for export at most (OTEL_BSP_MAX_QUEUE_SIZE); beyond it they are dropped"
+    yield* readAtScrape("gauge", "otel_sdk_processor_span_queue_capacity", limit, processor, () => capacity)
+    yield* readAtScrape("counter", ...processed, processor, () => counts.handed)
+    yield* readAtScrape("counter", ...processed, { ...processor, error_type: "queue_full" }, () => counts.dropped)
+    yield* readAtScrape("counter", ...exported, exporterLabel, () => counts.exported)
     const scope = yield* Scope.Scope
     const seen = new Set<string>()
-    return (errorType: string): Effect.Effect<void> => {
-      if (seen.has(errorType)) return Effect.void
+    return (errorType: string | undefined): Effect.Effect<void> => {
+      if (errorType === undefined || seen.has(errorType)) return Effect.void
       seen.add(errorType)
-      return counter("otel_sdk_exporter_span_exported_total", exportedHelp, { ...exporterLabel, error_type: errorType }, () =>
-        counts.failed(errorType)).pipe(Effect.provideService(Scope.Scope, scope))
+      const failed = () => counts.failed.get(errorType) ?? 0
+      const series = readAtScrape("counter", ...exported, { ...exporterLabel, error_type: errorType }, failed)
+      return Effect.provideService(series, Scope.Scope, scope)
     }
   })
 

@@ -5,7 +5,7 @@ import { SqlClient } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
 import { ConnectionError, isSqlError, SqlError, UnknownError } from "effect/sql/SqlError"
 import { AppConfig } from "../Config/AppConfig.js"
-import { gaugeReadAtScrape } from "../Observability/Metrics.js"
+import { readAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { startStatementSpan, withTransactionSpans } from "../Request/RequestSpans.js"
 import { databaseWords, isReadOnly } from "./DatabaseErrors.js"
@@ -466,10 +466,11 @@ const connectionsUsage = (maxConnections: number, borrowers: () => number) => Ef
     return givenBack.size
   }
   const description = "PostgreSQL pool connections, by state: used (running a statement or a transaction) or idle"
-  yield* gaugeReadAtScrape("db_client_connections_usage", description, { state: "used" }, () => used)
-  yield* gaugeReadAtScrape("db_client_connections_usage", description, { state: "idle" }, idle)
-  yield* gaugeReadAtScrape("db_client_connection_max", "The most connections the PostgreSQL pool opens", {}, () => maxConnections)
-  yield* gaugeReadAtScrape(
+  yield* readAtScrape("gauge", "db_client_connections_usage", description, { state: "used" }, () => used)
+  yield* readAtScrape("gauge", "db_client_connections_usage", description, { state: "idle" }, idle)
+  yield* readAtScrape("gauge", "db_client_connection_max", "The most connections the PostgreSQL pool opens", {}, () => maxConnections)
+  yield* readAtScrape(
+    "gauge",
     "db_client_connection_pending_requests",
     "Requests waiting for a PostgreSQL pool connection",
     {},
