@@ -125,6 +125,13 @@ describe("the tracer", () => {
     expect(String(read({ OTEL_RESOURCE_ATTRIBUTES: "team=pets%zz" }))).toContain("OTEL_RESOURCE_ATTRIBUTES")
     // The exporter's headers are the same kind of list, and refused alike.
     expect(String(read({ OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%zz" }))).toContain("OTEL_EXPORTER_OTLP_HEADERS")
+    // An item that is not key=value (a header written as HTTP writes it, an empty item) is refused, not skipped.
+    for (const headers of ["Authorization: Bearer x", "a=1,,b=2", "=v"]) {
+      expect(String(read({ OTEL_EXPORTER_OTLP_HEADERS: headers }))).toContain("must be comma-separated key=value pairs")
+    }
+    const headers = Exit.map(read({ OTEL_EXPORTER_OTLP_HEADERS: " authorization = Bearer%20x , x-team=pets" }), (config) =>
+      Option.getOrThrow(config.tracing).exporter.headers)
+    expect(headers).toEqual(Exit.succeed({ authorization: "Bearer x", "x-team": "pets" }))
   })
 
   it("a request's trace: each span the child of the innermost one open; one left open ends with the span around it, or with the request; a span the export dropped, open twice, is told apart", () => {

@@ -99,7 +99,7 @@ export type Spec = { readonly name: string; readonly env: Record<string, string>
  * servers sharing their core, so a host whose load drifts within seconds takes from both alike. A
  * pair's × is the median of the rounds' own ratios. With `--fresh`, each round starts the servers
  * anew and warms each up for as long as its run: a process keeps for its life what its start left
- * it, so only new processes make independent rounds. `--warm-up S` first loads each alone, S s a workload.
+ * it, so only new processes make independent rounds. `--warm-up S` loads each started alone, S s a workload.
  */
 export const compare = async (engine: string, key: string, specs: Array<Spec>, named: Array<readonly [string, string]>, list: Array<Workload>) => {
   const start = async () => {

@@ -5,6 +5,8 @@ import { Context, Effect, Metric, type Scope } from "effect"
  * for Prometheus, in Effect's default registry: what the scrape renders, and where a labelled
  * series, made once and kept by its caller, is recorded outside any effect.
  */
+
+/** The context whose registry is the default one. */
 export const defaultRegistry: Context.Context<never> = Context.empty()
 
 /** `series` in the registry now, at 0: one that first appears with its first event is one whose `rate()` misses it. */

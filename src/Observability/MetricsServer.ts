@@ -64,19 +64,20 @@ const keyOf = (one: Snapshot) =>
   JSON.stringify([one.type, one.id, one.description, Object.entries(one.attributes ?? {}).sort(([a], [b]) => a < b ? -1 : 1)])
 
 /** The state of one series in two processes, added up: counts, values and histogram buckets. */
-const sum = (a: Snapshot["state"], b: Snapshot["state"]): Snapshot["state"] => {
-  if ("buckets" in a && "buckets" in b) {
+const sum = (a: Snapshot, b: Snapshot): Snapshot["state"] => {
+  if (a.type === "Histogram" && b.type === "Histogram") {
+    const [x, y] = [a.state, b.state]
     return {
-      buckets: a.buckets.map(([bound, count], i) => [bound, count + (b.buckets[i]?.[1] ?? 0)]),
-      count: a.count + b.count,
-      sum: a.sum + b.sum,
-      min: Math.min(a.min, b.min),
-      max: Math.max(a.max, b.max)
+      buckets: x.buckets.map(([bound, count], i) => [bound, count + (y.buckets[i]?.[1] ?? 0)]),
+      count: x.count + y.count,
+      sum: x.sum + y.sum,
+      min: Math.min(x.min, y.min),
+      max: Math.max(x.max, y.max)
     }
   }
-  if ("count" in a && "count" in b) return { ...a, count: Number(a.count) + Number(b.count) }
-  if ("value" in a && "value" in b) return { value: Number(a.value) + Number(b.value) }
-  return a
+  if (a.type === "Counter" && b.type === "Counter") return { ...a.state, count: Number(a.state.count) + Number(b.state.count) }
+  if (a.type === "Gauge" && b.type === "Gauge") return { value: Number(a.state.value) + Number(b.state.value) }
+  return a.state
 }
 
 /** Snapshots of several processes added up by series: counters, gauges and histograms. */
@@ -84,7 +85,7 @@ const addUp = (groups: ReadonlyArray<ReadonlyArray<Snapshot>>): Array<Snapshot> 
   const total = new Map<string, Snapshot>()
   for (const one of groups.flat()) {
     const earlier = total.get(keyOf(one))
-    total.set(keyOf(one), earlier === undefined ? one : { ...earlier, state: sum(earlier.state, one.state) } as Snapshot)
+    total.set(keyOf(one), earlier === undefined ? one : { ...earlier, state: sum(earlier, one) } as Snapshot)
   }
   return [...total.values()]
 }

@@ -47,10 +47,13 @@ const keyValueList = Schema.String.pipe(Schema.decodeTo(
   SchemaTransformation.splitKeyValue({ trim: true, keepEmptyValues: true })
 ))
 
-const decodes = (list: string) => Option.isSome(Schema.decodeOption(keyValueList)(list))
+/** Every item `key=value` with a key (the library skips one that is not), every value decoding. */
+const isKeyValueList = (list: string) =>
+  list.trim() === "" ||
+  (list.split(",").every((item) => /^[^=]+=/.test(item.trim())) && Option.isSome(Schema.decodeOption(keyValueList)(list)))
 
 const keyValues = (name: string) =>
-  checked(name, Schema.String, "must be comma-separated key=value pairs, values percent-encoded", decodes).pipe(
+  checked(name, Schema.String, "must be comma-separated key=value pairs, values percent-encoded", isKeyValueList).pipe(
     Config.map(Schema.decodeSync(keyValueList)),
     Config.withDefault({} as Record<string, string>)
   )
@@ -61,7 +64,7 @@ const isOff = (value: string) => value.trim().toLowerCase() === "off"
 const isPort = (value: string) => /^\s*\d+\s*$/.test(value) && +value >= 1 && +value <= 65535
 
 const metricsPort = checked("METRICS_PORT", Schema.String, "must be off or a port number from 1 to 65535", (v) => isOff(v) || isPort(v))
-  // None for off.
+  // undefined for off.
   .pipe(Config.map((value) => isOff(value) ? undefined : Number(value)), Config.withDefault(9464))
 
 const config = Config.all({
