@@ -42,7 +42,8 @@ class ExportedSpan implements TraceSpan {
 
   /** As OTLP carries it, with the library's status and exception events; a server span named by its method and route. */
   toOtlp(): OtlpSpan {
-    const attributes = OtlpResource.entriesToAttributes(Object.entries(this.attributes))
+    const attributes: OtlpSpan["attributes"] = []
+    for (const key in this.attributes) attributes.push({ key, value: OtlpResource.unknownToAttributeValue(this.attributes[key]) })
     const route = this.attributes["http.route"]
     let status: OtlpSpan["status"] = { code: 1 }
     const events: OtlpSpan["events"] = []
