@@ -1,4 +1,4 @@
-import { Clock, Deferred, type Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Clock, Deferred, type Duration, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { readAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
@@ -183,10 +183,12 @@ export const RateLimiterPostgres = (
           sql`DELETE FROM rate_limit_buckets WHERE bucket IN (
             SELECT bucket FROM rate_limit_buckets ORDER BY updated_at DESC OFFSET ${maxShared})`
         ))
-      yield* purge.pipe(
-        // A failed purge is logged and tried again at the next turn.
-        Effect.ignoreCause({ log: "Debug" }),
-        Effect.repeat(Schedule.spaced(options.purgeEvery ?? "10 seconds")),
+      // The first a turn after the start, not while the first requests write their buckets (it
+      // could delete rows they just wrote, past the cap). A failed purge is logged and tried again
+      // at the next turn.
+      yield* Effect.sleep(options.purgeEvery ?? "10 seconds").pipe(
+        Effect.andThen(Effect.ignoreCause(purge, { log: "Debug" })),
+        Effect.forever,
         Effect.forkScoped
       )
 

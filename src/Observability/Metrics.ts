@@ -93,10 +93,27 @@ const tableOf = new RegExp(
   "i"
 )
 
+interface StatementSummary {
+  readonly operation: string
+  readonly table: string | undefined
+  /** Its span's name: the operation and the table (`SELECT pets`). */
+  readonly name: string
+}
+
+/** Summaries found, by statement text: the service has a few dozen; past 1,000, one is found per call. */
+const summaries = new Map<string, StatementSummary>()
+
 /** A statement's operation (`SELECT`, …) and the table it works on, when it names one, for its labels and its span. */
-export const statementSummary = (sql: string): { readonly operation: string; readonly table: string | undefined } => {
-  const table = tableOf.exec(sql)
-  return { operation: /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? "OTHER", table: table?.[1] ?? table?.[2] }
+export const statementSummary = (sql: string): StatementSummary => {
+  let found = summaries.get(sql)
+  if (found === undefined) {
+    const match = tableOf.exec(sql)
+    const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? "OTHER"
+    const table = match?.[1] ?? match?.[2]
+    found = { operation, table, name: table === undefined ? operation : `${operation} ${table}` }
+    if (summaries.size < 1000) summaries.set(sql, found)
+  }
+  return found
 }
 
 /** Records a SQL statement's duration in seconds into its series; one on no table (`BEGIN`, `SELECT 1`) has no table label. */

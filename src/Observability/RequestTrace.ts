@@ -76,8 +76,11 @@ export class RequestTrace {
   /** Ends a span `child` made, and any made inside it left open (a statement its caller left running); once. */
   end(open: OpenSpan, exit: Exit.Exit<unknown, unknown>): void {
     const at = this.open.lastIndexOf(open)
-    if (at === -1) return
-    const endTime = performance.now()
+    if (at !== -1) this.endFrom(at, exit, performance.now())
+  }
+
+  /** Ends the open spans from the `at`th, innermost first. */
+  private endFrom(at: number, exit: Exit.Exit<unknown, unknown>, endTime: number): void {
     for (const inner of this.open.splice(at).reverse()) this.recorder.end(inner.span, endTime, exit)
   }
 
@@ -92,7 +95,7 @@ export class RequestTrace {
    */
   answered(exit: Exit.Exit<unknown, unknown>): void {
     const endTime = performance.now()
-    for (const inner of this.open.splice(0).reverse()) this.recorder.end(inner.span, endTime, exit)
+    this.endFrom(0, exit, endTime)
     this.recorder.end(this.server, endTime, exit)
   }
 }

@@ -16,19 +16,6 @@ export const inRequestSpan = (name: string, attributes: Readonly<Record<string, 
     return trace === undefined ? effect : trace.around(effect, name, attributes)
   })
 
-/** A statement text's span name and summary, found once per text: a few dozen, bounded like its duration series'. */
-const summaries = new Map<string, { readonly name: string; readonly operation: string; readonly table: string | undefined }>()
-
-const summaryOf = (sql: string) => {
-  let found = summaries.get(sql)
-  if (found === undefined) {
-    const { operation, table } = statementSummary(sql)
-    found = { name: table === undefined ? operation : `${operation} ${table}`, operation, table }
-    if (summaries.size < 1000) summaries.set(sql, found)
-  }
-  return found
-}
-
 /**
  * A statement's span, started now when the running fiber serves a sampled request: named by what
  * it does (`SELECT pets`), with the database semantic conventions' attributes. Answers how to end
@@ -40,7 +27,7 @@ export const startStatementSpan = (
 ): ((exit: Exit.Exit<unknown, unknown>) => void) | undefined => {
   const trace = traceOf(Fiber.getCurrent())
   if (trace === undefined) return undefined
-  const { name, operation, table } = summaryOf(sql)
+  const { name, operation, table } = statementSummary(sql)
   const open = trace.child(name, "client")
   const { span } = open
   span.attribute("db.system.name", system)
