@@ -8,6 +8,7 @@ import { callerSpanOf } from "../src/Observability/TraceContext.js"
 import { RequestTrace, SpanRecorder, type TraceSpan } from "../src/Observability/RequestTrace.js"
 import { inRequestSpan, startStatementSpan } from "../src/Request/RequestSpans.js"
 import { TracingLive } from "../src/Observability/Tracing.js"
+import { makeRequestLog } from "../src/Http/RequestLog.js"
 import { makeClientAddress } from "../src/Request/ClientAddress.js"
 import { CurrentRequest, RequestRecord } from "../src/Request/CurrentRequest.js"
 import { startOtlpReceiver } from "./support/OtlpReceiver.js"
@@ -235,7 +236,7 @@ describe("the tracer", () => {
     }
   })
 
-  it("a collector that refuses: the batch is counted by its error, new spans are held back and counted, never made", async () => {
+  it("a collector that refuses: the batch is counted by its error, new spans are held back and counted, never made, and their request's log line names no trace", async () => {
     const receiver = startOtlpReceiver()
     receiver.stop()
     const made = await Effect.gen(function*() {
@@ -251,6 +252,12 @@ describe("the tracer", () => {
       expect(valueOf(`otel_sdk_processor_span_queue_capacity{${processor}}`)).toBe(10)
       expect(valueOf(`otel_sdk_processor_span_queue_size{${processor}}`)).toBeLessThanOrEqual(10)
       expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter}}`)).toBe(0)
+      // Its request's log line names no trace: the dropped span's ids are all zero.
+      const lines: Array<string> = []
+      const dropped = RequestTrace.start((yield* SpanRecorder)!, "GET", undefined)
+      const request = HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets"))
+      makeRequestLog((line) => lines.push(line))(new RequestRecord(request, makeClientAddress([]), performance.now(), dropped), "/v1/pets", 200)
+      expect(JSON.parse(lines[0]!).annotations).not.toHaveProperty("trace_id")
       return first
     }).pipe(Effect.provide(tracingTo(receiver.endpoint)), Effect.runPromise)
     expect(made.every((span) => span.sampled)).toBe(true)

@@ -41,7 +41,7 @@ export class RequestLines extends Context.Service<RequestLines, { readonly add: 
 /**
  * One structured JSON line per request, written as it is answered: method, path, route template
  * (`unmatched` for none), status, duration, request id, the client's address (and, when sampled,
- * the trace and span ids), in the shape of the service's other log lines. Headers and the query string are never logged, so
+ * the trace and span ids; none for a server span the export could not hold), in the shape of the service's other log lines. Headers and the query string are never logged, so
  * neither is a key.
  *
  * Written by hand rather than through Effect's `Logger`: the same line as `Effect.logInfo` with
@@ -68,13 +68,14 @@ export const makeRequestLog = (log: (line: string) => void) => {
   return (record: RequestRecord, route: string, status: number): void => {
     const { request } = record
     const span = record.trace?.server
+    // A span the export could not hold has all-zero ids, which name no trace.
     const durationMs = Math.round((performance.now() - record.startedAt) * 100) / 100
     log(
       `{"message":"request","logLevel":"INFO","timestamp":"${timestampAt(Date.now())}","annotations":{` +
         `"method":${JSON.stringify(request.method)},"path":${JSON.stringify(pathOf(request.url))},"route":"${route}",` +
         `"status":${status},"durationMs":${durationMs},"requestId":"${record.id}",` +
         `"client":"${record.clientAddress.text}"` +
-        (span === undefined ? "}}" : `,"trace_id":"${span.traceId}","span_id":"${span.spanId}"}}`)
+        (span === undefined || !span.sampled ? "}}" : `,"trace_id":"${span.traceId}","span_id":"${span.spanId}"}}`)
     )
   }
 }
