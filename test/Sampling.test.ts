@@ -265,6 +265,45 @@ describe("the tracer", () => {
     expect(valueOf(`otel_sdk_processor_span_queue_capacity{${processor}}`)).toBeUndefined()
   })
 
+  it("a collector that asks again later (503 with Retry-After) gets the batch again, five sends at most, its spans held and counted once", async () => {
+    let busyFor = 1
+    const sent: Array<number> = []
+    const collector = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: async (request) => {
+        sent.push(JSON.parse(await request.text()).resourceSpans[0].scopeSpans[0].spans.length)
+        return sent.length <= busyFor ? new Response("busy", { status: 503, headers: { "retry-after": "0" } }) : Response.json({})
+      }
+    })
+    const until = (series: string, value: number) =>
+      Effect.gen(function*() {
+        for (let attempt = 0; attempt < 250 && valueOf(series) !== value; attempt++) yield* Effect.sleep("20 millis")
+      })
+    try {
+      await Effect.gen(function*() {
+        // Two requests of two spans: one batch of four, answered 503 once, then taken.
+        yield* Effect.forEach(Array.from({ length: 2 }), () => sampledRequest("GET /v1/pets", 1))
+        yield* until(`otel_sdk_exporter_span_exported_total{${exporter}}`, 4)
+        expect(sent).toEqual([4, 4])
+        expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter}}`)).toBe(4)
+        expect(valueOf(`otel_sdk_processor_span_processed_total{${processor}}`)).toBe(4)
+        expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="503"}`)).toBeUndefined()
+
+        // Busy every time: sent five times, then counted by the answer.
+        busyFor = Infinity
+        yield* Effect.forEach(Array.from({ length: 2 }), () => sampledRequest("GET /v1/pets", 1))
+        yield* until(`otel_sdk_exporter_span_exported_total{${exporter},error_type="503"}`, 4)
+        expect(sent.slice(2)).toEqual([4, 4, 4, 4, 4])
+        expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="503"}`)).toBe(4)
+        expect(valueOf(`otel_sdk_processor_span_processed_total{${processor}}`)).toBe(8)
+        expect(valueOf(`otel_sdk_processor_span_queue_size{${processor}}`)).toBe(0)
+      }).pipe(Effect.provide(tracingTo(`http://127.0.0.1:${collector.port}`)), Effect.runPromise)
+    } finally {
+      collector.stop(true)
+    }
+  })
+
   it("beyond the queue a sampled trace's spans are dropped; a collector that never answers times out, and a stop waits 3 s at most", async () => {
     const hung = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Promise<Response>(() => {}) })
     try {

@@ -103,6 +103,15 @@ const unixNanos = (time: number): string => {
   return lastSecondText + String(total - second * 1e6 + 1e6).slice(1) + String(nanos + 1000).slice(1)
 }
 
+/** The answers OTLP/HTTP asks a client to retry: the collector is overloaded or briefly unavailable. */
+const retried = new Set([429, 502, 503, 504])
+/** Sends of one batch at most while the collector keeps asking for it again. */
+const maxSends = 5
+
+/** A `Retry-After` in seconds, as milliseconds, 30 s at most; undefined for none, or a date. */
+const retryAfterMillis = (header: string | undefined): number | undefined =>
+  header !== undefined && /^\d{1,9}$/.test(header.trim()) ? Math.min(30, Number(header.trim())) * 1000 : undefined
+
 /** A short, bounded label for a failed export: the HTTP status, the network error's code, `timeout`, or `_OTHER`. */
 const errorTypeOf = (error: unknown): string => {
   const cause = HttpClientError.isHttpClientError(error) && error.reason._tag === "TransportError" ? error.reason.cause : error
@@ -124,7 +133,10 @@ const errorTypeOf = (error: unknown): string => {
  * collector stopped costs requests nothing"; `Sampling.test.ts`, "beyond the queue"): a span is
  * made only while fewer than `OTEL_BSP_MAX_QUEUE_SIZE` are held (open, waiting, or in a batch being
  * sent), and not for 1 s doubling to 30 s after a failed export; others, and every span below one,
- * are dropped and counted. A failed batch is not sent again: its spans are counted by the error.
+ * are dropped and counted. A batch answered 429, 502, 503 or 504 (the answers OTLP/HTTP asks to
+ * retry) is sent again after the collector's `Retry-After` (in seconds, 30 at most), or after that
+ * pause, five sends in all, its spans held meanwhile; on any other failure, or the fifth, its spans
+ * are counted by the error. Nothing is sent while paused but what is left at the layer's release.
  * Against the library's spans and exporter (`OtlpTracer`, with the guard that bounded what it
  * held), every request traced and both loaded at once (`OTEL_TRACES_SAMPLER=always_on … npm run
  * bench -- --ab 2a7f476 af9a87a --only sqlite --at-once --fresh`, 28 November 2026, two runs in
@@ -149,11 +161,21 @@ const exportingRecorder = ({ batch, defaultServiceName, exporter }: Tracing) =>
       const waiting: Array<ExportedSpan> = []
       // Spans made and not yet answered for (open, waiting, or in a batch being sent), and the counts of the export's series.
       const counts = { held: 0, handed: 0, dropped: 0, exported: 0, failed: new Map<string, number>() }
+      // Batches the collector asked for again later, with how many times each was sent.
+      const again: Array<{ readonly spans: Array<ExportedSpan>; readonly sends: number }> = []
       let pausedUntil = 0
       let backoffMillis = 0
+      let released = false
 
-      /** Sends `spans`, answering the error's type when they were not taken; each outcome counted. */
-      const send = (spans: Array<ExportedSpan>) =>
+      /** Pauses the export, for `askedMillis` (a collector's `Retry-After`) or the next backoff; batches failing together pause once. */
+      const pause = (askedMillis?: number) => {
+        if (Date.now() < pausedUntil) return
+        backoffMillis = Math.min(30_000, Math.max(1000, backoffMillis * 2))
+        pausedUntil = Date.now() + (askedMillis ?? backoffMillis)
+      }
+
+      /** Sends `spans` (their `sends`th send), answering the error's type when they were not taken; each outcome counted. */
+      const send = (spans: Array<ExportedSpan>, sends: number) =>
         Effect.gen(function*() {
           const body = serialization.traces({
             resourceSpans: [{ resource, scopeSpans: [{ scope, spans: spans.map((span) => span.toOtlp()) }] }]
@@ -164,10 +186,17 @@ const exportingRecorder = ({ batch, defaultServiceName, exporter }: Tracing) =>
             Effect.tap((response) => Effect.ignore(response.arrayBuffer)),
             Effect.timeout(Duration.millis(exporter.timeoutMillis))
           )
-          return response.status >= 200 && response.status < 300 ? undefined : String(response.status)
+          if (response.status >= 200 && response.status < 300) return undefined
+          if (retried.has(response.status) && sends < maxSends && !released) {
+            again.push({ spans, sends: sends + 1 })
+            pause(retryAfterMillis(response.headers["retry-after"]))
+            return null
+          }
+          return String(response.status)
         }).pipe(
           Effect.catchCause((cause) => Effect.succeed(errorTypeOf(Cause.squash(cause)))),
           Effect.map((errorType) => {
+            if (errorType === null) return undefined
             counts.held -= spans.length
             if (errorType === undefined) {
               counts.exported += spans.length
@@ -175,11 +204,7 @@ const exportingRecorder = ({ batch, defaultServiceName, exporter }: Tracing) =>
               return errorType
             }
             counts.failed.set(errorType, (counts.failed.get(errorType) ?? 0) + spans.length)
-            // Batches sent together and failing together pause once, not once each.
-            if (Date.now() >= pausedUntil) {
-              backoffMillis = Math.min(30_000, Math.max(1000, backoffMillis * 2))
-              pausedUntil = Date.now() + backoffMillis
-            }
+            pause()
             return errorType
           }),
           // Effect's tracing is off for the export too: no span of its own, no traceparent sent.
@@ -189,12 +214,14 @@ const exportingRecorder = ({ batch, defaultServiceName, exporter }: Tracing) =>
       const noteFailure = yield* exportSeries(batch.maxQueueSize, counts)
       const exports = yield* FiberSet.make<void>()
       const fork = yield* FiberSet.runtime(exports)<never>()
-      /** Sends the next batch, taken now from the waiting spans; nothing when none wait. */
+      /** Sends the next batch, one asked for again first, else taken now from the waiting spans; nothing while paused or when none wait. */
       const sendNext = () => {
-        const spans = waiting.splice(0, batch.maxExportBatchSize)
-        counts.handed += spans.length
+        if (Date.now() < pausedUntil) return
+        const retry = again.shift()
+        const spans = retry?.spans ?? waiting.splice(0, batch.maxExportBatchSize)
+        if (retry === undefined) counts.handed += spans.length
         // After a yield: the fork runs at once, and the batch is not the ending request's work.
-        if (spans.length > 0) fork(Effect.andThen(Effect.yieldNow, Effect.flatMap(send(spans), noteFailure)))
+        if (spans.length > 0) fork(Effect.andThen(Effect.yieldNow, Effect.flatMap(send(spans, retry?.sends ?? 1), noteFailure)))
       }
 
       yield* Effect.sleep(Duration.millis(batch.scheduleDelayMillis)).pipe(
@@ -204,7 +231,10 @@ const exportingRecorder = ({ batch, defaultServiceName, exporter }: Tracing) =>
       )
       yield* Effect.addFinalizer(() =>
         Effect.suspend(() => {
-          while (waiting.length > 0) sendNext()
+          // What is left is sent once now, pause or not.
+          released = true
+          pausedUntil = 0
+          while (again.length > 0 || waiting.length > 0) sendNext()
           return FiberSet.awaitEmpty(exports)
         }).pipe(Effect.timeoutOption(Duration.seconds(3)))
       )
