@@ -67,15 +67,15 @@ export const makeRequestLog = (log: (line: string) => void) => {
   }
   return (record: RequestRecord, route: string, status: number): void => {
     const { request } = record
-    const span = record.trace?.server
-    // A span the export could not hold has all-zero ids, which name no trace.
+    // A server span the export could not hold has all-zero ids, which name no trace.
+    const span = record.trace?.server.sampled === true ? record.trace.server : undefined
     const durationMs = Math.round((performance.now() - record.startedAt) * 100) / 100
     log(
       `{"message":"request","logLevel":"INFO","timestamp":"${timestampAt(Date.now())}","annotations":{` +
         `"method":${JSON.stringify(request.method)},"path":${JSON.stringify(pathOf(request.url))},"route":"${route}",` +
         `"status":${status},"durationMs":${durationMs},"requestId":"${record.id}",` +
         `"client":"${record.clientAddress.text}"` +
-        (span === undefined || !span.sampled ? "}}" : `,"trace_id":"${span.traceId}","span_id":"${span.spanId}"}}`)
+        (span === undefined ? "}}" : `,"trace_id":"${span.traceId}","span_id":"${span.spanId}"}}`)
     )
   }
 }
