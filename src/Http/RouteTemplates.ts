@@ -41,8 +41,9 @@ export const makeRouteLabels = (exported = false) => {
       if (record === undefined) byStatus.set(status, record = requestDurationOf(method, route, status))
       record(seconds)
     }
-    made.set(key, { route, recordDuration })
-    return made.get(key)!
+    const routeLabels = { route, recordDuration }
+    made.set(key, routeLabels)
+    return routeLabels
   }
   if (exported) for (const { method, path, statuses } of routes) labels(method, templateOf(path), statuses)
   // The router's routes, made once at start: a few dozen entries.
