@@ -25,7 +25,7 @@ const sendThenHangUp = async (url: string, data: string, ms: number) => {
   socket.destroy()
 }
 
-describe("a client that hangs up is logged 499 client_closed_request, never as a server error", () => {
+describe("a client that hangs up is logged 499 client_closed_request, never as a server error; one still connected is answered", () => {
   const folder = temporaryFolder()
   const env = { DATABASE_URL: join(folder.path, "petstore.db"), LOG_LEVEL: "info", AUTH_FAILURES_PER_MINUTE: "4" }
   let server: Awaited<ReturnType<typeof startServer>>
@@ -61,6 +61,19 @@ describe("a client that hangs up is logged 499 client_closed_request, never as a
     }
     await sendThenHangUp(server.url, rawGet("/v1/pets", { ...wrong, "x-request-id": "slowed-401" }), 50)
     expect(await loggedRequest(server.logs, "slowed-401")).toMatchObject({ method: "GET", path: "/v1/pets", status: 499 })
+  })
+
+  it("a POST with neither Content-Length nor chunks, its client waiting: 400 malformed_json as an empty body, never 499", async () => {
+    // HTTP/1.1's empty body, sent by hand: every HTTP client writes `Content-Length: 0`.
+    const answer = await rawRequest(server.url, post("no-length", ""))
+    expect(answer).toMatchObject({ status: 400, closed: false })
+    expect(answer.headers["x-request-id"]).toBe("no-length")
+    expect(JSON.parse(answer.body)).toEqual({
+      code: "malformed_json",
+      message: "body: is empty; a JSON object is required",
+      status: 400
+    })
+    expect(await loggedRequest(server.logs, "no-length")).toMatchObject({ method: "POST", path: "/v1/pets", status: 400 })
   })
 
   it("none of them was logged as a failure of the service", () => {

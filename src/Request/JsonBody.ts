@@ -43,6 +43,9 @@ const readText = (request: HttpServerRequest.HttpServerRequest) => {
     if (Number(declared) > maxBodyBytes) return Effect.fail(tooLarge)
     return Effect.catchDefect(Effect.promise(() => (request.source as Request).text()), () => clientClosed)
   }
+  // Neither a length nor chunks is an empty body (HTTP/1.1), which the runtime gives as no body at
+  // all: its stream would fail and be taken for a client gone away.
+  if ((request.source as Request).body === null) return Effect.succeed("")
   return request.stream.pipe(
     Stream.runFoldEffect(() => ({ size: 0, chunks: [] as Array<Uint8Array> }), (read, chunk: Uint8Array) => {
       if (read.size + chunk.length > maxBodyBytes) return Effect.fail(tooLarge)
