@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { existsSync } from "node:fs"
+import { existsSync, readdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
@@ -37,6 +37,30 @@ describe("a start that cannot succeed says why in words a person can act on, and
     const sqlite = await runCommand(["src/bin/keys.ts", "list"], { DATABASE_URL: join(folder.path, "petstore.db"), REQUEST_TIMEOUT_SECONDS: "2" })
     expect(sqlite.stdout + sqlite.stderr).not.toContain("DATABASE_CONNECT_TIMEOUT_SECONDS")
     expect(sqlite.exitCode).toBe(0)
+  })
+
+  it("METRICS_PORT equal to PORT on overlapping addresses names both; on addresses apart both listen", async () => {
+    using folder = temporaryFolder()
+    const port = freePort()
+    const database = { DATABASE_URL: join(folder.path, "petstore.db") }
+    const overlapping = [["127.0.0.1", "127.0.0.1"], ["0.0.0.0", "127.0.0.1"], ["127.0.0.1", "0.0.0.0"], ["::", "127.0.0.1"], ["127.0.0.1", "::"]]
+    for (const [host, metricsHost] of overlapping) {
+      const { exitCode, output } = await start({ ...database, HOST: host!, PORT: String(port), METRICS_HOST: metricsHost!, METRICS_PORT: String(port) })
+      expect(exitCode, `${host} ${metricsHost}`).toBe(1)
+      expect(output.trim().split("\n"), `${host} ${metricsHost}`).toEqual([
+        expect.stringContaining(
+          `Invalid data at METRICS_PORT: \\"must differ from PORT where METRICS_HOST (${metricsHost}) and HOST (${host}) overlap; both are ${port}\\"`
+        )
+      ])
+    }
+    expect(existsSync(database.DATABASE_URL)).toBe(false)
+    const server = await startServer({ ...database, HOST: "127.0.0.1", METRICS_HOST: "127.0.0.2", METRICS_PORT: String(port) }, port)
+    try {
+      expect((await fetch(`${server.url}/livez`)).status).toBe(200)
+      expect((await fetch(`http://127.0.0.2:${port}/metrics`)).status).toBe(200)
+    } finally {
+      expect(await server.stop()).toBe(0)
+    }
   })
 
   it("an unreachable PostgreSQL names its host, its port and DATABASE_URL, never the password", async () => {
@@ -82,6 +106,25 @@ describe("DATABASE_URL slips are refused at start, in one line, by the service, 
         expect(existsSync(join(folder.path, "missing")), command).toBe(false)
       }
     }
+  })
+
+  it("DATABASE_URL_FILE set beside DATABASE_URL, or naming a file that cannot be read: the file is named", async () => {
+    using folder = temporaryFolder()
+    const file = join(folder.path, "database-url")
+    writeFileSync(file, `${join(folder.path, "petstore.db")}\n`)
+    const refusals = [
+      [{ DATABASE_URL_FILE: file, DATABASE_URL: join(folder.path, "other.db") }, "DATABASE_URL_FILE", "is set as well as DATABASE_URL: set one of them"],
+      [{ DATABASE_URL_FILE: join(folder.path, "missing") }, "DATABASE_URL_FILE", `names ${join(folder.path, "missing")}, which cannot be read (ENOENT: no such file or directory)`]
+    ] as const
+    for (const [env, name, message] of refusals) {
+      for (const { command, exitCode, lines } of await everyCommand(env)) {
+        expect(exitCode, command).toBe(1)
+        expect(lines, command).toHaveLength(1)
+        expect(lines[0], command).toContain(name)
+        expect(lines[0], command).toContain(message)
+      }
+    }
+    expect(readdirSync(folder.path)).toEqual(["database-url"])
   })
 
   it("the default (DATABASE_URL unset) still has its folder made on first run", async () => {

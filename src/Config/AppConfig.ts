@@ -1,7 +1,8 @@
 import { Config, Context, Duration, Layer, type LogLevel, Option, Schema, SchemaIssue } from "effect"
-import { statSync } from "node:fs"
+import { readFileSync, statSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { dirname } from "node:path"
+import { metricsListener } from "../Observability/ObservabilityConfig.js"
 import { parseTrustedProxies } from "../Request/ClientAddress.js"
 import type { IpRange } from "../Request/IpAddress.js"
 
@@ -50,6 +51,48 @@ const httpUrl = (name: string) =>
 /** A failed check of `name` that no one variable's rule could make (it depends on another's value). */
 const invalidAt = (name: string, message: string) =>
   Config.fail(new Schema.SchemaError(new SchemaIssue.Pointer([name], new SchemaIssue.InvalidValue({ message }))))
+
+/** `PORT`, the API's port; `listenersApart` reads it too. */
+export const portSetting = checked(
+  "PORT",
+  Schema.NumberFromString,
+  rule("must be a port number from 1 to 65535", (p) => Number.isInteger(p) && p >= 1 && p <= 65535)
+).pipe(Config.withDefault(3000))
+
+/** `HOST`, the API's address. */
+export const hostSetting = Config.String("HOST").pipe(Config.withDefault("0.0.0.0"))
+
+/** What `DATABASE_URL` must be, as a message following its name, or `true`. */
+const databaseUrlRule = (url: string): true | string =>
+  url.trim().length === 0 || url.includes(":memory:") ||
+    /^(?!sqlite:|file:|postgres:\/\/|postgresql:\/\/)[a-z][a-z0-9+.-]*:\/\//i.test(url)
+    ? "must be a postgres:// URL, or a SQLite file path, sqlite:path or file:path (not :memory:: the migrations and the service share the file)"
+    : sqliteFilename(url).trim().length === 0
+    ? "names no SQLite file: the path after sqlite: or file: is empty"
+    : databaseUrlProblem(url) ?? true
+
+/** A file's content without the newline that ends its last line (`echo`'s, an editor's). */
+const readSetting = (file: string): string => readFileSync(file, "utf8").replace(/\r?\n$/, "")
+
+/**
+ * The database URL as given, unchecked: `DATABASE_URL`, or the content of the file
+ * `DATABASE_URL_FILE` names (a systemd credential, a mounted secret), which keeps a password out of
+ * the environment that `ps e`, `/proc` and `systemctl show` reveal; none when neither is set. Both
+ * set is refused, as which should win would be a guess; so is a file that cannot be read.
+ */
+export const databaseUrlSetting: Config.Config<Option.Option<{ readonly url: string; readonly file?: string }>> = Config
+  .all({ url: Config.option(Config.String("DATABASE_URL")), file: Config.option(Config.String("DATABASE_URL_FILE")) })
+  .pipe(Config.flatMap(({ file, url }) => {
+    if (Option.isNone(file)) return Config.succeed(Option.map(url, (url) => ({ url })))
+    if (Option.isSome(url)) return invalidAt("DATABASE_URL_FILE", "is set as well as DATABASE_URL: set one of them")
+    try {
+      return Config.succeed(Option.some({ url: readSetting(file.value), file: file.value }))
+    } catch (cause) {
+      // Some messages end with the path ("…, open '/etc/…'"), which the line names once, before them.
+      const reason = cause instanceof Error ? cause.message.replace(/, \w+ '.*'$/, "") : String(cause)
+      return invalidAt("DATABASE_URL_FILE", `names ${file.value}, which cannot be read (${reason})`)
+    }
+  }))
 
 /** A number of seconds, checked by `validation`, as a `Duration`. */
 const seconds = (name: string, message: string, validation: (n: number) => boolean, defaultSeconds: number) =>
@@ -128,22 +171,20 @@ export class AppConfig extends Context.Service<AppConfig, {
   readonly databaseKeepAlive: Duration.Duration
 }>()("petstore/AppConfig") {
   static readonly config = Config.all({
-    port: checked(
-      "PORT",
-      Schema.NumberFromString,
-      rule("must be a port number from 1 to 65535", (p) => Number.isInteger(p) && p >= 1 && p <= 65535)
-    ).pipe(Config.withDefault(3000)),
-    host: Config.String("HOST").pipe(Config.withDefault("0.0.0.0")),
+    port: portSetting,
+    host: hostSetting,
     // The default is not checked: its folder is the one a first start makes.
-    databaseUrl: checked("DATABASE_URL", Schema.String, (url) =>
-      url.trim().length === 0 || url.includes(":memory:") ||
-        /^(?!sqlite:|file:|postgres:\/\/|postgresql:\/\/)[a-z][a-z0-9+.-]*:\/\//i.test(url)
-        ? "must be a postgres:// URL, or a SQLite file path, sqlite:path or file:path (not :memory:: the migrations and the service share the file)"
-        : sqliteFilename(url).trim().length === 0
-        ? "names no SQLite file: the path after sqlite: or file: is empty"
-        : databaseUrlProblem(url) ?? true).pipe(
-        Config.withDefault(defaultDatabaseUrl)
-      ),
+    databaseUrl: databaseUrlSetting.pipe(Config.flatMap(Option.match({
+      onNone: () => Config.succeed(defaultDatabaseUrl),
+      onSome: ({ file, url }) => {
+        const problem = databaseUrlRule(url)
+        return problem === true
+          ? Config.succeed(url)
+          : file === undefined
+          ? invalidAt("DATABASE_URL", problem)
+          : invalidAt("DATABASE_URL_FILE", `the URL in ${file} ${problem}`)
+      }
+    }))),
     environment: checked(
       "PETSTORE_ENV",
       Schema.String,
@@ -291,6 +332,26 @@ export class AppConfig extends Context.Service<AppConfig, {
     })
   }
 }
+
+/** Whether two listen addresses take connections to one address: the same, or either every address. */
+const overlap = (a: string, b: string) => {
+  const every = (host: string) => host === "0.0.0.0" || host === "::"
+  return a.trim().toLowerCase() === b.trim().toLowerCase() || every(a.trim()) || every(b.trim())
+}
+
+/**
+ * The API's and the metrics' listeners apart: one port on overlapping addresses is refused at
+ * start naming both settings, where the second listener would fail with Bun's "Is port … in use?".
+ */
+export const listenersApart: Config.Config<void> = Config.all({ port: portSetting, host: hostSetting, metrics: metricsListener })
+  .pipe(Config.flatMap(({ host, metrics, port }) =>
+    Option.isSome(metrics) && metrics.value.port === port && overlap(metrics.value.host, host)
+      ? invalidAt(
+        "METRICS_PORT",
+        `must differ from PORT where METRICS_HOST (${metrics.value.host}) and HOST (${host}) overlap; both are ${port}`
+      )
+      : Config.succeed(undefined)
+  ))
 
 /**
  * A configuration error in one line naming the variable and its rule:

@@ -67,9 +67,14 @@ const metricsPort = checked("METRICS_PORT", Schema.String, "must be off or a por
   // undefined for off.
   .pipe(Config.map((value) => isOff(value) ? undefined : Number(value)), Config.withDefault(9464))
 
+/** The Prometheus listener's address and port (`METRICS_HOST`, `METRICS_PORT`); none with `METRICS_PORT=off`. */
+export const metricsListener: Config.Config<Option.Option<{ readonly host: string; readonly port: number }>> = Config.all({
+  port: metricsPort,
+  host: Config.String("METRICS_HOST").pipe(Config.withDefault("127.0.0.1"))
+}).pipe(Config.map(({ host, port }) => port === undefined ? Option.none() : Option.some({ host, port })))
+
 const config = Config.all({
-  metricsPort,
-  metricsHost: Config.String("METRICS_HOST").pipe(Config.withDefault("127.0.0.1")),
+  metrics: metricsListener,
   endpoint: otlpUrl("OTEL_EXPORTER_OTLP_ENDPOINT"),
   tracesEndpoint: otlpUrl("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
   disabled: Config.Boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false)),
@@ -90,7 +95,7 @@ const config = Config.all({
   tracesCompression: Config.option(compression("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"))
 }).pipe(
   Config.map((c) => ({
-    metrics: c.metricsPort === undefined ? Option.none() : Option.some({ host: c.metricsHost, port: c.metricsPort }),
+    metrics: c.metrics,
     tracing: (Option.isNone(c.endpoint) && Option.isNone(c.tracesEndpoint)) || c.disabled || c.exporter === "none"
       ? Option.none<Tracing>()
       : Option.some<Tracing>({

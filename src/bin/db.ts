@@ -1,6 +1,7 @@
-import { Config, Console, Effect, Option } from "effect"
+import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { run } from "../CommandLine/Run.js"
+import { databaseUrlSetting } from "../Config/AppConfig.js"
 import { backup } from "../Move/Backup.js"
 import { copying, interruption } from "../Move/CleanUp.js"
 import { copy } from "../Move/Copy.js"
@@ -26,10 +27,13 @@ const sideOptions = (name: string, description: string) => ({
   )
 })
 
-/** The store `DATABASE_URL` names; the service's default when it is unset. */
+/** The store `DATABASE_URL` (or the file `DATABASE_URL_FILE`) names; the service's default when neither is set. */
 const databaseUrlStore = Effect.flatMap(
-  Config.option(Config.String("DATABASE_URL")),
-  Option.match({ onNone: () => Effect.succeed(defaultStore), onSome: (value) => parseStore(value, "DATABASE_URL") })
+  databaseUrlSetting,
+  Option.match({
+    onNone: () => Effect.succeed(defaultStore),
+    onSome: ({ file, url }) => parseStore(url, file === undefined ? "DATABASE_URL" : `DATABASE_URL_FILE (${file})`)
+  })
 )
 
 const resolveSide = (

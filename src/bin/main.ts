@@ -1,5 +1,5 @@
 import { Cause, Config, Context, Duration, Effect, Exit, Layer, Option, References, Runtime } from "effect"
-import { AppConfig, describeConfigError } from "../Config/AppConfig.js"
+import { AppConfig, describeConfigError, listenersApart } from "../Config/AppConfig.js"
 import * as BunServer from "../Http/BunServer.js"
 import { InFlightRequests } from "../Http/InFlightRequests.js"
 import { RequestLines } from "../Http/RequestLog.js"
@@ -55,6 +55,7 @@ const serve = Effect.gen(function*() {
  * server processes; otherwise it is the server.
  */
 const main = Effect.gen(function*() {
+  yield* listenersApart
   const { drainTimeout, host, port, stopGrace, workers } = yield* AppConfig
   const stopTime = Duration.sum(stopGrace, drainTimeout)
   yield* Effect.sync(() => stopDeadline.set(Duration.sum(stopTime, stopMargin)))
