@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deployment, type IDeployment } from "kubernetes-models/apps/v1/Deployment"
+import { type INetworkPolicy, NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy"
+import type { INetworkPolicyPeer } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicyPeer"
 import { type IPodDisruptionBudget, PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget"
 import type { IContainer } from "kubernetes-models/v1/Container"
 import { type ISecret, Secret } from "kubernetes-models/v1/Secret"
@@ -17,7 +19,7 @@ const unitFile = join(root, "deploy", "systemd", "petstore.service")
 const envFile = join(root, "deploy", "systemd", "petstore.env")
 
 /** The service's defaults (docs/configuration.md), for what a file leaves unset. */
-const defaults = { PORT: "3000", STOP_GRACE_SECONDS: "5", DRAIN_TIMEOUT_SECONDS: "10", DATABASE_START_TIMEOUT_SECONDS: "30" }
+const defaults = { PORT: "3000", METRICS_PORT: "9464", STOP_GRACE_SECONDS: "5", DRAIN_TIMEOUT_SECONDS: "10", DATABASE_START_TIMEOUT_SECONDS: "30" }
 
 /** The most a stop takes (docs/operations.md#stopping): whatever stops the service must wait longer before it kills. */
 const stopBound = (env: Readonly<Record<string, string | undefined>>) =>
@@ -43,7 +45,8 @@ const models = {
   "apps/v1 Deployment": { model: Deployment, declaration: ["apps/v1/Deployment.d.ts", "IDeployment"] },
   "v1 Service": { model: Service, declaration: ["v1/Service.d.ts", "IService"] },
   "policy/v1 PodDisruptionBudget": { model: PodDisruptionBudget, declaration: ["policy/v1/PodDisruptionBudget.d.ts", "IPodDisruptionBudget"] },
-  "v1 Secret": { model: Secret, declaration: ["v1/Secret.d.ts", "ISecret"] }
+  "v1 Secret": { model: Secret, declaration: ["v1/Secret.d.ts", "ISecret"] },
+  "networking.k8s.io/v1 NetworkPolicy": { model: NetworkPolicy, declaration: ["networking.k8s.io/v1/NetworkPolicy.d.ts", "INetworkPolicy"] }
 } as const
 
 type Kind = keyof typeof models
@@ -123,6 +126,20 @@ const selects = (selector: LabelSelector, labels: Readonly<Record<string, string
     })
 }
 
+/** The labels Kubernetes sets on a namespace, naming it. */
+const namespaceNamed = (name: string) => ({ "kubernetes.io/metadata.name": name })
+
+/**
+ * Whether a NetworkPolicy peer lets in more than the monitoring namespace: an address block, pods of
+ * the policy's own namespace, every namespace, or a selector that picks another namespace too.
+ */
+const beyondMonitoring = (peer: INetworkPolicyPeer) => {
+  const selector = peer.namespaceSelector
+  if (peer.ipBlock !== undefined || selector === undefined) return true
+  const empty = Object.keys(selector.matchLabels ?? {}).length === 0 && (selector.matchExpressions ?? []).length === 0
+  return empty || selects(selector, namespaceNamed("default")) || selects(selector, namespaceNamed("petstore-elsewhere"))
+}
+
 /** A PodDisruptionBudget's count or percentage of `replicas`, rounded up as Kubernetes does. */
 const countOf = (value: number | string, replicas: number) =>
   typeof value === "number" ? value : Math.ceil((replicas * Number(value.replace(/%$/, ""))) / 100)
@@ -154,6 +171,7 @@ const kubernetesProblems = (manifests: ReadonlyArray<Manifest>): Array<string> =
   const service = one<IService>("v1 Service")
   const budget = one<IPodDisruptionBudget>("policy/v1 PodDisruptionBudget")
   const secret = one<ISecret>("v1 Secret")
+  const policy = one<INetworkPolicy>("networking.k8s.io/v1 NetworkPolicy")
   const pod = deployment?.spec?.template
   const containers = pod?.spec?.containers ?? []
   if (!deployment || !pod || containers.length !== 1) {
@@ -166,6 +184,16 @@ const kubernetesProblems = (manifests: ReadonlyArray<Manifest>): Array<string> =
 
   if (replicas !== 2) problems.push(`the Deployment runs ${replicas} replicas, where 2 are expected`)
   if (!selects(deployment.spec?.selector, labels)) problems.push("the Deployment's selector does not pick its own pods")
+  // A node lost must not take every replica.
+  const spreads = (pod.spec?.topologySpreadConstraints ?? []).some((constraint) =>
+    constraint.topologyKey === "kubernetes.io/hostname" && constraint.maxSkew === 1 && selects(constraint.labelSelector, labels)
+  )
+  if (!spreads) problems.push("the Deployment does not spread its replicas over nodes (a topologySpreadConstraint on kubernetes.io/hostname, maxSkew 1, picking its pods)")
+  // A bare name is pulled from whatever registry the node's runtime defaults to, or not at all.
+  const registry = (container.image ?? "").split("/")[0]!
+  if (!(container.image ?? "").includes("/") || !(registry.includes(".") || registry.includes(":") || registry === "localhost")) {
+    problems.push(`the image ${container.image} is not registry-qualified (registry.example.com/petstore:1.0.0)`)
+  }
 
   // The container's environment as Kubernetes gives it: a later entry of a name wins.
   const env = new Map((container.env ?? []).map((variable) => [variable.name, variable]))
@@ -242,6 +270,36 @@ const kubernetesProblems = (manifests: ReadonlyArray<Manifest>): Array<string> =
       ? countOf(maxUnavailable, replicas)
       : replicas
     if (evictable < 1) problems.push(`the PodDisruptionBudget lets no pod of ${replicas} be evicted`)
+    // Unready pods serve nothing; a budget that waits for them blocks a drain for as long as they stay so.
+    if (budget.spec?.unhealthyPodEvictionPolicy !== "AlwaysAllow") {
+      problems.push(`the PodDisruptionBudget's unhealthyPodEvictionPolicy is ${budget.spec?.unhealthyPodEvictionPolicy}, not AlwaysAllow: unready pods would block node drains`)
+    }
+  }
+
+  // The API's port open to all; the metrics port, which asks no key, to the monitoring namespace alone.
+  if (policy) {
+    if (!selects(policy.spec?.podSelector, labels)) problems.push("the NetworkPolicy's podSelector does not pick the Deployment's pods")
+    const types = policy.spec?.policyTypes
+    if (types !== undefined && !types.includes("Ingress")) problems.push("the NetworkPolicy does not govern Ingress")
+    const metricsSetting = value("METRICS_PORT") ?? defaults.METRICS_PORT
+    const metricsPort = metricsSetting === "off" ? undefined : Number(metricsSetting)
+    const rules = policy.spec?.ingress ?? []
+    const admits = (rule: (typeof rules)[number], port: number) =>
+      (rule.ports ?? []).length === 0 ||
+      rule.ports!.some((allowed) => (allowed.protocol ?? "TCP") === "TCP" && (allowed.port === undefined || portOf(allowed.port) === port))
+    const fromAnywhere = (rule: (typeof rules)[number]) => (rule.from ?? []).length === 0
+    if (!rules.some((rule) => admits(rule, apiPort) && fromAnywhere(rule))) {
+      problems.push(`the NetworkPolicy does not let port ${apiPort} (PORT) in from anywhere`)
+    }
+    if (metricsPort !== undefined) {
+      const metricsRules = rules.filter((rule) => admits(rule, metricsPort))
+      if (metricsRules.some((rule) => fromAnywhere(rule) || rule.from!.some(beyondMonitoring))) {
+        problems.push(`the NetworkPolicy lets the metrics port ${metricsPort} in from beyond the monitoring namespace`)
+      }
+      if (!metricsRules.some((rule) => rule.from?.some((peer) => peer.namespaceSelector !== undefined && selects(peer.namespaceSelector, namespaceNamed("monitoring"))))) {
+        problems.push(`the NetworkPolicy does not let the metrics port ${metricsPort} in from the monitoring namespace`)
+      }
+    }
   }
   return problems
 }
@@ -285,7 +343,23 @@ describe("the Kubernetes manifests", () => {
     ["a Service for other pods", "v1 Service", (s) => (s.spec.selector = { "app.kubernetes.io/name": "shop" }), "the Service's selector"],
     ["a Service to the metrics port", "v1 Service", (s) => (s.spec.ports[0].targetPort = 9464), "the Service's port 80 goes to 9464"],
     ["a budget for other pods", "policy/v1 PodDisruptionBudget", (b) => (b.spec.selector.matchLabels = { "app.kubernetes.io/name": "shop" }), "the PodDisruptionBudget's selector"],
-    ["a budget that blocks drains", "policy/v1 PodDisruptionBudget", (b) => (b.spec.minAvailable = 2), "lets no pod of 2 be evicted"]
+    ["a budget that blocks drains", "policy/v1 PodDisruptionBudget", (b) => (b.spec.minAvailable = 2), "lets no pod of 2 be evicted"],
+    ["a budget that waits for unready pods", "policy/v1 PodDisruptionBudget", (b) => delete b.spec.unhealthyPodEvictionPolicy, "unhealthyPodEvictionPolicy is undefined, not AlwaysAllow"],
+    ["replicas free to share a node", "apps/v1 Deployment", (d) => delete d.spec.template.spec.topologySpreadConstraints, "does not spread its replicas over nodes"],
+    ["a spread over zones alone", "apps/v1 Deployment", (d) => (d.spec.template.spec.topologySpreadConstraints[0].topologyKey = "topology.kubernetes.io/zone"), "does not spread its replicas over nodes"],
+    ["a spread of other pods", "apps/v1 Deployment", (d) => (d.spec.template.spec.topologySpreadConstraints[0].labelSelector.matchLabels = { "app.kubernetes.io/name": "shop" }), "does not spread its replicas over nodes"],
+    ["a bare image name", "apps/v1 Deployment", (d) => (containerOf(d).image = "petstore:1.0.0"), "the image petstore:1.0.0 is not registry-qualified"],
+    ["an image under a Docker Hub user", "apps/v1 Deployment", (d) => (containerOf(d).image = "someone/petstore:1.0.0"), "is not registry-qualified"],
+    ["a policy for other pods", "networking.k8s.io/v1 NetworkPolicy", (p) => (p.spec.podSelector.matchLabels = { "app.kubernetes.io/name": "shop" }), "the NetworkPolicy's podSelector"],
+    ["a policy of egress alone", "networking.k8s.io/v1 NetworkPolicy", (p) => (p.spec.policyTypes = ["Egress"]), "does not govern Ingress"],
+    ["the API's port kept to monitoring", "networking.k8s.io/v1 NetworkPolicy", (p) => (p.spec.ingress[0].from = p.spec.ingress[1].from), "does not let port 3000 (PORT) in from anywhere"],
+    ["metrics from anywhere", "networking.k8s.io/v1 NetworkPolicy", (p) => delete p.spec.ingress[1].from, "lets the metrics port 9464 in from beyond the monitoring namespace"],
+    ["metrics from every namespace", "networking.k8s.io/v1 NetworkPolicy", (p) => (p.spec.ingress[1].from = [{ namespaceSelector: {} }]), "lets the metrics port 9464 in from beyond"],
+    ["metrics from the pods' own namespace", "networking.k8s.io/v1 NetworkPolicy", (p) => (p.spec.ingress[1].from = [{ podSelector: {} }]), "lets the metrics port 9464 in from beyond"],
+    ["metrics from an address block", "networking.k8s.io/v1 NetworkPolicy", (p) => p.spec.ingress[1].from.push({ ipBlock: { cidr: "0.0.0.0/0" } }), "lets the metrics port 9464 in from beyond"],
+    ["every port from anywhere", "networking.k8s.io/v1 NetworkPolicy", (p) => delete p.spec.ingress[0].ports, "lets the metrics port 9464 in from beyond"],
+    ["no way in for Prometheus", "networking.k8s.io/v1 NetworkPolicy", (p) => p.spec.ingress.pop(), "does not let the metrics port 9464 in from the monitoring namespace"],
+    ["a monitoring namespace of another name", "networking.k8s.io/v1 NetworkPolicy", (p) => (p.spec.ingress[1].from[0].namespaceSelector.matchLabels = { "kubernetes.io/metadata.name": "prometheus" }), "does not let the metrics port 9464 in from the monitoring namespace"]
   ])("find %s", (_name, kind, change, problem) => {
     expect(kubernetesProblems(changed(kind, change)).join("\n")).toContain(problem)
   })
