@@ -17,6 +17,7 @@ const root = new URL("..", import.meta.url).pathname
 const kubernetesFolder = join(root, "deploy", "kubernetes")
 const unitFile = join(root, "deploy", "systemd", "petstore.service")
 const envFile = join(root, "deploy", "systemd", "petstore.env")
+const credentialFile = join(root, "deploy", "systemd", "database-url")
 
 /** The service's defaults (docs/configuration.md), for what a file leaves unset. */
 const defaults = { PORT: "3000", METRICS_PORT: "9464", STOP_GRACE_SECONDS: "5", DRAIN_TIMEOUT_SECONDS: "10", DATABASE_START_TIMEOUT_SECONDS: "30" }
@@ -423,14 +424,34 @@ const seconds = (span: string) => {
 const last = (unit: Unit, key: string) => unit.get(key)?.at(-1)
 const isTrue = (value: string | undefined) => value !== undefined && /^(1|yes|true|on)$/i.test(value)
 
-/** What is wrong with the unit and its environment file: each problem a line; none when they are right. */
-const unitProblems = (unitText: string, envText: string): Array<string> => {
+/** Whether a systemd limit is a bound: a number, a size (`512M`, `2G`) or a share (`50%`), not `infinity`. */
+const isBound = (value: string | undefined) => value !== undefined && value !== "infinity" && /^\d+(\.\d+)?[KMGT%]?$/.test(value)
+
+/**
+ * What is wrong with the unit, its environment file and the database URL it loads as a credential
+ * (as the service reads the file: without its last newline): each problem a line; none when they are right.
+ */
+const unitProblems = (unitText: string, envText: string, credentialText: string): Array<string> => {
   const problems: Array<string> = []
   const unit = parseUnit(unitText)
   const environmentFiles = (unit.get("Service.EnvironmentFile") ?? []).map((file) => file.replace(/^-/, ""))
   if (!environmentFiles.some((file) => basename(file) === basename(envFile))) problems.push(`EnvironmentFile does not name ${basename(envFile)}`)
   // The environment file's variables win over Environment= lines.
   const env = { ...unitEnvironment(unit.get("Service.Environment") ?? []), ...parseEnvFile(envText) }
+
+  // The database URL, which may hold a password, from a credential: never in the environment, which every child process inherits.
+  if (env.DATABASE_URL !== undefined) problems.push("DATABASE_URL is set in the environment, which every child process inherits: load it as a credential")
+  const credentials = new Map((unit.get("Service.LoadCredential") ?? []).map((value) => [value.split(":")[0]!, value.slice(value.indexOf(":") + 1)]))
+  const credential = /^%d\/(.+)$/.exec(env.DATABASE_URL_FILE ?? "")?.[1]
+  if (credential === undefined || !credentials.has(credential)) {
+    problems.push(`DATABASE_URL_FILE ${env.DATABASE_URL_FILE} is not %d/NAME of a credential the unit loads (LoadCredential=NAME:PATH)`)
+  } else if (basename(credentials.get(credential)!) !== basename(credentialFile)) {
+    problems.push(`the credential ${credential} is loaded from ${credentials.get(credential)}, not the ${basename(credentialFile)} installed beside the unit`)
+  }
+  // Whatever a leak does, it ends in a restart, not in the machine's memory or tasks.
+  for (const setting of ["MemoryMax", "TasksMax"]) {
+    if (!isBound(last(unit, `Service.${setting}`))) problems.push(`${setting} is ${last(unit, `Service.${setting}`)}, not a bound`)
+  }
 
   const timeoutSetting = last(unit, "Service.TimeoutStopSec") ?? last(unit, "Service.TimeoutSec")
   const timeout = seconds(timeoutSetting ?? "")
@@ -445,7 +466,7 @@ const unitProblems = (unitText: string, envText: string): Array<string> => {
   const user = last(unit, "Service.User")
   if (!isTrue(last(unit, "Service.DynamicUser")) && (user === undefined || user === "root" || user === "0")) problems.push("the service runs as root")
   const stateDirectory = last(unit, "Service.StateDirectory")
-  const databaseUrl = env.DATABASE_URL ?? ""
+  const databaseUrl = credentialText.replace(/\r?\n$/, "")
   if (!/^postgres(ql)?:\/\//.test(databaseUrl) && (!stateDirectory || !databaseUrl.replace(/^(sqlite|file):/, "").startsWith(`/var/lib/${stateDirectory}/`))) {
     problems.push(`DATABASE_URL ${databaseUrl} is not in the unit's StateDirectory (/var/lib/${stateDirectory}), the one place it may write`)
   }
@@ -465,6 +486,7 @@ const unitProblems = (unitText: string, envText: string): Array<string> => {
 
 const unitText = readFileSync(unitFile, "utf8")
 const envText = readFileSync(envFile, "utf8")
+const credentialText = readFileSync(credentialFile, "utf8")
 
 /** The system calls allowed by a `SystemCallFilter=` group, as `systemd-analyze syscall-filter` lists them. */
 const syscallGroup = (group: string): Set<string> => {
@@ -491,10 +513,10 @@ const ensureCommand = (command: string, debianPackage: string) => {
 
 describe("the systemd unit", () => {
   it("keeps the stop's bound, runs the executable unprivileged and writes only its state directory", () => {
-    expect(unitProblems(unitText, envText)).toEqual([])
+    expect(unitProblems(unitText, envText, credentialText)).toEqual([])
   })
 
-  it.each([
+  it.each<[string, string, string, string, string?]>([
     ["a stop timeout at the bound", unitText.replace(/^TimeoutStopSec=.*$/m, "TimeoutStopSec=17"), envText, "TimeoutStopSec 17 is not a time above"],
     ["no stop timeout (systemd's 90 s default left to chance)", unitText.replace(/^TimeoutStopSec=.*$/m, ""), envText, "TimeoutStopSec undefined"],
     ["an unbounded stop", unitText.replace(/^TimeoutStopSec=.*$/m, "TimeoutStopSec=infinity"), envText, "TimeoutStopSec infinity"],
@@ -503,12 +525,21 @@ describe("the systemd unit", () => {
     ["the signal sent to every process", unitText.replace(/^KillMode=.*$/m, "KillMode=control-group"), envText, "KillMode is control-group"],
     ["no restart", unitText.replace(/^Restart=.*$/m, ""), envText, "Restart is undefined"],
     ["root", unitText.replace(/^(DynamicUser|User)=.*$/gm, ""), envText, "runs as root"],
-    ["SQLite outside the state directory", unitText, envText.replace(/^DATABASE_URL=.*$/m, "DATABASE_URL=/srv/petstore.db"), "is not in the unit's StateDirectory"],
+    ["SQLite outside the state directory", unitText, envText, "DATABASE_URL /srv/petstore.db is not in the unit's StateDirectory", "/srv/petstore.db\n"],
+    ["the database URL in the environment file", unitText, `${envText}\nDATABASE_URL=postgres://petstore:secret@db.internal/petstore\n`, "DATABASE_URL is set in the environment"],
+    ["the database URL in an Environment= line", unitText.replace(/^Environment=DATABASE_URL_FILE=.*$/m, "Environment=DATABASE_URL=/var/lib/petstore/petstore.db"), envText, "DATABASE_URL is set in the environment"],
+    ["no credential loaded", unitText.replace(/^LoadCredential=.*$/m, ""), envText, "is not %d/NAME of a credential the unit loads"],
+    ["DATABASE_URL_FILE naming another credential", unitText.replace(/^Environment=DATABASE_URL_FILE=.*$/m, "Environment=DATABASE_URL_FILE=%d/db"), envText, "DATABASE_URL_FILE %d/db is not %d/NAME of a credential"],
+    ["DATABASE_URL_FILE outside the credentials", unitText.replace(/^Environment=DATABASE_URL_FILE=.*$/m, "Environment=DATABASE_URL_FILE=/etc/petstore/database-url"), envText, "is not %d/NAME of a credential"],
+    ["another file as the credential", unitText.replace(/^LoadCredential=.*$/m, "LoadCredential=database-url:/etc/petstore/petstore.env"), envText, "not the database-url installed beside the unit"],
+    ["no memory bound", unitText.replace(/^MemoryMax=.*$/m, ""), envText, "MemoryMax is undefined, not a bound"],
+    ["an unbounded memory", unitText.replace(/^MemoryMax=.*$/m, "MemoryMax=infinity"), envText, "MemoryMax is infinity, not a bound"],
+    ["no task bound", unitText.replace(/^TasksMax=.*$/m, ""), envText, "TasksMax is undefined, not a bound"],
     ["the JIT denied", `${unitText}\n[Service]\nMemoryDenyWriteExecute=yes\n`, envText, "MemoryDenyWriteExecute"],
     ["no unix sockets", unitText.replace(/^RestrictAddressFamilies=.*$/m, "RestrictAddressFamilies=AF_INET AF_INET6"), envText, "leaves out AF_UNIX"],
     ["a writable system", unitText.replace(/^ProtectSystem=.*$/m, "ProtectSystem=full"), envText, "ProtectSystem is not strict"]
-  ])("finds %s", (_name, unit, env, problem) => {
-    expect(unitProblems(unit, env).join("\n")).toContain(problem)
+  ])("finds %s", (_name, unit, env, problem, credential = credentialText) => {
+    expect(unitProblems(unit, env, credential).join("\n")).toContain(problem)
   })
 
   it("passes systemd-analyze verify with the real executable where ExecStart names it", async () => {
@@ -565,10 +596,12 @@ describe("the systemd unit", () => {
       HOST: "127.0.0.1",
       PORT: String(port),
       METRICS_PORT: String(freePort()),
-      DATABASE_URL: join(folder.path, "petstore.db"),
+      // As the unit gives it: reading the credential's file is among the calls traced.
+      DATABASE_URL_FILE: join(folder.path, "database-url"),
       WORKERS: "2",
       STOP_GRACE_SECONDS: "0"
     }
+    writeFileSync(env.DATABASE_URL_FILE, `${join(folder.path, "petstore.db")}\n`)
     const trace = (name: string, args: ReadonlyArray<string>) =>
       Bun.spawn(["strace", "-f", "-qq", "-c", "-o", join(folder.path, `${name}.strace`), executable, ...args], { cwd: folder.path, env, stdout: "pipe", stderr: "pipe" })
     const server = trace("serve", [])
@@ -603,6 +636,9 @@ describe("the systemd unit", () => {
     }
     // strace exits as its child did: the stop was clean.
     expect(server.exitCode).toBe(0)
+    // The database was the file's, not the default's (data/petstore.db in the working folder).
+    expect(existsSync(join(folder.path, "petstore.db"))).toBe(true)
+    expect(existsSync(join(folder.path, "data"))).toBe(false)
     // strace -c: a table whose last column is the call's name, between dashed lines, then the total.
     const used = ["serve", "keys"].flatMap((name) =>
       readFileSync(join(folder.path, `${name}.strace`), "utf8").split("\n").slice(2)

@@ -77,8 +77,9 @@ const readSetting = (file: string): string => readFileSync(file, "utf8").replace
 /**
  * The database URL as given, unchecked: `DATABASE_URL`, or the content of the file
  * `DATABASE_URL_FILE` names (a systemd credential, a mounted secret), which keeps a password out of
- * the environment that `ps e`, `/proc` and `systemctl show` reveal; none when neither is set. Both
- * set is refused, as which should win would be a guess; so is a file that cannot be read.
+ * the environment that every child process inherits and `/proc/PID/environ` shows; none when
+ * neither is set. Both set is refused, as which should win would be a guess; so is a file that
+ * cannot be read.
  */
 export const databaseUrlSetting: Config.Config<Option.Option<{ readonly url: string; readonly file?: string }>> = Config
   .all({ url: Config.option(Config.String("DATABASE_URL")), file: Config.option(Config.String("DATABASE_URL_FILE")) })
