@@ -1,10 +1,17 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Fiber } from "effect"
+import { Clock, Duration, Effect, Fiber, Layer, Logger, References } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
+import { RateLimiter } from "../src/Auth/RateLimiter.js"
 import { makeDeadline } from "../src/Http/RequestDeadline.js"
 import { makeRequestObserver } from "../src/Http/RequestObserver.js"
+import { PetRepository } from "../src/Pets/PetRepository.js"
+import { makeInMemoryPetRepository } from "../src/Pets/PetRepositoryInMemory.js"
 import { makeClientAddress } from "../src/Request/ClientAddress.js"
+import { waitingOnDatabase } from "../src/Request/Unavailable.js"
+import { faultyPostgres } from "./support/PostgresFaults.js"
+import { createKey as createKeyWithCommand, startServer } from "./support/ServerProcess.js"
+import { answeredOrAsleep, createKey, makeTestServer, send } from "./support/TestServer.js"
 
 const deadlineMillis = 150
 // How much later the second of two requests comes.
@@ -82,3 +89,146 @@ describe("the request deadline, on Effect's clock", () => {
       expect(answered(yield* Fiber.join(late))).toMatchObject({ status: 503, at: 2 * deadlineMillis + 50 })
     }))
 })
+
+describe("a deadline that passes while the request waits on its database", () => {
+  it.effect("is the database's fault: 503 database_unavailable with Retry-After, as its other faults are answered", () =>
+    Effect.gen(function*() {
+      const serve = yield* makeServe
+      const request = yield* serve(waitingOnDatabase(Effect.never))
+      yield* TestClock.adjust(deadlineMillis)
+      expect(answered(yield* Fiber.join(request))).toEqual({
+        status: 503,
+        retryAfter: "1",
+        code: "database_unavailable",
+        at: deadlineMillis
+      })
+    }))
+
+  it.effect("a request that had its answer from the database and waits elsewhere at its deadline is still request_timeout", () =>
+    Effect.gen(function*() {
+      const serve = yield* makeServe
+      const request = yield* serve(Effect.andThen(waitingOnDatabase(Effect.sleep("20 millis")), Effect.never))
+      yield* TestClock.adjust(deadlineMillis)
+      expect(answered(yield* Fiber.join(request))).toMatchObject({ status: 503, retryAfter: "1", code: "request_timeout" })
+    }))
+
+  describe("through the service", () => {
+    const requestTimeout = Duration.seconds(2)
+    const warnings: Array<{ readonly message: unknown; readonly annotations: Record<string, unknown> }> = []
+    const capture = Logger.layer([
+      Logger.make(({ fiber, logLevel, message }) => {
+        if (logLevel === "Warn") warnings.push({ message, annotations: fiber.getRef(References.CurrentLogAnnotations) })
+      })
+    ])
+    // A database that takes the list and never answers it (frozen, as a store sees it).
+    const entered = Promise.withResolvers<void>()
+    const frozenList = Layer.effect(
+      PetRepository,
+      Effect.map(makeInMemoryPetRepository, (pets) =>
+        PetRepository.of({ ...pets, list: () => Effect.andThen(Effect.sync(() => entered.resolve()), Effect.never) }))
+    )
+
+    it.effect("a list the database never answers: database_unavailable at the deadline, logged as the database's", () =>
+      Effect.gen(function*() {
+        const { key } = yield* createKey()
+        const list = yield* Effect.forkChild(send("GET", "/v1/pets", { key, headers: { "x-request-id": "frozen-list" } }), {
+          startImmediately: true
+        })
+        // In the store, and its deadline pending: only then is the clock moved.
+        yield* Effect.promise(() => entered.promise)
+        yield* answeredOrAsleep(list, requestTimeout)
+        yield* TestClock.adjust(requestTimeout)
+        const answer = yield* Fiber.join(list)
+        expect(answer.status).toBe(503)
+        expect(answer.headers["retry-after"]).toBe("1")
+        expect(answer.body).toEqual({
+          code: "database_unavailable",
+          message: "The database cannot serve this request now; retry",
+          status: 503
+        })
+        expect(warnings).toContainEqual({
+          message: ["database unavailable"],
+          annotations: expect.objectContaining({
+            requestId: "frozen-list",
+            reason: "The database did not answer within the request's deadline, 2s (REQUEST_TIMEOUT_SECONDS)"
+          })
+        })
+      }).pipe(Effect.provide(makeTestServer(frozenList, { requestTimeout })), Effect.provide(capture)))
+
+    it.effect("a rate limit whose buckets the database never answers (kept in PostgreSQL): database_unavailable", () => {
+      const taken = Promise.withResolvers<void>()
+      const frozenBuckets = Layer.succeed(RateLimiter, {
+        take: () => Effect.andThen(Effect.sync(() => taken.resolve()), Effect.never)
+      })
+      return Effect.gen(function*() {
+        const { key } = yield* createKey()
+        const list = yield* Effect.forkChild(send("GET", "/v1/pets", { key }), { startImmediately: true })
+        yield* Effect.promise(() => taken.promise)
+        yield* answeredOrAsleep(list, requestTimeout)
+        yield* TestClock.adjust(requestTimeout)
+        const answer = yield* Fiber.join(list)
+        expect(answer.status).toBe(503)
+        expect(answer.headers["retry-after"]).toBe("1")
+        expect(answer.body).toMatchObject({ code: "database_unavailable", status: 503 })
+      }).pipe(Effect.provide(makeTestServer(PetRepository.InMemory, { requestTimeout }, frozenBuckets)))
+    })
+
+    it.effect("a create whose client never ends its body: request_timeout, not the database's", () =>
+      Effect.gen(function*() {
+        const { key } = yield* createKey()
+        const body = new ReadableStream<Uint8Array>({
+          start: (controller) => controller.enqueue(new TextEncoder().encode(`{"name":"Rex",`))
+        })
+        const create = yield* Effect.forkChild(send("POST", "/v1/pets", { key, body }), { startImmediately: true })
+        yield* answeredOrAsleep(create, requestTimeout)
+        yield* TestClock.adjust(requestTimeout)
+        const answer = yield* Fiber.join(create)
+        expect(answer.status).toBe(503)
+        expect(answer.headers["retry-after"]).toBe("1")
+        expect(answer.body).toMatchObject({ code: "request_timeout", status: 503 })
+      }).pipe(Effect.provide(makeTestServer(frozenList, { requestTimeout }))))
+  })
+})
+
+describe("PostgreSQL frozen (SIGSTOP) while requests wait on it", () => {
+  it("answers every one 503 database_unavailable with Retry-After, those its deadline ends too: one code for one fault", async () => {
+    using postgres = faultyPostgres()
+    // A statement the server leaves unanswered is given up 0.5 s after its timeout (1.4 s): the
+    // deadline (1 s) ends the wait first. A wait for a connection ends at its timeout, before it.
+    const env = {
+      DATABASE_URL: postgres.url,
+      REQUEST_TIMEOUT_SECONDS: "1",
+      DATABASE_CONNECT_TIMEOUT_SECONDS: "0.9",
+      DATABASE_STATEMENT_TIMEOUT_SECONDS: "0.9"
+    }
+    const key = await createKeyWithCommand(env, "frozen")
+    const server = await startServer({ ...env, LOG_LEVEL: "info" })
+    const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
+    try {
+      // The key used once before the freeze, as a client's would have been.
+      expect((await fetch(`${server.url}/v1/pets`, { headers })).status).toBe(200)
+      postgres.freeze()
+      const answers = await Promise.all(Array.from({ length: 8 }, async (_, n) => {
+        const startedAt = performance.now()
+        const response = await fetch(`${server.url}/v1/pets`, n % 2 === 0
+          ? { headers }
+          : { method: "POST", headers, body: JSON.stringify({ name: `frozen-${n}`, categoryId: 1 }) })
+        const body = await response.json()
+        return { status: response.status, retryAfter: response.headers.get("retry-after"), body, millis: performance.now() - startedAt }
+      }))
+      for (const answer of answers) {
+        expect(answer).toMatchObject({ status: 503, retryAfter: "1", body: { code: "database_unavailable", status: 503 } })
+        // The deadline, and a moment for a loaded machine.
+        expect(answer.millis).toBeLessThan(1000 + 1000)
+      }
+      // The deadline answered some of them: the service said so, in the database's warning.
+      const warned = () => server.logs().includes(`The database did not answer within the request's deadline, 1s`)
+      for (let waited = 0; !warned() && waited < 40; waited++) await Bun.sleep(25)
+      expect(warned()).toBe(true)
+    } finally {
+      postgres.thaw()
+      await server.stop()
+    }
+  }, 30_000)
+})
+

@@ -9,13 +9,13 @@ import {
   errorBodies,
   InternalError,
   MethodNotAllowed,
-  NotFound,
-  ServiceUnavailable
+  NotFound
 } from "../Domain/ApiError.js"
 import { summarizeCause } from "../Observability/CauseSummary.js"
 import { CurrentRequest, type RequestRecord } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
 import { describeIssue, excerpt } from "../Request/ParseIssues.js"
+import { databaseUnavailableResponse, warnUnavailable } from "../Request/Unavailable.js"
 import { toUnavailable } from "../Sql/DatabaseErrors.js"
 import { withResponseHeaders } from "./ResponseHeaders.js"
 import { makeAllowedMethods, pathOf } from "./Routes.js"
@@ -34,15 +34,6 @@ const internalError = new InternalError({
   message: "The service failed unexpectedly; the request id names it in the log",
   status: 500
 })
-
-const databaseUnavailableResponse = errorResponse(
-  new ServiceUnavailable({
-    code: "database_unavailable",
-    message: "The database cannot serve this request now; retry",
-    status: 503
-  }),
-  { "retry-after": "1" }
-)
 
 /** A path no route declares (or one spelled otherwise than declared): 404 `route_not_found`. */
 export const routeNotFound = (path: string) =>
@@ -99,10 +90,7 @@ export const makeFailureAnswers = () => {
       ? toUnavailable(defect.success)
       : undefined
     if (unavailable !== undefined) {
-      return Effect.logWarning("database unavailable").pipe(
-        Effect.annotateLogs({ requestId: record.id, reason: unavailable.message }),
-        Effect.as(databaseUnavailableResponse)
-      )
+      return Effect.as(warnUnavailable(record.id, unavailable.message), databaseUnavailableResponse)
     }
     return Effect.as(logFailure(cause, record.id), errorResponse(internalError))
   }

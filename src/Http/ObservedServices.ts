@@ -1,21 +1,35 @@
 import { Effect, Layer } from "effect"
+import { ApiKeys } from "../Auth/ApiKeys.js"
+import { RateLimiter } from "../Auth/RateLimiter.js"
 import { petsCreatedCounter } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { inRequestSpan } from "../Request/RequestSpans.js"
+import { waitingOnDatabase } from "../Request/Unavailable.js"
 import { PetRepository } from "../Pets/PetRepository.js"
 
 const inSpan = (spanName: string, functionName: string) =>
   inRequestSpan(spanName, { "code.function.name": functionName })
 
 /**
- * The repository's calls in child spans when the request is sampled, and its creates counted
+ * The repository's calls counted as the request's waits on its database (a deadline passing in one
+ * is the database's fault), in child spans when the request is sampled, and its creates counted
  * (`petstore_pets_created_total`) when metrics are on.
  */
 export const ObservedPetRepository = Layer.effect(
   PetRepository,
   Effect.gen(function*() {
     const { metrics, tracing } = yield* ObservabilityConfig
-    const pets = yield* PetRepository
+    const stored = yield* PetRepository
+    const pets = PetRepository.of({
+      create: (pet) => waitingOnDatabase(stored.create(pet)),
+      createOnce: (scope, claimedAt, fingerprint, pet) =>
+        waitingOnDatabase(stored.createOnce(scope, claimedAt, fingerprint, pet)),
+      findById: (id) => waitingOnDatabase(stored.findById(id)),
+      list: (query) => waitingOnDatabase(stored.list(query)),
+      reserve: (scope, abandonedAfterMillis) => waitingOnDatabase(stored.reserve(scope, abandonedAfterMillis)),
+      release: (scope, claimedAt) => waitingOnDatabase(stored.release(scope, claimedAt)),
+      readiness: waitingOnDatabase(stored.readiness)
+    })
     const countPetCreated = metrics._tag === "None" ? undefined : petsCreatedCounter()
     const counted: typeof pets = countPetCreated === undefined ? pets : {
       ...pets,
@@ -38,4 +52,18 @@ export const ObservedPetRepository = Layer.effect(
       readiness: inSpan("PetRepository.readiness", "PetRepository.readiness")(counted.readiness)
     })
   })
+)
+
+/** The lookup of a request's key counted as a wait on the database, as the repository's calls are. */
+export const ObservedApiKeys = Layer.effect(
+  ApiKeys,
+  ApiKeys.useSync((keys) =>
+    ApiKeys.of({ ...keys, findActiveByHash: (hash) => waitingOnDatabase(keys.findActiveByHash(hash)) }))
+)
+
+/** A request's take of its rate limit counted as a wait on the database (its buckets may be kept there). */
+export const ObservedRateLimiter = Layer.effect(
+  RateLimiter,
+  RateLimiter.useSync((limiter) =>
+    RateLimiter.of({ take: (policy, key) => waitingOnDatabase(limiter.take(policy, key)) }))
 )

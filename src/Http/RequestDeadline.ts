@@ -1,13 +1,15 @@
 import { Cause, Clock, Duration, Effect, Exit, Fiber, Latch } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import { ServiceUnavailable } from "../Domain/ApiError.js"
+import { CurrentRequest, type RequestRecord } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
+import { databaseUnavailableResponse, warnUnavailable } from "../Request/Unavailable.js"
 import { answeredEarly } from "./ApiResponses.js"
 
 const timedOut = errorResponse(
   new ServiceUnavailable({
     code: "request_timeout",
-    message: "The request took longer than this instance allows (the database is slow or away); retry",
+    message: "The request took longer than this instance allows; retry",
     status: 503
   }),
   { "retry-after": "1" }
@@ -16,8 +18,10 @@ const timedOut = errorResponse(
 /** A request still being served, and when it is due: its work's fiber until it ends. */
 interface Due {
   readonly at: number
+  readonly record: RequestRecord | undefined
   work: Fiber.Fiber<unknown, unknown> | undefined
-  timedOut: boolean
+  /** Whether the deadline interrupted the work, and where it found it waiting. */
+  interrupted: "elsewhere" | "on the database" | undefined
 }
 
 /** Past this many ended requests at its head, the queue is compacted. */
@@ -25,9 +29,11 @@ const compactAfter = 4096
 
 /**
  * Every request answers by `deadline`, on Effect's clock: past it, the request's work is
- * interrupted and the answer is 503 with `Retry-After`. Kept well under Bun's 10 s idle timeout,
- * which would otherwise close the connection unanswered and the request be logged as if its client
- * had gone (499).
+ * interrupted and the answer is 503 with `Retry-After`. A request found waiting on a store
+ * (`waitingOnDatabase`) is answered `database_unavailable` and logged as the database's other
+ * faults are, so that a client sees one code for one fault; any other, `request_timeout`. Kept
+ * well under Bun's 10 s idle timeout, which would otherwise close the connection unanswered and
+ * the request be logged as if its client had gone (499).
  *
  * A request's work runs in a fiber of its own, started at once: one that answers without waiting
  * (a request on SQLite) is done before anything else is made for it. One that waits is queued with
@@ -45,6 +51,7 @@ const compactAfter = 4096
 export const makeDeadline = (deadline: Duration.Duration) =>
   Effect.gen(function*() {
     const millis = Duration.toMillis(deadline)
+    const databaseSilent = `The database did not answer within the request's deadline, ${Duration.format(deadline)} (REQUEST_TIMEOUT_SECONDS)`
     const queue: Array<Due> = []
     let head = 0
     // Closed while nothing is queued; a request queued then opens it.
@@ -73,7 +80,8 @@ export const makeDeadline = (deadline: Duration.Duration) =>
           continue
         }
         head++
-        next.timedOut = true
+        // Read before the interruption: the store call ends with it.
+        next.interrupted = (next.record?.databaseWaits ?? 0) > 0 ? "on the database" : "elsewhere"
         next.work!.interruptUnsafe()
       }
     })
@@ -82,14 +90,15 @@ export const makeDeadline = (deadline: Duration.Duration) =>
     return <E, R>(
       app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> =>
-      Effect.clockWith((clock) => {
-        const at = clock.currentTimeMillisUnsafe() + millis
+      Effect.withFiber((fiber) => {
+        const at = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe() + millis
         return Effect.flatMap(
           Effect.forkChild(app, { startImmediately: true, uninterruptible: false }),
           (work) => {
             const answered = work.pollUnsafe()
             if (answered !== undefined) return answered
-            const due: Due = { at, work, timedOut: false }
+            const record = fiber.getRef(CurrentRequest)
+            const due: Due = { at, record, work, interrupted: undefined }
             queue.push(due)
             if (idle) {
               idle = false
@@ -97,7 +106,11 @@ export const makeDeadline = (deadline: Duration.Duration) =>
             }
             return Effect.flatMap(
               Effect.onExit(Effect.interruptible(Fiber.await(work)), () => Effect.sync(() => void (due.work = undefined))),
-              (exit) => due.timedOut && Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause) ? answeredEarly(timedOut) : exit
+              (exit) => {
+                if (due.interrupted === undefined || Exit.isSuccess(exit) || !Cause.hasInterrupts(exit.cause)) return exit
+                if (due.interrupted === "elsewhere") return answeredEarly(timedOut)
+                return Effect.andThen(warnUnavailable(record?.id, databaseSilent), answeredEarly(databaseUnavailableResponse))
+              }
             )
           }
         )

@@ -22,6 +22,8 @@ export class RequestRecord {
   private noted: Record<string, string> | undefined = undefined
   /** The route the router matched (`Http/RouteNoted.ts`), for the request's labels; none until it has. */
   route: HttpRouter.Route<any, any> | undefined = undefined
+  /** The request's store calls running now (`waitingOnDatabase`), read by its deadline. */
+  databaseWaits = 0
 
   constructor(
     readonly request: HttpServerRequest.HttpServerRequest,
