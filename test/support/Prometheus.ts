@@ -29,6 +29,13 @@ export const promtoolCheckRules = (rules: string) => {
   }
 }
 
+/** `promtool test rules` on a unit-test file (its `rule_files` found beside it): its exit code and what it printed. */
+export const promtoolTestRules = (testFile: string) => {
+  ensureInstalled()
+  const result = spawnSync("promtool", ["test", "rules", testFile], { encoding: "utf8" })
+  return { exitCode: result.status, output: result.stdout + result.stderr }
+}
+
 /**
  * A Prometheus server in a temporary folder on a free loopback port, scraping `target`
  * (`host:port`) every second; `stop` ends it and removes the folder.
