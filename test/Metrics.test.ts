@@ -41,15 +41,11 @@ const metricsIn = (expr: string): Array<string> => {
   return [...bare.matchAll(/(?<![\w:.])[a-zA-Z_:][\w:]*(?![\w:]|\s*\()/g)].map(([name]) => name).filter((name) => !keywords.has(name))
 }
 
-/** The alerting rules of docs/operations.md's Alerts section: the rules as written, and as a rules file. */
+/** The alerting rules docs/operations.md's Alerts section shows (deploy/prometheus/petstore-alerts.yml): the file's text and its rules. */
 const documentedAlerts = () => {
-  const page = readFileSync(join(import.meta.dirname, "../docs/operations.md"), "utf8")
-  const start = page.indexOf("\n## Alerts\n")
-  const section = page.slice(start, page.indexOf("\n## ", start + 1))
-  const written = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map(([, block]) => block!).join("")
-  const rules = Bun.YAML.parse(written) as Array<{ readonly alert: string; readonly expr: string }>
-  const file = `groups:\n  - name: petstore\n    rules:\n${written.split("\n").map((line) => line === "" ? "" : `      ${line}`).join("\n")}`
-  return { rules, file }
+  const file = readFileSync(join(import.meta.dirname, "../deploy/prometheus/petstore-alerts.yml"), "utf8")
+  const { groups } = Bun.YAML.parse(file) as { groups: Array<{ readonly rules: Array<{ readonly alert: string; readonly expr: string }> }> }
+  return { rules: groups.flatMap((group) => group.rules), file }
 }
 
 /**
@@ -369,7 +365,7 @@ describe("Prometheus metrics", () => {
     }
   })
 
-  it("on PostgreSQL: the pool's limit and the requests waiting for a connection; failed statements counted by error type, a wait that found no connection included; the operations page's alerts pass promtool check rules and read only series the service exposes", async () => {
+  it("on PostgreSQL: the pool's limit and the requests waiting for a connection; failed statements counted by error type, a wait that found no connection included; the alerting rules file passes promtool check rules and reads only series the service exposes", async () => {
     await using database = await createTestDatabase()
     const poolSize = 20
     const env = {
