@@ -3,13 +3,14 @@ import { Deferred, type Duration, Effect, Fiber, Layer, type Redacted } from "ef
 import { TestClock } from "effect/testing"
 import { readFileSync, writeFileSync } from "node:fs"
 import { InFlightRequests } from "../src/Http/InFlightRequests.js"
-import { PetRepository } from "../src/Pets/PetRepository.js"
+import { PetRepository, type Readiness } from "../src/Pets/PetRepository.js"
 import { answeredOrAsleep, createKey, makeTestServer, publicBaseUrl, send, TestServer } from "./support/TestServer.js"
 
-const UnreadyStore = Layer.effect(
-  PetRepository,
-  Effect.map(PetRepository, (pets) => ({ ...pets, readiness: Effect.succeed("unavailable" as const) }))
-).pipe(Layer.provide(PetRepository.InMemory))
+const storeWhoseReadinessIs = (readiness: Readiness) =>
+  Layer.effect(
+    PetRepository,
+    Effect.map(PetRepository, (pets) => ({ ...pets, readiness: Effect.succeed(readiness) }))
+  ).pipe(Layer.provide(PetRepository.InMemory))
 
 const fixture = new URL("./fixtures/openapi.json", import.meta.url)
 
@@ -50,15 +51,28 @@ describe("served beside the API", () => {
   it.effect("GET /livez and GET /readyz answer without a key", () =>
     Effect.gen(function*() {
       expect(yield* send("GET", "/livez")).toMatchObject({ status: 200, body: { status: "ok" } })
-      expect(yield* send("GET", "/readyz")).toMatchObject({ status: 200, body: { status: "ok" } })
+      expect(yield* send("GET", "/readyz")).toMatchObject({ status: 200, body: { status: "ok", database: "ready" } })
     }).pipe(Effect.provide(TestServer)))
 
-  it.effect("GET /readyz answers 503 when the database does not", () =>
+  for (const database of ["unavailable", "read_only"] as const) {
+    it.effect(`GET /readyz stays 200 naming a fault of the database every instance shares: ${database}`, () =>
+      Effect.gen(function*() {
+        const response = yield* send("GET", "/readyz")
+        expect(response.status).toBe(200)
+        expect(response.body).toEqual({ status: "ok", database })
+      }).pipe(Effect.provide(makeTestServer(storeWhoseReadinessIs(database)))))
+  }
+
+  it.effect("GET /readyz answers 503 when this instance cannot use its own store (its SQLite file gone or damaged)", () =>
     Effect.gen(function*() {
       const response = yield* send("GET", "/readyz")
       expect(response.status).toBe(503)
-      expect(response.body).toEqual({ code: "database_unavailable", message: "database: does not answer", status: 503 })
-    }).pipe(Effect.provide(makeTestServer(UnreadyStore))))
+      expect(response.body).toEqual({
+        code: "database_unavailable",
+        message: "database: this instance's SQLite file was deleted, replaced or is damaged; restart it on the right file",
+        status: 503
+      })
+    }).pipe(Effect.provide(makeTestServer(storeWhoseReadinessIs("unusable")))))
 
   it.effect("every response is marked never to be cached nor sniffed", () =>
     Effect.gen(function*() {

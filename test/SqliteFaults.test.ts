@@ -45,7 +45,7 @@ const expectUnavailable = (answer: { status: number; headers: Headers; body: str
 }
 
 describe("another process holds SQLite's write lock (as a backup or a sqlite3 shell does)", () => {
-  it("the event loop never waits for it: /livez stays fast and reads answer 200; a write waits in Effect, 201 once the lock is free within the bound, else 503 with Retry-After", async () => {
+  it("the event loop never waits for it: /livez stays fast, /readyz and reads answer 200; a write waits in Effect, 201 once the lock is free within the bound, else 503 with Retry-After", async () => {
     using folder = temporaryFolder()
     const { path, server, create, list } = await serverOnSqlite(folder.path)
     const other = new Database(path)
@@ -70,6 +70,9 @@ describe("another process holds SQLite's write lock (as a backup or a sqlite3 sh
         }
       }
       const probing = Promise.all([probe(), reader()])
+      // Another process's lock is not this instance's own fault: it stays in its balancer's pool.
+      const ready = await timed(fetch(`${server.url}/readyz`))
+      expect([ready.status, JSON.parse(ready.body).status]).toEqual([200, "ok"])
 
       // Held past the bound: the write gives up after about a second, as a 503.
       const refused = await create("refused")
@@ -215,7 +218,7 @@ describe("a damaged SQLite file", () => {
     expect(new Uint8Array(await Bun.file(path).arrayBuffer())).toEqual(bytes)
   })
 
-  it("damaged under the running server: requests reading the damaged pages answer 503 database_unavailable, never 500", async () => {
+  it("damaged under the running server: requests reading the damaged pages answer 503 database_unavailable, never 500; /readyz 503", async () => {
     using folder = temporaryFolder()
     const path = join(folder.path, "petstore.db")
     const key = await createKey({ DATABASE_URL: path }, "damaged")
@@ -247,6 +250,9 @@ describe("a damaged SQLite file", () => {
       expect([...statuses.keys()].every((status) => status === 200 || status === 503), JSON.stringify([...statuses])).toBe(true)
       expect(statuses.get(503)).toBeGreaterThan(0)
       expect(server.logs()).toMatch(/malformed/)
+      // The damage is this instance's own: its balancer should take it out.
+      const ready = await fetch(`${server.url}/readyz`)
+      expect([ready.status, (await ready.json()).code]).toEqual([503, "database_unavailable"])
     } finally {
       await server.stop()
     }

@@ -5,8 +5,13 @@ import type { ClaimTakenOver, IdempotencyScope, Reservation } from "./Idempotenc
 import { makeInMemoryPetRepository } from "./PetRepositoryInMemory.js"
 import { makeSqlPetRepository } from "./PetRepositorySql.js"
 
-/** The store answers and takes writes; answers nothing; answers reads but refuses writes (a standby, a read-only database). */
-export type Readiness = "ready" | "unavailable" | "read_only"
+/**
+ * The store answers and takes writes; answers nothing (down, hung, out of connections, locked by
+ * another process); answers reads but refuses writes (a standby, a read-only database); or cannot
+ * be used by this instance at all (its SQLite file deleted, replaced or damaged). Only the last
+ * is this instance's alone: the others are the same for every instance on the database.
+ */
+export type Readiness = "ready" | "unavailable" | "read_only" | "unusable"
 
 export { ClaimTakenOver, type IdempotencyScope, type Reservation } from "./Idempotency.js"
 

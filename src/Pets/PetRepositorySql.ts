@@ -1,7 +1,7 @@
 import { Clock, Effect, Option, Schedule } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { NewPet, Pet } from "../Domain/Pet.js"
-import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
+import { toUnavailable, unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import { newPetColumnNames, newPetValues, petColumnNames, petFromRow } from "../Sql/PetColumns.js"
 import { isSqliteClient } from "../Sql/SqliteClient.js"
 import { ClaimTakenOver, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
@@ -106,16 +106,22 @@ export const makeSqlPetRepository = Effect.gen(function*() {
           ? execute(page, [afterId, limit + 1], pageOf(limit))
           : execute(pageByStatus, [status, afterId, limit + 1], pageOf(limit))
       ),
-    // The pets table itself, not just the connection: a table locked by another session is not
-    // ready. On PostgreSQL, whether a write would be refused too, without writing: a standby's
-    // transactions are read-only, as are a session's under `default_transaction_read_only`.
+    // The pets table itself, not just the connection: a table locked by another session does not
+    // answer. On PostgreSQL, whether a write would be refused too, without writing: a standby's
+    // transactions are read-only, as are a session's under `default_transaction_read_only`. Every
+    // PostgreSQL failure is the shared database's; a SQLite file's is this instance's, unless it is
+    // another process holding the lock.
     readiness: sql.onDialectOrElse({
       pg: () =>
         Effect.map(
           sql<{ read_only: string }>`SELECT current_setting('transaction_read_only') AS read_only, EXISTS (SELECT 1 FROM pets) AS probed`,
           ([row]): Readiness => row?.read_only === "on" ? "read_only" : "ready"
         ),
-      orElse: () => Effect.as(sql`SELECT id FROM pets LIMIT 1`, "ready" as const)
+      orElse: (): Effect.Effect<Readiness, SqlError.SqlError> =>
+        Effect.catch(
+          Effect.as(sql`SELECT id FROM pets LIMIT 1`, "ready" as const),
+          (error) => Effect.succeed(toUnavailable(error)?.reason === "busy" ? "unavailable" : "unusable")
+        )
     }).pipe(Effect.catchCause(() => Effect.succeed<Readiness>("unavailable")))
   }
   return repository
