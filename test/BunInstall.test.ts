@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { spawnSync } from "node:child_process"
+import { createHash } from "node:crypto"
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { delimiter, join } from "node:path"
 import { temporaryFolder } from "./support/ServerProcess.js"
 
@@ -39,11 +41,11 @@ const fakeRegistry = (answer: (attempt: number) => Response | Promise<Response>)
 }
 
 /**
- * `scripts/with-bun.sh` copied into a folder of its own (so the install goes to that folder's
- * `.tools/`) and run where Bun is not on PATH, under a machine whose npm configuration is only
- * the files given: the global one (under npm's prefix), the user's and the project's.
+ * A fresh checkout on a machine without Bun: `scripts/with-bun.sh` copied into a folder of its own
+ * (so the install goes to that folder's `.tools/`), under an npm configuration that is only the
+ * files given: the global one (under npm's prefix), the user's and the project's.
  */
-const installBun = async (npmrc: { readonly global: string; readonly user: string; readonly project: string }) => {
+const freshCheckout = (npmrc: { readonly global: string; readonly user: string; readonly project: string }) => {
   const machine = temporaryFolder()
   const project = join(machine.path, "project")
   mkdirSync(join(project, "scripts"), { recursive: true })
@@ -55,28 +57,89 @@ const installBun = async (npmrc: { readonly global: string; readonly user: strin
   writeFileSync(join(machine.path, "user.npmrc"), npmrc.user)
   writeFileSync(join(project, ".npmrc"), npmrc.project)
   const path = (process.env.PATH ?? "").split(delimiter).filter((folder) => folder !== "" && !existsSync(join(folder, "bun")))
-  const startedAt = performance.now()
-  const proc = Bun.spawn(["sh", "scripts/with-bun.sh", "true"], {
-    cwd: project,
-    // Nothing of this machine's npm settings (nor npm's own, when the tests run under npm test).
-    env: {
-      PATH: path.join(delimiter),
-      HOME: machine.path,
-      NPM_CONFIG_PREFIX: join(machine.path, "npm"),
-      NPM_CONFIG_USERCONFIG: join(machine.path, "user.npmrc")
-    },
-    stdout: "pipe",
-    stderr: "pipe",
-    // Its own process group, so that npm below it can be ended with it.
-    detached: true
-  })
-  const run = { pid: proc.pid, folder: machine }
-  leftBehind.add(run)
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
-  const installed = existsSync(join(project, ".tools", "node_modules", ".bin", "bun"))
-  leftBehind.delete(run)
-  machine[Symbol.dispose]()
-  return { exitCode, stdout, stderr, seconds: (performance.now() - startedAt) / 1000, installed }
+  /** `sh scripts/with-bun.sh …args` started in the checkout; what it wrote is read as it comes. */
+  const start = (args: ReadonlyArray<string>) => {
+    const startedAt = performance.now()
+    const proc = Bun.spawn(["sh", "scripts/with-bun.sh", ...args], {
+      cwd: project,
+      // Nothing of this machine's npm settings (nor npm's own, when the tests run under npm test).
+      env: {
+        PATH: path.join(delimiter),
+        HOME: machine.path,
+        NPM_CONFIG_PREFIX: join(machine.path, "npm"),
+        NPM_CONFIG_USERCONFIG: join(machine.path, "user.npmrc")
+      },
+      stdout: "pipe",
+      stderr: "pipe",
+      // Its own process group, so that npm below it can be ended with it.
+      detached: true
+    })
+    const run = { pid: proc.pid, folder: machine }
+    leftBehind.add(run)
+    const stderr = { text: "" }
+    const stderrRead = (async () => {
+      const decoder = new TextDecoder()
+      const reader = proc.stderr.getReader()
+      for (let read = await reader.read(); !read.done; read = await reader.read()) {
+        stderr.text += decoder.decode(read.value, { stream: true })
+      }
+    })()
+    const finished = Promise.all([new Response(proc.stdout).text(), proc.exited, stderrRead]).then(([stdout, exitCode]) => {
+      leftBehind.delete(run)
+      return { exitCode, stdout, stderr: stderr.text, seconds: (performance.now() - startedAt) / 1000 }
+    })
+    return { stderr, finished }
+  }
+  const installed = () => existsSync(join(project, ".tools", "node_modules", ".bin", "bun"))
+  return { project, start, installed, [Symbol.dispose]: () => machine[Symbol.dispose]() }
+}
+
+/** `scripts/with-bun.sh true` run on a fresh checkout, to its end. */
+const installBun = async (npmrc: { readonly global: string; readonly user: string; readonly project: string }) => {
+  using checkout = freshCheckout(npmrc)
+  const result = await checkout.start(["true"]).finished
+  return { ...result, installed: checkout.installed() }
+}
+
+/**
+ * The npm package `bun` as a registry serves it, in its place a script: `--version` says 1.4.5,
+ * `install` makes `node_modules` and notes each run in `installs.log`.
+ */
+const fakeBunPackage = () => {
+  using folder = temporaryFolder()
+  const packageFolder = join(folder.path, "package")
+  mkdirSync(join(packageFolder, "bin"), { recursive: true })
+  writeFileSync(
+    join(packageFolder, "package.json"),
+    JSON.stringify({ name: "bun", version: "1.4.5", bin: { bun: "bin/bun" } })
+  )
+  writeFileSync(
+    join(packageFolder, "bin", "bun"),
+    `#!/bin/sh\ncase "$1" in\n  --version) echo 1.4.5 ;;\n  install) mkdir -p node_modules && echo install >> installs.log ;;\nesac\n`
+  )
+  chmodSync(join(packageFolder, "bin", "bun"), 0o755)
+  const tar = spawnSync("tar", ["-czf", "bun.tgz", "package"], { cwd: folder.path, encoding: "utf8" })
+  if (tar.status !== 0) throw new Error(`tar: ${tar.stderr}`)
+  const tarball = readFileSync(join(folder.path, "bun.tgz"))
+  return {
+    tarball,
+    packument: (registry: string) => ({
+      name: "bun",
+      "dist-tags": { latest: "1.4.5" },
+      versions: {
+        "1.4.5": {
+          name: "bun",
+          version: "1.4.5",
+          bin: { bun: "bin/bun" },
+          dist: {
+            tarball: `${registry}bun/-/bun-1.4.5.tgz`,
+            integrity: `sha512-${createHash("sha512").update(tarball).digest("base64")}`,
+            shasum: createHash("sha1").update(tarball).digest("hex")
+          }
+        }
+      }
+    })
+  }
 }
 
 const failureLine = (registry: string) => `Could not install Bun 1.4.5 from the npm registry ${registry} (npm's reason is above).`
@@ -110,4 +173,57 @@ describe("installing Bun where it is missing (scripts/with-bun.sh)", () => {
     expect(result.stderr).toContain(failureLine(registry.url))
     expect(result.installed).toBe(false)
   }, 60_000)
+
+  describe("two commands started at once on a fresh checkout (the README's second terminal)", () => {
+    const bun = fakeBunPackage()
+
+    it("both finish: one installs Bun and the dependencies, the other waits for it and installs nothing", async () => {
+      let release = () => {}
+      const released = new Promise<void>((resolve) => (release = resolve))
+      using registry = fakeRegistry(async (attempt) => {
+        const { url } = registry.requests[attempt - 1]!
+        if (url.endsWith(".tgz")) {
+          // Held until the other command is seen waiting, so that both run while Bun is installed.
+          await released
+          return new Response(bun.tarball)
+        }
+        return Response.json(bun.packument(registry.url))
+      })
+      using checkout = freshCheckout({ global: "", user: "", project: `registry=${registry.url}\n` })
+      const commands = [checkout.start(["bun", "--version"]), checkout.start(["bun", "--version"])]
+      const finished = Promise.all(commands.map(({ finished }) => finished))
+      let done = false
+      void finished.then(() => (done = true))
+      const waiting = () => commands.some(({ stderr }) => stderr.text.includes("Waiting for another command"))
+      // Released too if both ask the registry: the test then fails on what they asked, not at its bound.
+      const asked = () => registry.requests.filter(({ url }) => url.endsWith("/bun")).length
+      while (!waiting() && asked() < 2 && !done) await new Promise((resolve) => setTimeout(resolve, 20))
+      release()
+      const results = await finished
+      for (const result of results) expect(result, result.stderr).toMatchObject({ exitCode: 0, stdout: "1.4.5\n" })
+      expect(registry.requests.map(({ url }) => url)).toEqual([`${registry.url}bun`, `${registry.url}bun/-/bun-1.4.5.tgz`])
+      expect(results.filter(({ stderr }) => stderr.includes("Installing Bun 1.4.5"))).toHaveLength(1)
+      expect(results.filter(({ stderr }) => stderr.includes("Waiting for another command"))).toHaveLength(1)
+      expect(readFileSync(join(checkout.project, "installs.log"), "utf8")).toBe("install\n")
+      expect(checkout.installed()).toBe(true)
+      expect(existsSync(join(checkout.project, ".tools", "install.lock"))).toBe(false)
+    }, 60_000)
+
+    it("a lock left by an install that was killed is taken over", async () => {
+      using registry = fakeRegistry((attempt) =>
+        registry.requests[attempt - 1]!.url.endsWith(".tgz")
+          ? new Response(bun.tarball)
+          : Response.json(bun.packument(registry.url))
+      )
+      using checkout = freshCheckout({ global: "", user: "", project: `registry=${registry.url}\n` })
+      const killed = Bun.spawn(["true"])
+      await killed.exited
+      mkdirSync(join(checkout.project, ".tools", "install.lock", String(killed.pid)), { recursive: true })
+      const result = await checkout.start(["bun", "--version"]).finished
+      expect(result, result.stderr).toMatchObject({ exitCode: 0, stdout: "1.4.5\n" })
+      expect(result.stderr).not.toContain("Waiting for another command")
+      expect(checkout.installed()).toBe(true)
+      expect(existsSync(join(checkout.project, ".tools", "install.lock"))).toBe(false)
+    }, 60_000)
+  })
 })
