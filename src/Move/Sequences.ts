@@ -46,3 +46,10 @@ export const setNextId = (sql: SqlClient.SqlClient, table: Table & { readonly se
 
 export const sequencedTables = (tables: ReadonlyArray<Table>) =>
   tables.filter((table): table is Table & { readonly sequence: string } => table.sequence !== undefined)
+
+/**
+ * The highest id the table has handed out, 0 when none: its counter's last, or a row's above it
+ * (a counter behind its rows, as a plain SQL load leaves it).
+ */
+export const lastHandedOut = (sql: SqlClient.SqlClient, table: Table & { readonly sequence: string }) =>
+  Effect.map(Effect.all([nextId(sql, table), highestId(sql, table)]), ([next, highest]) => Math.max(next - 1, highest))

@@ -1,11 +1,14 @@
 import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { integerOption, switchOption } from "../CommandLine/Options.js"
 import { run } from "../CommandLine/Run.js"
 import { databaseUrlSetting } from "../Config/AppConfig.js"
 import { backup } from "../Move/Backup.js"
 import { copying, interruption } from "../Move/CleanUp.js"
 import { copy } from "../Move/Copy.js"
 import { Deadlines, deadlinesConfig } from "../Move/Deadlines.js"
+import { restore } from "../Move/Restore.js"
+import { lastId, restoreIds } from "../Move/RestoreIds.js"
 import { requireKnownVersion } from "../Move/SchemaVersion.js"
 import { status } from "../Move/Status.js"
 import { connect, defaultStore, describeStoreFailure, MoveError, parseStore, passwordOf, type Store } from "../Move/Store.js"
@@ -129,9 +132,53 @@ const backupCommand = Command.make("backup", { file: Argument.String("FILE"), da
   Effect.flatMap(theDatabase(database), (store) => backup(store, file)).pipe(Effect.flatMap(Console.log)))
   .pipe(Command.withDescription("Write a consistent copy of the SQLite database to FILE while the service serves and writes"))
 
+const restoreCommand = Command.make(
+  "restore",
+  {
+    file: Argument.String("BACKUP"),
+    idsMayRepeat: switchOption("ids-may-repeat").pipe(Flag.withDescription(
+      "Restore even where the replaced file is gone or cannot be read: ids it handed out since the backup may then be handed out again"
+    )),
+    database
+  },
+  ({ database, file, idsMayRepeat }) =>
+    Effect.flatMap(theDatabase(database), (store) => restore(store, file, { idsMayRepeat })).pipe(
+      Effect.tap(({ warning }) =>
+        Option.isSome(warning) ? Effect.sync(() => process.stderr.write(`warning: ${warning.value}\n`)) : Effect.void
+      ),
+      Effect.flatMap(({ summary }) => Console.log(summary))
+    )
+).pipe(Command.withDescription(
+  "Put back a SQLite backup made by db backup, the service stopped; the next ids stay above every id the replaced file handed out"
+))
+
+const lastIdCommand = Command.make("last-id", { database }, (options) =>
+  Effect.flatMap(theDatabase(options.database), lastId).pipe(Effect.flatMap(Console.log)))
+  .pipe(Command.withDescription(
+    "Print the highest id the database has handed out, for db restore-ids --above after a restore replaces it"
+  ))
+
+const restoreIdsCommand = Command.make(
+  "restore-ids",
+  {
+    above: integerOption("above").pipe(Flag.withDescription("The highest id the replaced database handed out (db last-id)")),
+    database
+  },
+  ({ above, database }) => Effect.flatMap(theDatabase(database), (store) => restoreIds(store, above)).pipe(Effect.flatMap(Console.log))
+).pipe(Command.withDescription("Set the restored database's id sequences above --above, so that no id is handed out twice"))
+
 const db = Command.make("db").pipe(
-  Command.withSubcommands([copyCommand, verifyCommand, statusCommand, readOnlyCommand, backupCommand]),
-  Command.withDescription("Move the Pet Store's data between SQLite and PostgreSQL, verify it, back it up")
+  Command.withSubcommands([
+    copyCommand,
+    verifyCommand,
+    statusCommand,
+    readOnlyCommand,
+    backupCommand,
+    restoreCommand,
+    lastIdCommand,
+    restoreIdsCommand
+  ]),
+  Command.withDescription("Move the Pet Store's data between SQLite and PostgreSQL, verify it, back it up and restore it")
 )
 
 run(

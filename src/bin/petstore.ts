@@ -13,7 +13,7 @@ With no command, serves the Pet Store (configured by its environment, docs/confi
 
 Commands:
   keys …       Manage API keys (petstore keys --help)
-  db …         Move, verify, back up the database (petstore db --help)
+  db …         Move, verify, back up, restore the database (petstore db --help)
   pets …       The command-line client (petstore pets --help)
   --version    The version and the commit this executable was built from
   --help       This text
