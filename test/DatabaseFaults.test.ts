@@ -11,7 +11,7 @@ const timeouts = {
   DATABASE_CONNECT_TIMEOUT_SECONDS: "0.5",
   DATABASE_STATEMENT_TIMEOUT_SECONDS: "0.5"
 }
-const unavailableCodes = ["database_unavailable", "request_timeout"]
+const unavailableCodes = ["database_unavailable"]
 
 const timed = async (request: Promise<Response>) => {
   const startedAt = performance.now()

@@ -1,5 +1,5 @@
 import { PgClient, type PgConnection, PgPool } from "@effect/sql-pg"
-import { Duration, Effect, Exit, Fiber, Layer, Option, Predicate, Redacted, Schedule, Scope } from "effect"
+import { Duration, Effect, Exit, Fiber, Layer, Option, Predicate, Redacted, Schedule, Scope, Semaphore } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
@@ -166,6 +166,22 @@ const noSessionFree = (connectTimeout: Duration.Duration) => {
   return new SqlError({ reason: new ConnectionError({ cause: new Error(message), message, operation: "connect" }) })
 }
 
+/**
+ * While PostgreSQL is not answering, one checkout at a time tries it; the others are answered at
+ * once. Each connect given up on stays in the server's listen queue, and a server coming back
+ * starts a session for every one of them before it gets to the new ones: twenty at a time per
+ * instance for the length of an outage kept every request failing for 5 s after a 10 s freeze.
+ */
+const notAnswering = () => {
+  const message = "PostgreSQL is not answering; one connection at a time is tried until it does"
+  return new SqlError({ reason: new ConnectionError({ cause: new Error(message), message, operation: "connect" }) })
+}
+
+const isConnectionFailure = (exit: Exit.Exit<unknown, unknown>) => {
+  const error = Exit.findErrorOption(exit)
+  return Option.isSome(error) && isSqlError(error.value) && error.value.reason._tag === "ConnectionError"
+}
+
 const noAnswer = (boundMillis: number) => {
   const message = `PostgreSQL did not answer within ${Duration.format(Duration.millis(boundMillis))}`
   return new SqlError({ reason: new ConnectionError({ cause: new Error(message), message, operation: "execute" }) })
@@ -307,8 +323,12 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
     // to wherever the address points: a standby promoted), and the old one is closed once what
     // it lent is back, after a bound in which its statements end or are left.
     let current: Sessions = yield* openPool
+    // Set by a connect that failed or a server left silent, cleared by the next session had.
+    let unanswered = false
+    const tryingOne = Semaphore.makeUnsafe(1)
     const silent = (sessions: Sessions): Effect.Effect<void> =>
       Effect.suspend(() => {
+        unanswered = true
         if (current !== sessions) return Effect.void
         return Effect.flatMap(Effect.orDie(openPool), (replacement) => {
           if (current !== sessions) return Scope.close(replacement.scope, Exit.void)
@@ -383,7 +403,18 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
     ) =>
       Effect.suspend(() => {
         const sessions = current
-        const taken = full(sessions) ? waitedFor(take(sessions.pool)) : take(sessions.pool)
+        const session = take(sessions.pool).pipe(
+          Effect.tap(() => Effect.sync(() => (unanswered = false))),
+          Effect.tapError((error) => Effect.sync(() => error.reason._tag === "ConnectionError" && (unanswered = true)))
+        )
+        const taken = unanswered
+          ? Effect.flatMap(
+            tryingOne.withPermitsIfAvailable(1)(waitedFor(session)),
+            Option.match({ onNone: () => Effect.fail(notAnswering()), onSome: Effect.succeed })
+          )
+          : full(sessions)
+          ? waitedFor(session)
+          : session
         let lent = false
         // Counted and its release added in one uninterruptible step (an interruption between the
         // two would leave the count one too high), before the session's own release, so it runs
@@ -415,13 +446,16 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
       borrower: (f) =>
         Effect.suspend(() => {
           const sessions = current
-          if (full(sessions)) return Effect.scoped(Effect.flatMap(acquirer, f))
+          if (full(sessions) || unanswered) return Effect.scoped(Effect.flatMap(acquirer, f))
           // Uninterruptible from the count to its release's registration, as in `checkout`.
           return Effect.uninterruptibleMask((restore) => {
             sessions.borrowers++
             let lent: PgConnection.PgConnection | undefined
+            let had = false
             return Effect.onExit(
               restore(sessions.pool.use((session) => {
+                had = true
+                unanswered = false
                 if (usage !== undefined) {
                   usage.take(session)
                   lent = session
@@ -431,6 +465,7 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
               (exit) =>
                 Effect.sync(() => {
                   sessions.borrowers--
+                  if (!had && isConnectionFailure(exit)) unanswered = true
                   if (lent !== undefined) usage?.give(lent)
                   // No session lent: the checkout failed, and no statement ran to count it.
                   else failedWith(exit)
