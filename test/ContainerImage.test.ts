@@ -1,19 +1,37 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { randomUUID } from "node:crypto"
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import { builtImage } from "./support/Build.js"
 import { freePort } from "./support/ServerProcess.js"
 
-/** Podman to its end; fails with its output unless it exits 0. */
-const podman = async (...args: ReadonlyArray<string>) => {
+/** Podman to its end: its output, error output and exit code. */
+const podmanResult = async (...args: ReadonlyArray<string>) => {
   const proc = Bun.spawn(["podman", ...args], { stdout: "pipe", stderr: "pipe" })
   const [stdout, stderr, exitCode] = await Promise.all([
     new Response(proc.stdout).text(),
     new Response(proc.stderr).text(),
     proc.exited
   ])
+  return { stdout, stderr, exitCode }
+}
+
+/** Podman to its end; fails with its output unless it exits 0. */
+const podman = async (...args: ReadonlyArray<string>) => {
+  const { exitCode, stderr, stdout } = await podmanResult(...args)
   if (exitCode !== 0) throw new Error(`podman ${args.join(" ")} failed (exit ${exitCode}): ${stdout}${stderr}`)
   return stdout.trim()
 }
+
+const root = new URL("..", import.meta.url).pathname
+
+/** Every `podman run` or `docker run` the README and docs/ show, continuation lines joined. */
+const documentedRuns = () =>
+  ["README.md", ...readdirSync(join(root, "docs")).filter((name) => name.endsWith(".md")).map((name) => `docs/${name}`)]
+    .flatMap((page) =>
+      [...readFileSync(join(root, page), "utf8").replaceAll("\\\n", " ").matchAll(/\b(?:podman|docker) run\b[^`\n]*/g)]
+        .map((match) => ({ page, command: match[0] }))
+    )
 
 const waitForReady = async (url: string, container: string) => {
   for (const deadline = performance.now() + 20_000; !(await fetch(`${url}/readyz`).then((r) => r.ok, () => false));) {
@@ -28,6 +46,7 @@ describe("the container image (Containerfile)", () => {
   const run = randomUUID().slice(0, 8)
   const volume = `petstore-test-${run}`
   const containers: Array<string> = []
+  const volumes = [volume]
   let image = ""
 
   // The run's shared image (test/support/Build.ts): on a new machine it installs Podman and makes the base first.
@@ -38,7 +57,7 @@ describe("the container image (Containerfile)", () => {
 
   afterAll(async () => {
     for (const container of containers) await podman("rm", "--force", container).catch(() => undefined)
-    await podman("volume", "rm", "--force", volume).catch(() => undefined)
+    for (const made of volumes) await podman("volume", "rm", "--force", made).catch(() => undefined)
   })
 
   const port = freePort()
@@ -46,18 +65,34 @@ describe("the container image (Containerfile)", () => {
   const drainSeconds = 1
   const url = `http://127.0.0.1:${port}`
 
-  /** A container of the image on the volume; these machines run Podman only with runc and lowered limits. */
-  const start = async (name: string) => {
+  /** What every container here is run with: these machines run Podman only with runc and lowered limits. */
+  const runFlags = ["--runtime", "runc", "run", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
+
+  /** A container of the image on the volume. */
+  const start = async (name: string, data = volume) => {
     containers.push(name)
     await podman(
-      "--runtime", "runc", "run", "--detach", "--name", name,
-      "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "--network", "host",
+      ...runFlags, "--detach", "--name", name, "--network", "host",
       "--env", `PORT=${port}`, "--env", `METRICS_PORT=${metricsPort}`, "--env", "HOST=127.0.0.1",
       "--env", "STOP_GRACE_SECONDS=0", "--env", `DRAIN_TIMEOUT_SECONDS=${drainSeconds}`,
-      "--volume", `${volume}:/data`,
+      "--volume", `${data}:/data`,
       image
     )
     await waitForReady(url, name)
+  }
+
+  /** `podman run --rm -v VOLUME:/data IMAGE db …`, as docs/deployment.md runs a backup and a restore: no network needed. */
+  const dbOnVolume = (data: string, ...args: ReadonlyArray<string>) =>
+    podmanResult(...runFlags, "--rm", "--network", "none", "--volume", `${data}:/data`, image, "db", ...args)
+
+  const createPet = async (key: string, name: string) => {
+    const response = await fetch(`${url}/v1/pets`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ name, categoryId: 1 })
+    })
+    expect(response.status).toBe(201)
+    return ((await response.json()) as { id: number }).id
   }
 
   it("declares its user, volume, ports, stop signal and settings", async () => {
@@ -113,5 +148,45 @@ describe("the container image (Containerfile)", () => {
     expect(await listed.json()).toEqual([pet])
     await podman("stop", "--time", "30", second)
     expect(await podman("inspect", "--format", "{{.State.ExitCode}}", second)).toBe("0")
+  }, 120_000)
+
+  it("every documented podman run names its volume or removes its own, so none leaves an unnamed volume behind", () => {
+    const runs = documentedRuns()
+    expect(runs.length).toBeGreaterThan(0)
+    const leaving = runs.filter(({ command }) => !/\s--rm\b/.test(command) && !/\s(?:-v|--volume)[ =][\w.-]+:\/data\b/.test(command))
+    expect(leaving).toEqual([])
+  })
+
+  it("backs up and restores on a named volume: db backup while it serves, db restore once stopped, and no id is handed out twice", async () => {
+    const data = `petstore-test-${run}-restore`
+    volumes.push(data)
+    await podman("volume", "create", data)
+    const name = `petstore-test-${run}-restore`
+    await start(name, data)
+    const key = (await podman("exec", name, "petstore", "keys", "create", "--name", "restore")).split("\n").at(-1)!
+    const before = [await createPet(key, "Rex"), await createPet(key, "Fido")]
+
+    const backup = await dbOnVolume(data, "backup", "/data/backups/petstore.db")
+    expect(backup.stderr).toBe("")
+    expect(backup.stdout).toMatch(/^backed up \/data\/petstore\.db to \/data\/backups\/petstore\.db .*pets 2, /)
+    const after = [await createPet(key, "Tom"), await createPet(key, "Kitty")]
+
+    // SQLite's lock on the volume's file is seen from another container.
+    const refused = await dbOnVolume(data, "restore", "/data/backups/petstore.db")
+    expect(refused.exitCode).toBe(1)
+    expect(refused.stderr).toMatch(/^restore: \/data\/petstore\.db is open in another process \(SQLite's lock on the file is held/)
+
+    await podman("stop", "--time", "30", name)
+    const restored = await dbOnVolume(data, "restore", "/data/backups/petstore.db")
+    expect(restored.stderr).toBe("")
+    expect(restored.exitCode).toBe(0)
+    expect(restored.stdout).toMatch(/; next ids pets 5, api_keys 2, above every id the replaced file handed out\n$/)
+
+    await podman("start", name)
+    await waitForReady(url, name)
+    const listed = await fetch(`${url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+    expect(((await listed.json()) as Array<{ id: number }>).map(({ id }) => id)).toEqual(before)
+    expect(await createPet(key, "Felix")).toBeGreaterThan(Math.max(...before, ...after))
+    await podman("stop", "--time", "30", name)
   }, 120_000)
 })
