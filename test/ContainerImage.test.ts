@@ -25,11 +25,11 @@ const podman = async (...args: ReadonlyArray<string>) => {
 
 const root = new URL("..", import.meta.url).pathname
 
-/** Every `podman run` or `docker run` the README and docs/ show, continuation lines joined. */
+/** Every `podman run` or `docker run` command the README and docs/ show (the name alone is a mention), continuation lines joined. */
 const documentedRuns = () =>
   ["README.md", ...readdirSync(join(root, "docs")).filter((name) => name.endsWith(".md")).map((name) => `docs/${name}`)]
     .flatMap((page) =>
-      [...readFileSync(join(root, page), "utf8").replaceAll("\\\n", " ").matchAll(/\b(?:podman|docker) run\b[^`\n]*/g)]
+      [...readFileSync(join(root, page), "utf8").replaceAll("\\\n", " ").matchAll(/\b(?:podman|docker) run\b[^`\n]+/g)]
         .map((match) => ({ page, command: match[0] }))
     )
 
