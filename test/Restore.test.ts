@@ -179,6 +179,11 @@ describe("a PostgreSQL restore from pg_dump, as docs/operations.md runs it", () 
       await pgQuery(url, "DELETE FROM pets WHERE id = $1", [Math.max(...handedOut)])
       await server.stop()
 
+      // db restore is SQLite's; on PostgreSQL it points at these steps.
+      const sqliteOnly = await db(["restore", dump], { DATABASE_URL: url })
+      expect(sqliteOnly.exitCode).toBe(1)
+      expect(sqliteOnly.stderr).toMatch(/^restore: .* is PostgreSQL; restore its pg_dump with pg_restore, then set its ids with db restore-ids/)
+
       const last = await db(["last-id"], { DATABASE_URL: url })
       expect(last.stderr).toBe("")
       expect(last.stdout).toBe(`${Math.max(...handedOut)}\n`)
