@@ -82,6 +82,23 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
   errorFields(503, ["database_unavailable", "database_read_only", "request_timeout", "shutting_down", "read_only"])
 ) {}
 
+/**
+ * The seconds of `Retry-After` each 503 code is answered with, so that one code always asks for one
+ * wait (`/readyz`'s 503s carry none: a balancer reads only the status).
+ */
+export const retryAfterSeconds: { readonly [Code in ServiceUnavailable["code"]]: number } = {
+  database_unavailable: 1,
+  request_timeout: 1,
+  shutting_down: 1,
+  // A read-only database is a failover under way or an operator's choice: seconds to minutes.
+  database_read_only: 5,
+  // Writes stopped for a move: a million pets take about that long.
+  read_only: 10
+}
+
+/** The `Retry-After` header a 503 with `code` is sent with. */
+export const retryAfterHeader = (code: ServiceUnavailable["code"]) => ({ "retry-after": String(retryAfterSeconds[code]) })
+
 /** The codes an error of this file may carry, as its schema declares them. */
 export const codesOf = <Code extends string>(error: { readonly fields: { readonly code: Schema.Codec<Code> } }): ReadonlyArray<Code> => {
   const { ast } = error.fields.code

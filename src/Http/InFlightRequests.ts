@@ -1,10 +1,11 @@
 import { Context, Deferred, Duration, Effect, Exit, Layer } from "effect"
 import { HttpServerResponse } from "effect/http"
+import { retryAfterHeader } from "../Domain/ApiError.js"
 import { shuttingDown, Stopping } from "../Health/Stopping.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
 import { answeredEarly } from "./ApiResponses.js"
 
-const refused = errorResponse(shuttingDown, { connection: "close", "retry-after": "1" })
+const refused = errorResponse(shuttingDown, { connection: "close", ...retryAfterHeader("shutting_down") })
 
 type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 

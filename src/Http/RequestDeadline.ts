@@ -1,6 +1,6 @@
 import { Cause, Clock, Duration, Effect, Exit, Fiber, Latch } from "effect"
 import type { HttpServerResponse } from "effect/http"
-import { ServiceUnavailable } from "../Domain/ApiError.js"
+import { retryAfterHeader, ServiceUnavailable } from "../Domain/ApiError.js"
 import { CurrentRequest, type RequestRecord } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
 import { databaseUnavailableResponse, warnUnavailable } from "../Request/Unavailable.js"
@@ -12,7 +12,7 @@ const timedOut = errorResponse(
     message: "The request took longer than this instance allows; retry",
     status: 503
   }),
-  { "retry-after": "1" }
+  retryAfterHeader("request_timeout")
 )
 
 /** A request still being served, and when it is due: its work's fiber until it ends. */

@@ -7,14 +7,14 @@ import { getPetDeprecatedAt, getPetReplacementFragment, getPetSunsetAt, SunsetPo
 import { docsPath } from "../Api/DocumentPaths.js"
 import { defaultLimit } from "../Api/Pets.js"
 import { AppConfig } from "../Config/AppConfig.js"
-import { Conflict, Gone, NotFound, ServiceUnavailable, UnprocessableContent } from "../Domain/ApiError.js"
+import { Conflict, Gone, NotFound, retryAfterHeader, ServiceUnavailable, UnprocessableContent } from "../Domain/ApiError.js"
 import { CurrentCaller } from "../Domain/Caller.js"
 import { NewPet, newPetParseOptions, type Pet } from "../Domain/Pet.js"
 import { CurrentRequest, noteResponseHeaders, noteResponseHeadersOn } from "../Request/CurrentRequest.js"
 import { readJsonBody } from "../Request/JsonBody.js"
 import { orUnavailable } from "../Request/Unavailable.js"
 import type { DatabaseUnavailable } from "../Sql/DatabaseErrors.js"
-import { ReadOnlyMode, retryAfterSeconds } from "../Sql/ReadOnlyMode.js"
+import { ReadOnlyMode } from "../Sql/ReadOnlyMode.js"
 import { Cursors } from "./Cursors.js"
 import { type IdempotencyScope, PetRepository } from "./PetRepository.js"
 
@@ -61,7 +61,7 @@ const readOnly = new ServiceUnavailable({
   message: "The store is read-only while its database is moved; reads are served, retry the create after Retry-After",
   status: 503
 })
-const readOnlyHeaders = { "retry-after": String(retryAfterSeconds) }
+const readOnlyHeaders = retryAfterHeader("read_only")
 
 export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers) =>
   Effect.gen(function*() {

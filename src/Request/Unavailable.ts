@@ -1,6 +1,6 @@
 import { Effect, Predicate } from "effect"
 import type { HttpServerRequest } from "effect/http"
-import { ServiceUnavailable } from "../Domain/ApiError.js"
+import { retryAfterHeader, ServiceUnavailable } from "../Domain/ApiError.js"
 import { CurrentRequest, noteResponseHeaders } from "./CurrentRequest.js"
 import { errorResponse } from "./ErrorResponse.js"
 
@@ -10,7 +10,7 @@ const databaseUnavailable = new ServiceUnavailable({
   status: 503
 })
 
-const retryAfter = { "retry-after": "1" }
+const retryAfter = retryAfterHeader("database_unavailable")
 
 /**
  * `database_unavailable` as a response, for the answers given outside an endpoint: a defect of the
@@ -29,8 +29,7 @@ const databaseReadOnly = new ServiceUnavailable({
   status: 503
 })
 
-/** A read-only database is a failover under way or an operator's choice: seconds to minutes. */
-const readOnlyRetryAfter = { "retry-after": "5" }
+const readOnlyRetryAfter = retryAfterHeader("database_read_only")
 
 /**
  * A store that cannot serve now (a `DatabaseUnavailable`: away, hung, locked, read-only or full):

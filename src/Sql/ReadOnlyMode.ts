@@ -37,9 +37,6 @@ export const pollInterval = "1 second"
  */
 export const settleMillis = 2_000
 
-/** Seconds a refused client is told to wait: a move of a million pets takes about that long. */
-export const retryAfterSeconds = 10
-
 /** Reads the flag now, then once per `pollInterval`; a read that fails keeps the last answer. */
 const polled = (read: Effect.Effect<boolean, unknown>) =>
   Effect.gen(function*() {
