@@ -278,8 +278,9 @@ export class AppConfig extends Context.Service<AppConfig, {
       10
     )
   }).pipe(
-    // A request waiting for a PostgreSQL connection is answered database_unavailable when the
-    // connect timeout ends: that has to come before its deadline's request_timeout. SQLite opens none.
+    // A request waiting for a PostgreSQL connection gives up when the connect timeout ends, a
+    // connection error logged and counted as the pool's: that has to come before its deadline, which
+    // would say only that the database did not answer. SQLite opens none.
     Config.flatMap((config) =>
       !isPostgresUrl(config.databaseUrl) || Duration.isLessThan(config.databaseConnectTimeout, config.requestTimeout)
         ? Config.succeed(config)
