@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { builtImage } from "./support/Build.js"
-import { freePort } from "./support/ServerProcess.js"
+import { createPet, freePort } from "./support/ServerProcess.js"
 
 /** Podman to its end: its output, error output and exit code. */
 const podmanResult = async (...args: ReadonlyArray<string>) => {
@@ -85,16 +85,6 @@ describe("the container image (Containerfile)", () => {
   const dbOnVolume = (data: string, ...args: ReadonlyArray<string>) =>
     podmanResult(...runFlags, "--rm", "--network", "none", "--volume", `${data}:/data`, image, "db", ...args)
 
-  const createPet = async (key: string, name: string) => {
-    const response = await fetch(`${url}/v1/pets`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ name, categoryId: 1 })
-    })
-    expect(response.status).toBe(201)
-    return ((await response.json()) as { id: number }).id
-  }
-
   it("declares its user, volume, ports, stop signal and settings", async () => {
     const config = JSON.parse(await podman("image", "inspect", "--format", "{{json .Config}}", image)) as {
       User: string
@@ -164,12 +154,12 @@ describe("the container image (Containerfile)", () => {
     const name = `petstore-test-${run}-restore`
     await start(name, data)
     const key = (await podman("exec", name, "petstore", "keys", "create", "--name", "restore")).split("\n").at(-1)!
-    const before = [await createPet(key, "Rex"), await createPet(key, "Fido")]
+    const before = [await createPet(url, key, "Rex"), await createPet(url, key, "Fido")]
 
     const backup = await dbOnVolume(data, "backup", "/data/backups/petstore.db")
     expect(backup.stderr).toBe("")
     expect(backup.stdout).toMatch(/^backed up \/data\/petstore\.db to \/data\/backups\/petstore\.db .*pets 2, /)
-    const after = [await createPet(key, "Tom"), await createPet(key, "Kitty")]
+    const after = [await createPet(url, key, "Tom"), await createPet(url, key, "Kitty")]
 
     // SQLite's lock on the volume's file is seen from another container.
     const refused = await dbOnVolume(data, "restore", "/data/backups/petstore.db")
@@ -186,7 +176,7 @@ describe("the container image (Containerfile)", () => {
     await waitForReady(url, name)
     const listed = await fetch(`${url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
     expect(((await listed.json()) as Array<{ id: number }>).map(({ id }) => id)).toEqual(before)
-    expect(await createPet(key, "Felix")).toBeGreaterThan(Math.max(...before, ...after))
+    expect(await createPet(url, key, "Felix")).toBeGreaterThan(Math.max(...before, ...after))
     await podman("stop", "--time", "30", name)
   }, 120_000)
 })

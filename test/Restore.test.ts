@@ -6,17 +6,7 @@ import { createKey, db, pgQuery, sqliteQuery } from "./support/MoveCommands.js"
 import { serverBin } from "./support/PostgresCluster.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { sharedPostgresUrl } from "./support/SharedPostgres.js"
-import { startServer, temporaryFolder } from "./support/ServerProcess.js"
-
-const createPet = async (url: string, key: string, name: string) => {
-  const response = await fetch(`${url}/v1/pets`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ name, categoryId: 1 })
-  })
-  expect(response.status).toBe(201)
-  return ((await response.json()) as { id: number }).id
-}
+import { createPet, startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 const createPets = async (url: string, key: string, count: number) => {
   const ids: Array<number> = []

@@ -90,3 +90,14 @@ export const startServer = async (env: Record<string, string>, port = freePort()
     }
   }
 }
+
+/** A pet created over HTTP with `key`, which must answer 201; its id. */
+export const createPet = async (url: string, key: string, name: string): Promise<number> => {
+  const response = await fetch(`${url}/v1/pets`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ name, categoryId: 1 })
+  })
+  if (response.status !== 201) throw new Error(`a create answered ${response.status}: ${await response.text()}`)
+  return ((await response.json()) as { id: number }).id
+}
