@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
+import pg from "pg"
 import { Clock, Duration, Effect, Fiber, Layer, Logger, References } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
-import { RateLimiter } from "../src/Auth/RateLimiter.js"
 import { makeDeadline } from "../src/Http/RequestDeadline.js"
 import { makeRequestObserver } from "../src/Http/RequestObserver.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
@@ -10,6 +10,7 @@ import { makeInMemoryPetRepository } from "../src/Pets/PetRepositoryInMemory.js"
 import { makeClientAddress } from "../src/Request/ClientAddress.js"
 import { waitingOnDatabase } from "../src/Request/Unavailable.js"
 import { faultyPostgres } from "./support/PostgresFaults.js"
+import { createTestDatabase } from "./support/PostgresStores.js"
 import { createKey as createKeyWithCommand, startServer } from "./support/ServerProcess.js"
 import { answeredOrAsleep, createKey, makeTestServer, send } from "./support/TestServer.js"
 
@@ -155,24 +156,6 @@ describe("a deadline that passes while the request waits on its database", () =>
         })
       }).pipe(Effect.provide(makeTestServer(frozenList, { requestTimeout })), Effect.provide(capture)))
 
-    it.effect("a rate limit whose buckets the database never answers (kept in PostgreSQL): database_unavailable", () => {
-      const taken = Promise.withResolvers<void>()
-      const frozenBuckets = Layer.succeed(RateLimiter, {
-        take: () => Effect.andThen(Effect.sync(() => taken.resolve()), Effect.never)
-      })
-      return Effect.gen(function*() {
-        const { key } = yield* createKey()
-        const list = yield* Effect.forkChild(send("GET", "/v1/pets", { key }), { startImmediately: true })
-        yield* Effect.promise(() => taken.promise)
-        yield* answeredOrAsleep(list, requestTimeout)
-        yield* TestClock.adjust(requestTimeout)
-        const answer = yield* Fiber.join(list)
-        expect(answer.status).toBe(503)
-        expect(answer.headers["retry-after"]).toBe("1")
-        expect(answer.body).toMatchObject({ code: "database_unavailable", status: 503 })
-      }).pipe(Effect.provide(makeTestServer(PetRepository.InMemory, { requestTimeout }, frozenBuckets)))
-    })
-
     it.effect("a create whose client never ends its body: request_timeout, not the database's", () =>
       Effect.gen(function*() {
         const { key } = yield* createKey()
@@ -232,3 +215,26 @@ describe("PostgreSQL frozen (SIGSTOP) while requests wait on it", () => {
   }, 30_000)
 })
 
+describe("PostgreSQL's rate-limit buckets locked by another session (LOCK TABLE rate_limit_buckets)", () => {
+  it("a new key's first request, its bucket's refill waiting at the deadline: database_unavailable, logged as the database's", async () => {
+    await using database = await createTestDatabase()
+    // The statement's own timeout (3 s) after the deadline (1 s): the deadline ends the wait.
+    const env = { DATABASE_URL: database.url, REQUEST_TIMEOUT_SECONDS: "1", DATABASE_CONNECT_TIMEOUT_SECONDS: "0.9", DATABASE_STATEMENT_TIMEOUT_SECONDS: "3" }
+    const key = await createKeyWithCommand(env, "locked buckets")
+    const server = await startServer({ ...env, LOG_LEVEL: "info" })
+    const locker = new pg.Client({ connectionString: database.url })
+    await locker.connect()
+    try {
+      await locker.query("BEGIN")
+      await locker.query("LOCK TABLE rate_limit_buckets IN ACCESS EXCLUSIVE MODE")
+      const response = await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+      expect([response.status, response.headers.get("retry-after"), (await response.json()).code]).toEqual([503, "1", "database_unavailable"])
+      const warned = () => server.logs().includes(`The database did not answer within the request's deadline, 1s`)
+      for (let waited = 0; !warned() && waited < 40; waited++) await Bun.sleep(25)
+      expect(warned()).toBe(true)
+    } finally {
+      await locker.end()
+      await server.stop()
+    }
+  }, 30_000)
+})

@@ -2,6 +2,7 @@ import { Context, Data, Effect, Layer, Option, Redacted, Ref, Schema } from "eff
 import { SqlClient } from "effect/sql"
 import { hash, randomBytes } from "node:crypto"
 import { AppConfig, type Environment } from "../Config/AppConfig.js"
+import { waitingOnDatabase } from "../Request/Unavailable.js"
 import { type DatabaseUnavailable, unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import { RecentMap } from "./RecentMap.js"
 
@@ -174,7 +175,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             const now = clock.currentTimeMillisUnsafe()
             const known = recentlyFound.get(hash)
             if (known !== undefined && known.until > now) return Effect.succeed(known.holder)
-            return Effect.map(activeByHash(hash), (holder) => {
+            // Only a lookup the cache cannot answer waits on the database.
+            return Effect.map(waitingOnDatabase(activeByHash(hash)), (holder) => {
               if (Option.isSome(holder)) recentlyFound.set(hash, { holder, until: now + trustFoundKeysMillis }, now)
               else recentlyFound.delete(hash)
               return holder

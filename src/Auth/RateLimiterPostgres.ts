@@ -2,6 +2,7 @@ import { Clock, Deferred, type Duration, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { readAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
+import { waitingOnDatabase } from "../Request/Unavailable.js"
 import { type DatabaseUnavailable, unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import {
   decision,
@@ -161,13 +162,14 @@ export const RateLimiterPostgres = (
           }
           if (now < lease.emptyUntil) return Effect.succeed(decision(policy, false, estimate(policy, lease, now)))
           if (lease.pending !== undefined) {
-            return Effect.andThen(Deferred.await(lease.pending), Effect.suspend(() => take(policy, key, now)))
+            return Effect.andThen(waitingOnDatabase(Deferred.await(lease.pending)), Effect.suspend(() => take(policy, key, now)))
           }
         } else {
           lease = { tokens: 0, sharedTokens: policy.burst, sharedAt: now, emptyUntil: 0, pending: undefined }
           leases.set(bucket, lease, now)
         }
-        return Effect.matchEffect(refill(policy, bucket, lease, now), {
+        // Only a refill (or the wait for another request's) waits on the database.
+        return Effect.matchEffect(waitingOnDatabase(refill(policy, bucket, lease, now)), {
           onFailure: (error) =>
             error.reason === "read_only" || error.reason === "full"
               ? Effect.andThen(decideLocally(error, now), local.take(policy, key))

@@ -1,6 +1,4 @@
 import { Effect, Layer } from "effect"
-import { ApiKeys } from "../Auth/ApiKeys.js"
-import { RateLimiter } from "../Auth/RateLimiter.js"
 import { petsCreatedCounter } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { inRequestSpan } from "../Request/RequestSpans.js"
@@ -54,16 +52,3 @@ export const ObservedPetRepository = Layer.effect(
   })
 )
 
-/** The lookup of a request's key counted as a wait on the database, as the repository's calls are. */
-export const ObservedApiKeys = Layer.effect(
-  ApiKeys,
-  ApiKeys.useSync((keys) =>
-    ApiKeys.of({ ...keys, findActiveByHash: (hash) => waitingOnDatabase(keys.findActiveByHash(hash)) }))
-)
-
-/** A request's take of its rate limit counted as a wait on the database (its buckets may be kept there). */
-export const ObservedRateLimiter = Layer.effect(
-  RateLimiter,
-  RateLimiter.useSync((limiter) =>
-    RateLimiter.of({ take: (policy, key) => waitingOnDatabase(limiter.take(policy, key)) }))
-)

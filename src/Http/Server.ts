@@ -15,7 +15,7 @@ import { CurrentRequest } from "../Request/CurrentRequest.js"
 import { makeFailureAnswers, routeNotFound, SchemaErrorsLive } from "./ApiResponses.js"
 import { DocsLive } from "./Docs.js"
 import { InFlightRequests } from "./InFlightRequests.js"
-import { ObservedApiKeys, ObservedPetRepository, ObservedRateLimiter } from "./ObservedServices.js"
+import { ObservedPetRepository } from "./ObservedServices.js"
 import { makeDeadline } from "./RequestDeadline.js"
 import { makeRequestLog, RequestLines } from "./RequestLog.js"
 import { makeRequestObserver } from "./RequestObserver.js"
@@ -40,7 +40,6 @@ export const AppLive = Layer.unwrap(
   Layer.provide([PetsHttpLive, HealthHttpLive]),
   Layer.provide(ObservedPetRepository),
   Layer.provide([AuthenticationLive, SunsetPolicyLive, SchemaErrorsLive]),
-  Layer.provide([ObservedApiKeys, ObservedRateLimiter]),
   // What HttpApi asks of a platform for files and ETags, which no route here uses.
   Layer.provide(HttpServer.layerServices)
 )
