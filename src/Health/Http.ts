@@ -19,8 +19,12 @@ const probeTimeout = "750 millis"
  */
 const freshWait = "100 millis"
 
-/** `/readyz`'s view of the store: one probe at a time, its finding kept for the checks that do not wait for it. */
-const makeProbe = (check: Effect.Effect<Readiness>) => {
+/**
+ * `/readyz`'s view of the store: one probe at a time, its finding kept for the checks that do not
+ * wait for it. A probe runs as the service's own, with the layer's services, not as the request
+ * that started it: its spans, logs and database waits belong to no request.
+ */
+const makeProbe = (check: Effect.Effect<Readiness>, fork: (probe: Effect.Effect<Readiness>) => Fiber.Fiber<Readiness>) => {
   let last: Readiness = "ready"
   let running: Fiber.Fiber<Readiness> | undefined
   const probe = check.pipe(
@@ -30,11 +34,12 @@ const makeProbe = (check: Effect.Effect<Readiness>) => {
   )
   const started = Effect.suspend(() =>
     running === undefined
-      ? Effect.tap(Effect.forkDetach(probe), (fiber) =>
-        Effect.sync(() => {
-          // One that has already ended (a store answering at once) is not kept for the next check.
-          if (fiber.pollUnsafe() === undefined) running = fiber
-        }))
+      ? Effect.sync(() => {
+        const fiber = fork(probe)
+        // One that has already ended (a store answering at once) is not kept for the next check.
+        if (fiber.pollUnsafe() === undefined) running = fiber
+        return fiber
+      })
       : Effect.succeed(running)
   )
   return Effect.flatMap(started, (fiber) =>
@@ -52,7 +57,7 @@ const unusable = new ServiceUnavailable({
 
 export const HealthHttpLive = HttpApiBuilder.group(PetStoreApi, "health", (handlers) =>
   Effect.gen(function*() {
-    const probe = makeProbe((yield* PetRepository).readiness)
+    const probe = makeProbe((yield* PetRepository).readiness, Effect.runForkWith(yield* Effect.context<never>()))
     const stopping = yield* Stopping
     return handlers
       .handle("livez", () => Effect.succeed(ok))

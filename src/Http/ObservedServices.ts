@@ -26,7 +26,8 @@ export const ObservedPetRepository = Layer.effect(
       list: (query) => waitingOnDatabase(stored.list(query)),
       reserve: (scope, abandonedAfterMillis) => waitingOnDatabase(stored.reserve(scope, abandonedAfterMillis)),
       release: (scope, claimedAt) => waitingOnDatabase(stored.release(scope, claimedAt)),
-      readiness: waitingOnDatabase(stored.readiness)
+      // Run by /readyz's probe, as the service's own: no request's deadline waits on it.
+      readiness: stored.readiness
     })
     const countPetCreated = metrics._tag === "None" ? undefined : petsCreatedCounter()
     const counted: typeof pets = countPetCreated === undefined ? pets : {
