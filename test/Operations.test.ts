@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, type Duration, Effect, Fiber, Layer, type Redacted } from "effect"
+import { HttpApi } from "effect/http-api"
 import { TestClock } from "effect/testing"
 import { readFileSync, writeFileSync } from "node:fs"
+import { PetStoreApi } from "../src/Api.js"
 import { InFlightRequests } from "../src/Http/InFlightRequests.js"
 import { PetRepository, type Readiness } from "../src/Pets/PetRepository.js"
 import { answeredOrAsleep, createKey, makeTestServer, publicBaseUrl, send, TestServer } from "./support/TestServer.js"
@@ -13,6 +15,13 @@ const storeWhoseReadinessIs = (readiness: Readiness) =>
   ).pipe(Layer.provide(PetRepository.InMemory))
 
 const fixture = new URL("./fixtures/openapi.json", import.meta.url)
+
+/** The methods the API definition's endpoints declare. */
+const apiMethods = (() => {
+  const methods = new Set<string>()
+  HttpApi.reflect(PetStoreApi, { onGroup: () => {}, onEndpoint: ({ endpoint }) => void methods.add(endpoint.method) })
+  return [...methods].sort()
+})()
 
 describe("served beside the API", () => {
   it.effect("GET /v1/openapi.json is the checked-in document: any change to it is deliberate", () =>
@@ -110,6 +119,8 @@ describe("served beside the API", () => {
       expect(preflight.headers["x-request-id"]).toBeDefined()
       expect(preflight.headers["cache-control"]).toBe("no-store")
       expect(preflight.headers["access-control-allow-headers"]).toContain("authorization")
+      // Every method an endpoint of the API declares, and no other: an endpoint added is allowed too.
+      expect(preflight.headers["access-control-allow-methods"]!.split(/\s*,\s*/).sort()).toEqual(apiMethods)
       const allowed = yield* send("GET", "/v1/pets", { key, headers: { origin: "https://app.example" } })
       expect(allowed.headers["access-control-allow-origin"]).toBe("https://app.example")
       expect(allowed.headers["access-control-expose-headers"]).toContain("link")

@@ -59,6 +59,8 @@ export const routes: ReadonlyArray<Route> = (() => {
 export const makeAllowedMethods = () => {
   const matcher = FindMyWay.make<true>(exactRoutes)
   for (const { method, path } of routes) matcher.on(method, path as FindMyWay.PathInput, true)
-  const methods = [...new Set(routes.map(({ method }) => method))]
-  return (path: string): ReadonlyArray<string> => methods.filter((method) => matcher.find(method, path) !== undefined)
+  return (path: string): ReadonlyArray<string> => routeMethods.filter((method) => matcher.find(method, path) !== undefined)
 }
+
+/** Every method some route answers: what `Allow` may name, and what CORS lets a browser send. */
+export const routeMethods: ReadonlyArray<string> = [...new Set(routes.map(({ method }) => method))]

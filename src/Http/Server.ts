@@ -21,7 +21,7 @@ import { makeRequestLog, RequestLines } from "./RequestLog.js"
 import { makeRequestObserver } from "./RequestObserver.js"
 import { RouteNoted } from "./RouteNoted.js"
 import { withResponseHeaders } from "./ResponseHeaders.js"
-import { ExactRoutes, isCanonicalPath, pathOf } from "./Routes.js"
+import { ExactRoutes, isCanonicalPath, pathOf, routeMethods } from "./Routes.js"
 
 type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
@@ -53,7 +53,7 @@ export const AppLive = Layer.unwrap(
 export const answered = AppConfig.useSync(({ corsOrigins }) => {
   const cors = corsOrigins.length === 0 ? undefined : HttpMiddleware.cors({
     allowedOrigins: corsOrigins,
-    allowedMethods: ["GET", "POST"],
+    allowedMethods: routeMethods,
     allowedHeaders: ["authorization", "content-type", "idempotency-key", "x-request-id"],
     // Every header a client acts on; a browser hides the others from the page's script.
     exposedHeaders: [
