@@ -11,7 +11,8 @@ import {
   UniqueViolation,
   UnknownError
 } from "effect/sql/SqlError"
-import { DatabaseUnavailable, isReadOnly, toUnavailable, unavailableOrDie } from "../src/Sql/DatabaseErrors.js"
+import { DatabaseUnavailable } from "../src/Domain/DatabaseUnavailable.js"
+import { isReadOnly, toUnavailable, unavailableOrDie } from "../src/Sql/DatabaseErrors.js"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 

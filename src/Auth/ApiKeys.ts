@@ -3,7 +3,8 @@ import { SqlClient } from "effect/sql"
 import { hash, randomBytes } from "node:crypto"
 import { AppConfig, type Environment } from "../Config/AppConfig.js"
 import { waitingOnDatabase } from "../Request/Unavailable.js"
-import { type DatabaseUnavailable, unavailableOrDie } from "../Sql/DatabaseErrors.js"
+import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
+import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import { RecentMap } from "./RecentMap.js"
 
 export class ApiKeyRecord extends Schema.Class<ApiKeyRecord>("ApiKeyRecord")({

@@ -9,7 +9,7 @@ import { type ClientAddress, makeClientAddress } from "../Request/ClientAddress.
 import { CurrentRequest, noteResponseHeadersOn, type RequestRecord } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
 import { orUnavailable } from "../Request/Unavailable.js"
-import type { DatabaseUnavailable } from "../Sql/DatabaseErrors.js"
+import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { ApiKeys, hashKey, type KeyHolder } from "./ApiKeys.js"
 import { RateLimiter, rateLimitHeaders, type RateLimitPolicy } from "./RateLimiter.js"
 

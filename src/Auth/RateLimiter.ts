@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import type { DatabaseUnavailable } from "../Sql/DatabaseErrors.js"
+import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { RecentMap } from "./RecentMap.js"
 
 /** A token bucket: `burst` requests at once, refilled at `perSecond`. */

@@ -3,7 +3,8 @@ import { SqlClient } from "effect/sql"
 import { readAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { waitingOnDatabase } from "../Request/Unavailable.js"
-import { type DatabaseUnavailable, unavailableOrDie } from "../Sql/DatabaseErrors.js"
+import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
+import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import {
   decision,
   defaultMaxBuckets,

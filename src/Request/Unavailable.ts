@@ -1,6 +1,7 @@
-import { Effect, Predicate } from "effect"
+import { Effect } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { retryAfterHeader, ServiceUnavailable } from "../Domain/ApiError.js"
+import { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { CurrentRequest, noteResponseHeaders } from "./CurrentRequest.js"
 import { errorResponse } from "./ErrorResponse.js"
 
@@ -38,7 +39,7 @@ const readOnlyRetryAfter = retryAfterHeader("database_read_only")
  * request and the database's own words.
  */
 export const answerUnavailable = (
-  error: Pick<Unavailability, "message" | "reason">
+  error: Pick<DatabaseUnavailable, "message" | "reason">
 ): Effect.Effect<never, ServiceUnavailable, HttpServerRequest.HttpServerRequest> =>
   CurrentRequest.use((current) => {
     const readOnly = error.reason === "read_only"
@@ -49,25 +50,18 @@ export const answerUnavailable = (
     )
   })
 
-/** What a store fails with when its database cannot serve now (`Sql/DatabaseErrors.ts`). */
-interface Unavailability {
-  readonly _tag: "DatabaseUnavailable"
-  readonly reason: string
-  readonly message: string
-}
-
 /** `self`, with a store that cannot serve now answered as `answerUnavailable` says. */
 export const orUnavailable = <A, E, R>(
   self: Effect.Effect<A, E, R>
-): Effect.Effect<A, Exclude<E, Unavailability> | ServiceUnavailable, R | HttpServerRequest.HttpServerRequest> =>
+): Effect.Effect<A, Exclude<E, DatabaseUnavailable> | ServiceUnavailable, R | HttpServerRequest.HttpServerRequest> =>
   Effect.catch(self, (error): Effect.Effect<
     never,
-    Exclude<E, Unavailability> | ServiceUnavailable,
+    Exclude<E, DatabaseUnavailable> | ServiceUnavailable,
     HttpServerRequest.HttpServerRequest
   > =>
-    Predicate.isTagged(error, "DatabaseUnavailable")
-      ? answerUnavailable(error as unknown as Unavailability)
-      : Effect.fail(error as Exclude<E, Unavailability>))
+    error instanceof DatabaseUnavailable
+      ? answerUnavailable(error)
+      : Effect.fail(error as Exclude<E, DatabaseUnavailable>))
 
 /**
  * `self`, a call of the current request to a store, counted as a wait on the database while it
