@@ -68,7 +68,9 @@ for (const output of result.outputs) {
 }
 // Bun leaves the bytecode out, saying nothing, when the bundle does not compile as CommonJS.
 if (!result.outputs.some((output) => output.kind === "bytecode")) {
-  console.error("The build wrote no bytecode: the bundle does not load as CommonJS (look for import.meta or a top-level await).")
+  console.error(
+    "The build wrote no bytecode: the bundle does not load as CommonJS (look for import.meta or a top-level await)."
+  )
   process.exit(1)
 }
 
@@ -95,6 +97,10 @@ if (withExecutable) {
   for (const log of executable.logs) console.error(log)
   if (!executable.success) process.exit(1)
   for (const output of executable.outputs) {
-    console.log(`  ${output.path}  ${(Bun.file(output.path).size / 1e6).toFixed(2)} MB  (executable, ${version}, commit ${commit})`)
+    console.log(
+      `  ${output.path}  ${
+        (Bun.file(output.path).size / 1e6).toFixed(2)
+      } MB  (executable, ${version}, commit ${commit})`
+    )
   }
 }

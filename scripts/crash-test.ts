@@ -16,8 +16,14 @@ const killAfterMs = numberOption("--kill-after-ms", 1500)
 
 const folder = mkdtempSync(join(tmpdir(), "petstore-crash-"))
 try {
-  const env = { DATABASE_URL: join(folder, "petstore.db"), RATE_LIMIT_PER_SECOND: "1000000", RATE_LIMIT_BURST: "1000000" }
-  const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "crash"], env)).stdout.trim().split("\n").at(-1)!
+  const env = {
+    DATABASE_URL: join(folder, "petstore.db"),
+    RATE_LIMIT_PER_SECOND: "1000000",
+    RATE_LIMIT_BURST: "1000000"
+  }
+  const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "crash"], env)).stdout.trim().split("\n").at(
+    -1
+  )!
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
   const server = await startServer(env)
 
@@ -26,7 +32,11 @@ try {
   let killed = false
   const writer = async (w: number) => {
     for (let i = 0; !killed; i++) {
-      const pet = { name: `writer ${w} pet ${i} ✓`, categoryId: w * 1_000_000 + i, ...(i % 2 === 0 ? { status: "sold" } : {}) }
+      const pet = {
+        name: `writer ${w} pet ${i} ✓`,
+        categoryId: w * 1_000_000 + i,
+        ...(i % 2 === 0 ? { status: "sold" } : {})
+      }
       try {
         const response = await fetch(`${server.url}/v1/pets`, { method: "POST", headers, body: JSON.stringify(pet) })
         if (response.status !== 201) throw new Error(`status ${response.status}`)

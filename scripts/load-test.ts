@@ -73,13 +73,20 @@ try {
       ? fetch(`${server.url}/v1/pets`, {
         method: "POST",
         headers: n % 10 === 0 ? { ...headers, "idempotency-key": `load-${client}-${n}` } : headers,
-        body: JSON.stringify({ name: `load ${client}.${n}`, categoryId: n, ...(n % 3 === 0 ? {} : { status: "available" }) })
+        body: JSON.stringify({
+          name: `load ${client}.${n}`,
+          categoryId: n,
+          ...(n % 3 === 0 ? {} : { status: "available" })
+        })
       })
       : roll < 0.4
       ? fetch(`${server.url}/v1/pets/${1 + Math.floor(Math.random() * Math.max(1, highestId))}`, { headers })
-      : fetch(`${server.url}/v1/pets?limit=${1 + Math.floor(Math.random() * 100)}${roll < 0.6 ? "&status=available" : ""}`, {
-        headers
-      })
+      : fetch(
+        `${server.url}/v1/pets?limit=${1 + Math.floor(Math.random() * 100)}${roll < 0.6 ? "&status=available" : ""}`,
+        {
+          headers
+        }
+      )
     try {
       const response = await request
       const text = await response.text()
@@ -121,7 +128,8 @@ try {
   const before = outcomes.filter((o) => o.sentAt < refusalsFrom)
   const after = outcomes.filter((o) => o.sentAt >= refusalsFrom)
   const latencies = before.map((o) => o.ms).sort((a, b) => a - b)
-  const percentile = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((latencies.length * p) / 100))] ?? NaN
+  const percentile = (p: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor((latencies.length * p) / 100))] ?? NaN
   const result = {
     durationSeconds: (performance.now() - startedAt) / 1000,
     connections,
@@ -149,7 +157,9 @@ try {
   console.log(
     `${result.requests} requests in ${result.durationSeconds.toFixed(1)} s from ${connections} connections ` +
       `(${result.requestsPerSecond.toFixed(0)}/s): by status ${JSON.stringify(result.byStatus)}\n` +
-      `errors ${result.errors}, 5xx ${result.serverErrors}, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms\n` +
+      `errors ${result.errors}, 5xx ${result.serverErrors}, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${
+        result.p99Ms.toFixed(1)
+      } ms\n` +
       (sigtermAfter > 0
         ? `SIGTERM after ${sigtermAfter} s with a grace of ${graceSeconds} s: every request sent before the grace's end answered in full (${result.errors} cut off); ` +
           `${result.sentAfterSignal} sent after it, ${result.refusedAfterSignal} refused; server exit code ${exitCode}`

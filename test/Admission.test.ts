@@ -13,7 +13,9 @@ const burst = (servers: ReadonlyArray<Server>, count: number, headers: Record<st
   Promise.all(
     Array.from({ length: count }, (_, i) =>
       fetch(`${servers[i % servers.length]!.url}/v1/pets`, { headers: { connection: "close", ...headers } })
-        .then((response) => response.status))
+        .then((response) =>
+          response.status
+        ))
   )
 
 const tally = (statuses: ReadonlyArray<number>) =>
@@ -37,7 +39,8 @@ describe("admission across instances on one PostgreSQL database, behind a truste
 
       // The attacker's own valid key, other clients' keys and other clients' mistakes are answered as usual.
       for (const server of servers) {
-        const call = (headers: Record<string, string>) => fetch(`${server.url}/v1/pets`, { headers }).then((r) => r.status)
+        const call = (headers: Record<string, string>) =>
+          fetch(`${server.url}/v1/pets`, { headers }).then((r) => r.status)
         expect(await call({ ...attacker, authorization: `Bearer ${key}` })).toBe(200)
         expect(await call({ "x-forwarded-for": "198.51.100.7", authorization: `Bearer ${key}` })).toBe(200)
         expect(await call({ "x-forwarded-for": "198.51.100.8", authorization: "Bearer ps_test_typo" })).toBe(401)
@@ -75,12 +78,16 @@ describe("admission with WORKERS on SQLite, clients connecting directly", () => 
     try {
       for (let i = 0; i < 100 && server.logs().split(`"listening"`).length < 3; i++) await Bun.sleep(50)
       // Forwarding headers from a peer that is not trusted change nothing.
-      const counts = tally(await burst([server], 200, { authorization: "Bearer ps_test_guess", "x-forwarded-for": "1.2.3.4" }))
+      const counts = tally(
+        await burst([server], 200, { authorization: "Bearer ps_test_guess", "x-forwarded-for": "1.2.3.4" })
+      )
       expect(counts[401]).toBeGreaterThanOrEqual(1)
       expect(counts[401]).toBeLessThanOrEqual(20)
       expect(counts[401]! + counts[429]!).toBe(200)
       for (let i = 0; i < 4; i++) {
-        const status = await fetch(`${server.url}/v1/pets`, { headers: { connection: "close", authorization: `Bearer ${key}` } })
+        const status = await fetch(`${server.url}/v1/pets`, {
+          headers: { connection: "close", authorization: `Bearer ${key}` }
+        })
         expect(status.status).toBe(200)
       }
     } finally {

@@ -17,7 +17,9 @@ interface Rule {
 }
 
 const rulesText = readFileSync(rulesFile, "utf8")
-const { groups } = Bun.YAML.parse(rulesText) as { groups: Array<{ readonly interval?: string; readonly rules: Array<Rule> }> }
+const { groups } = Bun.YAML.parse(rulesText) as {
+  groups: Array<{ readonly interval?: string; readonly rules: Array<Rule> }>
+}
 const rules = groups.flatMap((group) => group.rules)
 
 /** docs/operations.md's Alerts section, up to the next section. */
@@ -28,7 +30,8 @@ const alertsSection = () => {
 }
 
 /** The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens. */
-const anchorOf = (heading: string) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-")
+const anchorOf = (heading: string) =>
+  heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-")
 
 /** The unit tests run against `rules` in place of the file's: promtool's exit code and what it printed. */
 const unitTestsAgainst = (rules: string) => {
@@ -72,15 +75,18 @@ describe("the alerting rules (deploy/prometheus/petstore-alerts.yml)", () => {
       failsAt: "45m"
     },
     {
-      what: "the database alert as it was (a 5-minute rate above 1 a minute, for 5 minutes): a minute's outage is not reported within 2 minutes",
+      what:
+        "the database alert as it was (a 5-minute rate above 1 a minute, for 5 minutes): a minute's outage is not reported within 2 minutes",
       from: `sum by (instance) (rate(db_client_operation_errors_total{job="petstore"}[1m])) > 0\n        for: 90s`,
       to: `sum by (instance) (rate(db_client_operation_errors_total{job="petstore"}[5m])) > 1/60\n        for: 5m`,
       failsAt: "12m"
     },
     {
       what: "the readiness alert as it was (a 2-minute rate, for 2 minutes): a rolling update fires it",
-      from: `http_response_status_code="503"}[1m])) > 0\n          or max by (instance) (up{job="petstore"} == 0)\n        for: 3m`,
-      to: `http_response_status_code="503"}[2m])) > 0\n          or max by (instance) (up{job="petstore"} == 0)\n        for: 2m`,
+      from:
+        `http_response_status_code="503"}[1m])) > 0\n          or max by (instance) (up{job="petstore"} == 0)\n        for: 3m`,
+      to:
+        `http_response_status_code="503"}[2m])) > 0\n          or max by (instance) (up{job="petstore"} == 0)\n        for: 2m`,
       failsAt: "40m"
     },
     {

@@ -1,13 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted } from "effect"
-import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
 import { ApiKeyAlreadyRevoked, ApiKeyNotFound, ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
 import { AppConfig } from "../src/Config/AppConfig.js"
 import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
-const stores = (environment: "production" | "staging"): ReadonlyArray<readonly [string, Layer.Layer<ApiKeys, unknown>]> => [
+const stores = (
+  environment: "production" | "staging"
+): ReadonlyArray<readonly [string, Layer.Layer<ApiKeys, unknown>]> => [
   ["in memory", ApiKeys.InMemory.pipe(Layer.provide(AppConfig.make({ environment })))],
   ["SQLite", ApiKeys.Sql.pipe(Layer.provide(TemporarySqlite), Layer.provide(AppConfig.make({ environment })))],
   ["PostgreSQL", ApiKeys.Sql.pipe(Layer.provide(TemporaryPostgres), Layer.provide(AppConfig.make({ environment })))]
@@ -49,7 +51,9 @@ for (const [name, store] of stores("staging")) {
         yield* Effect.sleep("5 millis")
         const again = yield* Effect.flip(keys.revoke(1))
         expect(again).toBeInstanceOf(ApiKeyAlreadyRevoked)
-        expect(again.message).toBe(`id: API key 1 (alice) was already revoked at ${Option.getOrThrow(first.revokedAt).toISOString()}`)
+        expect(again.message).toBe(
+          `id: API key 1 (alice) was already revoked at ${Option.getOrThrow(first.revokedAt).toISOString()}`
+        )
         const [listed] = yield* keys.list
         expect(listed!.revokedAt).toStrictEqual(first.revokedAt)
       }).pipe(Effect.provide(store)))

@@ -15,7 +15,9 @@ describe("authentication", () => {
       for (
         const [method, path] of [["GET", "/v1/pets"], ["POST", "/v1/pets"], ["GET", "/v1/pets/1"]] as const
       ) {
-        const response = yield* send(method, path, { body: method === "POST" ? `{"name":"Rex","categoryId":1}` : undefined })
+        const response = yield* send(method, path, {
+          body: method === "POST" ? `{"name":"Rex","categoryId":1}` : undefined
+        })
         expect(response.status, path).toBe(401)
         expect(response.headers["www-authenticate"]).toBe(`Bearer realm="petstore"`)
         expect(response.headers["content-type"]).toBe("application/json")
@@ -46,7 +48,9 @@ describe("authentication", () => {
     Effect.gen(function*() {
       const { key } = yield* createKey()
       for (const scheme of ["Bearer", "bearer", "BEARER", "bEaReR"]) {
-        const response = yield* send("GET", "/v1/pets", { headers: { authorization: `${scheme} ${Redacted.value(key)}` } })
+        const response = yield* send("GET", "/v1/pets", {
+          headers: { authorization: `${scheme} ${Redacted.value(key)}` }
+        })
         expect(response.status, scheme).toBe(200)
       }
     }).pipe(Effect.provide(TestServer)))

@@ -94,41 +94,45 @@ describe("bad files at start: a clear message, exit code 1, nothing overwritten"
     }
   })
 
-  it.skipIf(!canMount)("a full disk: refused at start; at run time 503 database_unavailable with Retry-After, stored pets intact, back once space is freed", async () => {
-    using full = smallDisk("512k")!
-    full.fill()
-    const refused = await startFailing(join(full.path, "petstore.db"))
-    expect(refused.exitCode).toBe(1)
-    expect(refused.output).toContain("(the disk is full)")
-    noStackTrace(refused.output)
+  it.skipIf(!canMount)(
+    "a full disk: refused at start; at run time 503 database_unavailable with Retry-After, stored pets intact, back once space is freed",
+    async () => {
+      using full = smallDisk("512k")!
+      full.fill()
+      const refused = await startFailing(join(full.path, "petstore.db"))
+      expect(refused.exitCode).toBe(1)
+      expect(refused.output).toContain("(the disk is full)")
+      noStackTrace(refused.output)
 
-    using disk = smallDisk("8m")!
-    const env = { DATABASE_URL: join(disk.path, "petstore.db") }
-    const key = await createDatabase(env.DATABASE_URL)
-    const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
-    const server = await startServer(env)
-    try {
-      const create = (name: string) =>
-        fetch(`${server.url}/v1/pets`, { method: "POST", headers, body: JSON.stringify({ name, categoryId: 1 }) })
-      expect((await create("before")).status).toBe(201)
-      disk.fill()
-      // Enough writes to need new WAL pages on the full disk.
-      let failed: Response | undefined
-      for (let i = 0; i < 2000 && failed === undefined; i++) {
-        const response = await create(`while full ${i} ${"x".repeat(200)}`)
-        if (response.status !== 201) failed = response
+      using disk = smallDisk("8m")!
+      const env = { DATABASE_URL: join(disk.path, "petstore.db") }
+      const key = await createDatabase(env.DATABASE_URL)
+      const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
+      const server = await startServer(env)
+      try {
+        const create = (name: string) =>
+          fetch(`${server.url}/v1/pets`, { method: "POST", headers, body: JSON.stringify({ name, categoryId: 1 }) })
+        expect((await create("before")).status).toBe(201)
+        disk.fill()
+        // Enough writes to need new WAL pages on the full disk.
+        let failed: Response | undefined
+        for (let i = 0; i < 2000 && failed === undefined; i++) {
+          const response = await create(`while full ${i} ${"x".repeat(200)}`)
+          if (response.status !== 201) failed = response
+        }
+        expect(failed?.status).toBe(503)
+        expect(failed!.headers.get("retry-after")).toBe("1")
+        expect(await failed!.json()).toEqual({ code: "database_unavailable", message: expect.any(String), status: 503 })
+        const stored = await (await fetch(`${server.url}/v1/pets?limit=1`, { headers })).json()
+        expect(stored).toEqual([{ id: 1, name: "before", categoryId: 1 }])
+        disk.free()
+        expect((await create("after")).status).toBe(201)
+        noStackTrace(server.logs())
+        expect(server.logs()).toMatch(/"database unavailable".*database or disk is full/)
+      } finally {
+        await server.stop()
       }
-      expect(failed?.status).toBe(503)
-      expect(failed!.headers.get("retry-after")).toBe("1")
-      expect(await failed!.json()).toEqual({ code: "database_unavailable", message: expect.any(String), status: 503 })
-      const stored = await (await fetch(`${server.url}/v1/pets?limit=1`, { headers })).json()
-      expect(stored).toEqual([{ id: 1, name: "before", categoryId: 1 }])
-      disk.free()
-      expect((await create("after")).status).toBe(201)
-      noStackTrace(server.logs())
-      expect(server.logs()).toMatch(/"database unavailable".*database or disk is full/)
-    } finally {
-      await server.stop()
-    }
-  }, 60_000)
+    },
+    60_000
+  )
 })

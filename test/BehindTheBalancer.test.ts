@@ -18,7 +18,9 @@ const ask = async (url: string, init: RequestInit, sentAt: number): Promise<Answ
     const response = await fetch(url, init)
     const text = await response.text()
     const contentType = response.headers.get("content-type")
-    const code = contentType?.startsWith("application/json") && response.status >= 400 ? JSON.parse(text).code : undefined
+    const code = contentType?.startsWith("application/json") && response.status >= 400
+      ? JSON.parse(text).code
+      : undefined
     return { sentAt, status: response.status, contentType, retryAfter: response.headers.get("retry-after"), code }
   } catch (error) {
     return { sentAt, status: String(error), contentType: null, retryAfter: null, code: undefined }
@@ -58,10 +60,13 @@ const openLoad = (url: string, key: string, perSecond: number, seconds: number) 
 const statusFrom = (from: string, url: string, path: string, headers: Record<string, string>) =>
   new Promise<number>((resolve, reject) => {
     const { hostname, port } = new URL(url)
-    const request = httpRequest({ host: hostname, port: Number(port), path, headers, localAddress: from }, (response) => {
-      response.resume()
-      response.on("end", () => resolve(response.statusCode ?? 0))
-    })
+    const request = httpRequest(
+      { host: hostname, port: Number(port), path, headers, localAddress: from },
+      (response) => {
+        response.resume()
+        response.on("end", () => resolve(response.statusCode ?? 0))
+      }
+    )
     request.on("error", reject)
     request.end()
   })
@@ -83,7 +88,9 @@ const silentBackend = () => {
         socket.data.answered = true
         const text = chunk.toString()
         if (text.startsWith("GET /readyz")) {
-          socket.end(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${ready.length}\r\nconnection: close\r\n\r\n${ready}`)
+          socket.end(
+            `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${ready.length}\r\nconnection: close\r\n\r\n${ready}`
+          )
         } else {
           received.push(text.slice(0, text.indexOf("\r\n\r\n")))
           socket.end()
@@ -98,7 +105,9 @@ const silentBackend = () => {
 const counted503 = async (metricsPort: number) => {
   const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
   return text.split("\n")
-    .filter((line) => line.startsWith("http_server_request_duration_seconds_count{") && line.includes(`http_response_status_code="503"`))
+    .filter((line) =>
+      line.startsWith("http_server_request_duration_seconds_count{") && line.includes(`http_response_status_code="503"`)
+    )
     .filter((line) => !line.includes(`http_route="/readyz"`))
     .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0)
 }
@@ -172,11 +181,17 @@ describe("two instances on one PostgreSQL behind HAProxy (deploy/haproxy/haproxy
           body: JSON.stringify({ name: `retried ${n}`, categoryId: 1 })
         }).then(async (response) => (await response.arrayBuffer(), response.status), () => "closed" as const)
       // Round robin: of two requests in a row, one meets the backend that closes.
-      const statuses = { unkeyed: [] as Array<number | "closed">, keyed: [] as Array<number | "closed">, reads: [] as Array<number> }
+      const statuses = {
+        unkeyed: [] as Array<number | "closed">,
+        keyed: [] as Array<number | "closed">,
+        reads: [] as Array<number>
+      }
       for (let n = 0; n < 4; n++) statuses.unkeyed.push(await create(n))
       for (let n = 0; n < 4; n++) statuses.keyed.push(await create(n, `retried-${n}-${Date.now()}`))
       for (let n = 0; n < 4; n++) {
-        statuses.reads.push(await fetch(`${retrying.url}/v1/pets`, { headers }).then(async (r) => (await r.arrayBuffer(), r.status)))
+        statuses.reads.push(
+          await fetch(`${retrying.url}/v1/pets`, { headers }).then(async (r) => (await r.arrayBuffer(), r.status))
+        )
       }
       const closedOn = silent.received.filter((head) => head.startsWith("POST") && !/^idempotency-key:/im.test(head))
       // Each create without a key that met the closing backend failed as it did (HAProxy closes the
@@ -193,44 +208,51 @@ describe("two instances on one PostgreSQL behind HAProxy (deploy/haproxy/haproxy
     }
   })
 
-  it("PostgreSQL frozen 10 s under 200 requests a second: every answer 2xx or the service's JSON 503 with Retry-After, each counted; 2xx again within 5 s of its return; no instance taken out", async () => {
-    const before = (await Promise.all(metricsPorts.map(counted503))).reduce((a, b) => a + b, 0)
-    const seen = new Set<string>()
-    let watching = true
-    const watcher = (async () => {
-      while (watching) {
-        for (const state of Object.values(await balancer!.states().catch(() => ({})))) seen.add(state)
-        await Bun.sleep(100)
+  it(
+    "PostgreSQL frozen 10 s under 200 requests a second: every answer 2xx or the service's JSON 503 with Retry-After, each counted; 2xx again within 5 s of its return; no instance taken out",
+    async () => {
+      const before = (await Promise.all(metricsPorts.map(counted503))).reduce((a, b) => a + b, 0)
+      const seen = new Set<string>()
+      let watching = true
+      const watcher = (async () => {
+        while (watching) {
+          for (const state of Object.values(await balancer!.states().catch(() => ({})))) seen.add(state)
+          await Bun.sleep(100)
+        }
+      })()
+      const load = openLoad(balancer!.url, key, 200, 19)
+      await Bun.sleep(2000)
+      postgres!.freeze()
+      // The outage itself lasts 10 s: a drill's duration, not a wait for a condition.
+      await Bun.sleep(10_000)
+      postgres!.thaw()
+      const thawedAt = performance.now()
+      const answers = await load.finished
+      watching = false
+      await watcher
+
+      const failed = answers.filter((answer) => answer.status !== 200 && answer.status !== 201)
+      expect(failed.length).toBeGreaterThan(50)
+      const notTheService = failed.filter((answer) =>
+        !(answer.status === 503 && answer.contentType?.startsWith("application/json") && answer.retryAfter !== null &&
+          answer.code === "database_unavailable")
+      )
+      expect(notTheService, JSON.stringify(notTheService.slice(0, 5))).toEqual([])
+      const lateFailures = failed.filter((answer) => answer.sentAt > thawedAt + 5000)
+      expect(lateFailures, `${lateFailures.length} failed more than 5 s after the database returned`).toEqual([])
+      expect(answers.filter((answer) => answer.sentAt > thawedAt + 5000).length).toBeGreaterThan(100)
+      expect([...seen]).toEqual(["UP"])
+
+      // An answer is counted as it is written: the last of them a moment after the client has it.
+      const counted = async () => (await Promise.all(metricsPorts.map(counted503))).reduce((a, b) => a + b, 0) - before
+      for (
+        const givenUpAt = performance.now() + 2000;
+        (await counted()) !== failed.length && performance.now() < givenUpAt;
+      ) {
+        await Bun.sleep(50)
       }
-    })()
-    const load = openLoad(balancer!.url, key, 200, 19)
-    await Bun.sleep(2000)
-    postgres!.freeze()
-    // The outage itself lasts 10 s: a drill's duration, not a wait for a condition.
-    await Bun.sleep(10_000)
-    postgres!.thaw()
-    const thawedAt = performance.now()
-    const answers = await load.finished
-    watching = false
-    await watcher
-
-    const failed = answers.filter((answer) => answer.status !== 200 && answer.status !== 201)
-    expect(failed.length).toBeGreaterThan(50)
-    const notTheService = failed.filter((answer) =>
-      !(answer.status === 503 && answer.contentType?.startsWith("application/json") && answer.retryAfter !== null &&
-        answer.code === "database_unavailable")
-    )
-    expect(notTheService, JSON.stringify(notTheService.slice(0, 5))).toEqual([])
-    const lateFailures = failed.filter((answer) => answer.sentAt > thawedAt + 5000)
-    expect(lateFailures, `${lateFailures.length} failed more than 5 s after the database returned`).toEqual([])
-    expect(answers.filter((answer) => answer.sentAt > thawedAt + 5000).length).toBeGreaterThan(100)
-    expect([...seen]).toEqual(["UP"])
-
-    // An answer is counted as it is written: the last of them a moment after the client has it.
-    const counted = async () => (await Promise.all(metricsPorts.map(counted503))).reduce((a, b) => a + b, 0) - before
-    for (const givenUpAt = performance.now() + 2000; (await counted()) !== failed.length && performance.now() < givenUpAt;) {
-      await Bun.sleep(50)
-    }
-    expect(await counted()).toBe(failed.length)
-  }, 60_000)
+      expect(await counted()).toBe(failed.length)
+    },
+    60_000
+  )
 })

@@ -56,7 +56,9 @@ const freshCheckout = (npmrc: { readonly global: string; readonly user: string; 
   writeFileSync(join(machine.path, "npm", "etc", "npmrc"), npmrc.global)
   writeFileSync(join(machine.path, "user.npmrc"), npmrc.user)
   writeFileSync(join(project, ".npmrc"), npmrc.project)
-  const path = (process.env.PATH ?? "").split(delimiter).filter((folder) => folder !== "" && !existsSync(join(folder, "bun")))
+  const path = (process.env.PATH ?? "").split(delimiter).filter((folder) =>
+    folder !== "" && !existsSync(join(folder, "bun"))
+  )
   /** `sh scripts/with-bun.sh …args` started in the checkout; what it wrote is read as it comes. */
   const start = (args: ReadonlyArray<string>) => {
     const startedAt = performance.now()
@@ -84,10 +86,12 @@ const freshCheckout = (npmrc: { readonly global: string; readonly user: string; 
         stderr.text += decoder.decode(read.value, { stream: true })
       }
     })()
-    const finished = Promise.all([new Response(proc.stdout).text(), proc.exited, stderrRead]).then(([stdout, exitCode]) => {
-      leftBehind.delete(run)
-      return { exitCode, stdout, stderr: stderr.text, seconds: (performance.now() - startedAt) / 1000 }
-    })
+    const finished = Promise.all([new Response(proc.stdout).text(), proc.exited, stderrRead]).then(
+      ([stdout, exitCode]) => {
+        leftBehind.delete(run)
+        return { exitCode, stdout, stderr: stderr.text, seconds: (performance.now() - startedAt) / 1000 }
+      }
+    )
     return { stderr, finished }
   }
   const installed = () => existsSync(join(project, ".tools", "node_modules", ".bin", "bun"))
@@ -142,29 +146,36 @@ const fakeBunPackage = () => {
   }
 }
 
-const failureLine = (registry: string) => `Could not install Bun 1.4.5 from the npm registry ${registry} (npm's reason is above).`
+const failureLine = (registry: string) =>
+  `Could not install Bun 1.4.5 from the npm registry ${registry} (npm's reason is above).`
 
 describe("installing Bun where it is missing (scripts/with-bun.sh)", () => {
-  it("reads the global, the user's and the project's npmrc, as npm run in the project does, and names the registry that failed", async () => {
-    using proxy = fakeRegistry(() => new Response("down for maintenance", { status: 500 }))
-    const result = await installBun({
-      global: "registry=http://registry.invalid/\n",
-      user: `proxy=${proxy.url}\nfetch-retries=0\n`,
-      project: "//registry.invalid/:_authToken=from-the-project\n"
-    })
-    // The registry from the global file, through the proxy from the user's, with the project's token,
-    // tried once as the user's file asks.
-    expect(proxy.requests).toEqual([{ url: "http://registry.invalid/bun", authorization: "Bearer from-the-project" }])
-    expect(result.exitCode).toBe(1)
-    expect(result.stderr).toContain("npm error 500 Internal Server Error - GET http://registry.invalid/bun")
-    expect(result.stderr).toContain(failureLine("http://registry.invalid/"))
-    expect(result.stdout).toBe("")
-    expect(result.installed).toBe(false)
-  }, 30_000)
+  it(
+    "reads the global, the user's and the project's npmrc, as npm run in the project does, and names the registry that failed",
+    async () => {
+      using proxy = fakeRegistry(() => new Response("down for maintenance", { status: 500 }))
+      const result = await installBun({
+        global: "registry=http://registry.invalid/\n",
+        user: `proxy=${proxy.url}\nfetch-retries=0\n`,
+        project: "//registry.invalid/:_authToken=from-the-project\n"
+      })
+      // The registry from the global file, through the proxy from the user's, with the project's token,
+      // tried once as the user's file asks.
+      expect(proxy.requests).toEqual([{ url: "http://registry.invalid/bun", authorization: "Bearer from-the-project" }])
+      expect(result.exitCode).toBe(1)
+      expect(result.stderr).toContain("npm error 500 Internal Server Error - GET http://registry.invalid/bun")
+      expect(result.stderr).toContain(failureLine("http://registry.invalid/"))
+      expect(result.stdout).toBe("")
+      expect(result.installed).toBe(false)
+    },
+    30_000
+  )
 
   it("a registry that stops answering: npm's reason and the registry are told within the minute", async () => {
     // The first request fails at once and the retry hangs: npm's own bounds would wait 5 minutes.
-    using registry = fakeRegistry((attempt) => attempt === 1 ? new Response("", { status: 503 }) : new Promise(() => {}))
+    using registry = fakeRegistry((attempt) =>
+      attempt === 1 ? new Response("", { status: 503 }) : new Promise(() => {})
+    )
     const result = await installBun({ global: "", user: "", project: `registry=${registry.url}\n` })
     expect(result.exitCode).toBe(1)
     expect(result.seconds).toBeLessThan(60)
@@ -201,7 +212,10 @@ describe("installing Bun where it is missing (scripts/with-bun.sh)", () => {
       release()
       const results = await finished
       for (const result of results) expect(result, result.stderr).toMatchObject({ exitCode: 0, stdout: "1.4.5\n" })
-      expect(registry.requests.map(({ url }) => url)).toEqual([`${registry.url}bun`, `${registry.url}bun/-/bun-1.4.5.tgz`])
+      expect(registry.requests.map(({ url }) => url)).toEqual([
+        `${registry.url}bun`,
+        `${registry.url}bun/-/bun-1.4.5.tgz`
+      ])
       expect(results.filter(({ stderr }) => stderr.includes("Installing Bun 1.4.5"))).toHaveLength(1)
       expect(results.filter(({ stderr }) => stderr.includes("Waiting for another command"))).toHaveLength(1)
       expect(readFileSync(join(checkout.project, "installs.log"), "utf8")).toBe("install\n")

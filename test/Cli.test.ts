@@ -27,6 +27,7 @@ const onTerminal = async (command: string, env: Record<string, string>) => {
   return output
 }
 
+// oxlint-disable-next-line no-control-regex -- the escape that starts a colour is what is looked for
 const ansi = /\x1b\[/
 
 describe("petstore, the command line", () => {
@@ -35,10 +36,15 @@ describe("petstore, the command line", () => {
     const env = { ...clean, DATABASE_URL: join(folder.path, "petstore.db") }
     const server = await startServer(env)
     try {
-      const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "cli"], env)).stdout.trim().split("\n").at(-1)!
+      const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "cli"], env)).stdout.trim().split("\n").at(
+        -1
+      )!
       const withKey = { ...env, PETSTORE_API_KEY: key }
 
-      const fromVariable = await runCommand(["src/bin/cli.ts", "pets", "list", "--json"], { ...withKey, PETSTORE_BASE_URL: server.url })
+      const fromVariable = await runCommand(["src/bin/cli.ts", "pets", "list", "--json"], {
+        ...withKey,
+        PETSTORE_BASE_URL: server.url
+      })
       expect(fromVariable.stderr).toBe("")
       expect(JSON.parse(fromVariable.stdout)).toEqual([])
 
@@ -53,7 +59,9 @@ describe("petstore, the command line", () => {
       // Neither: the local default, named in the error when nothing answers there.
       const fromDefault = await runCommand(["src/bin/cli.ts", "pets", "list"], withKey)
       expect(fromDefault.exitCode).toBe(1)
-      expect(fromDefault.stderr).toMatch(/^base URL: nothing answers at http:\/\/localhost:3000 .*; set --base-url or PETSTORE_BASE_URL\n$/)
+      expect(fromDefault.stderr).toMatch(
+        /^base URL: nothing answers at http:\/\/localhost:3000 .*; set --base-url or PETSTORE_BASE_URL\n$/
+      )
     } finally {
       await server.stop()
     }
@@ -62,13 +70,29 @@ describe("petstore, the command line", () => {
   it("reports each error as one plain line naming the field and the rule, and exits 1", async () => {
     const env = { ...clean, PETSTORE_API_KEY: "ps_test_unused", PETSTORE_BASE_URL: "http://127.0.0.1:9" }
     const cases: ReadonlyArray<readonly [ReadonlyArray<string>, Record<string, string>, string]> = [
-      [["pets", "create", "--name", "", "--category-id", "1"], env, "--name: must be a string of 1 to 255 characters of Unicode text without U+0000"],
-      [["pets", "create", "--name", "Rex", "--category-id", "x1"], env, "--category-id: must be an integer (got \"x1\")"],
+      [
+        ["pets", "create", "--name", "", "--category-id", "1"],
+        env,
+        "--name: must be a string of 1 to 255 characters of Unicode text without U+0000"
+      ],
+      [
+        ["pets", "create", "--name", "Rex", "--category-id", "x1"],
+        env,
+        "--category-id: must be an integer (got \"x1\")"
+      ],
       [["pets", "list", "--limit", "0"], env, "--limit: must be an integer from 1 to 100"],
       [["pets", "list", "--status", "lost"], env, "--status: must be one of available, pending, sold (got \"lost\")"],
       [["pets", "get", "abc"], env, "id: must be an integer (got \"abc\")"],
-      [["pets", "list", "--base-url", "localhost:3000"], env, "--base-url: must be an absolute http(s) URL (got \"localhost:3000\")"],
-      [["pets", "list"], { ...env, PETSTORE_BASE_URL: "ftp://x" }, "PETSTORE_BASE_URL: must be an absolute http(s) URL"],
+      [
+        ["pets", "list", "--base-url", "localhost:3000"],
+        env,
+        "--base-url: must be an absolute http(s) URL (got \"localhost:3000\")"
+      ],
+      [
+        ["pets", "list"],
+        { ...env, PETSTORE_BASE_URL: "ftp://x" },
+        "PETSTORE_BASE_URL: must be an absolute http(s) URL"
+      ],
       [["pets", "list"], { ...env, PETSTORE_API_KEY: "" }, "PETSTORE_API_KEY: must be set"],
       [["pets", "create", "--category-id", "1"], env, "Expected to find option: '--name'"]
     ]
@@ -133,7 +157,9 @@ describe("what petstore pets prints", () => {
 
   it("an error names the option that set the field, and where inside it: a list's item by its position", () => {
     expect(newPetOptionNames).toMatchObject({ name: "--name", categoryId: "--category-id" })
-    const Tagged = Schema.Struct({ tags: Schema.Array(Schema.String.check(Schema.isMinLength(1, { message: "must not be empty" }))) })
+    const Tagged = Schema.Struct({
+      tags: Schema.Array(Schema.String.check(Schema.isMinLength(1, { message: "must not be empty" })))
+    })
     const error = Effect.runSync(Effect.flip(Schema.decodeUnknownEffect(Tagged)({ tags: ["a", ""] })))
     expect(describeFailure(error, { tags: "--tags" })).toBe("--tags (value 2): must not be empty")
   })

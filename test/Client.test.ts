@@ -3,16 +3,18 @@ import { Effect, Layer, Logger, Redacted, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { createPetStoreClient, Gone, NotFound, Unauthorized } from "../src/client.js"
 import { PetStoreClient } from "../src/Client/PetStoreClient.js"
 import { petTable } from "../src/CommandLine/PetTable.js"
-import { createPetStoreClient, Gone, NotFound, Unauthorized } from "../src/client.js"
 import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 import { createKey, TestServer } from "./support/TestServer.js"
 
 /** The client over the in-memory test server, with a fresh key. */
 const InMemoryClient = Layer.unwrap(
-  Effect.map(createKey(), ({ key }) =>
-    PetStoreClient.layerWithoutHttpClient({ target: { baseUrl: "" }, apiKey: key, retryBaseDelay: "1 millis" })
+  Effect.map(
+    createKey(),
+    ({ key }) =>
+      PetStoreClient.layerWithoutHttpClient({ target: { baseUrl: "" }, apiKey: key, retryBaseDelay: "1 millis" })
   )
 ).pipe(Layer.provideMerge(TestServer))
 
@@ -47,7 +49,9 @@ describe("PetStoreClient, against the in-memory service", () => {
       const first = yield* client.createPet({ name: "Rex", categoryId: 1 }, { idempotencyKey: "rex-once" })
       const again = yield* client.createPet({ name: "Rex", categoryId: 1 }, { idempotencyKey: "rex-once" })
       expect(again).toEqual(first)
-      const reused = yield* Effect.flip(client.createPet({ name: "Tom", categoryId: 1 }, { idempotencyKey: "rex-once" }))
+      const reused = yield* Effect.flip(
+        client.createPet({ name: "Tom", categoryId: 1 }, { idempotencyKey: "rex-once" })
+      )
       expect(reused).toMatchObject({ _tag: "UnprocessableContent", code: "idempotency_key_reused", status: 422 })
       expect((yield* client.listPets()).pets).toHaveLength(1)
     }).pipe(Effect.provide(InMemoryClient)))
@@ -90,7 +94,7 @@ describe("PetStoreClient, against the in-memory service", () => {
       expect(warnings).toEqual([
         "GET /v1/pets/{petId} is deprecated and will be removed on Thu, 05 Dec 2030 00:00:00 GMT; use listPets with status"
       ])
-    }).pipe(Effect.provide(InMemoryClient), Effect.provide(capture))
+    }).pipe(Effect.provide(Layer.provideMerge(InMemoryClient, capture)))
   })
 })
 
@@ -124,7 +128,9 @@ describe("PetStoreClient retries", () => {
   it.live("a GET after 503s, until it succeeds", () =>
     Effect.gen(function*() {
       using server = flakyServer(2)
-      const page = yield* Effect.flatMap(PetStoreClient, (client) => client.listPets()).pipe(Effect.provide(clientOf(server.url)))
+      const page = yield* Effect.flatMap(PetStoreClient, (client) => client.listPets()).pipe(
+        Effect.provide(clientOf(server.url))
+      )
       expect(page.pets).toEqual([{ id: 1, name: "Rex", categoryId: 1 }])
       expect(server.seen.length).toBe(3)
     }))
@@ -177,7 +183,9 @@ describe("the client against the real server process", () => {
   it("the Promise facade (under Bun and Node.js) and the command line", async () => {
     using folder = temporaryFolder()
     const env = { DATABASE_URL: join(folder.path, "petstore.db") }
-    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "client"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "client"], env)).stdout.trim().split("\n").at(
+      -1
+    )!
     const server = await startServer(env)
     try {
       const client = createPetStoreClient({ target: { baseUrl: server.url }, apiKey: key })

@@ -5,7 +5,9 @@ import { makeClientAddress, parseTrustedProxies } from "../src/Request/ClientAdd
 import { formatIp, parseIp } from "../src/Request/IpAddress.js"
 
 const request = (peer: string, headers: Record<string, string> = {}) =>
-  HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets", { headers })).modify({ remoteAddress: Option.some(peer) })
+  HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets", { headers })).modify({
+    remoteAddress: Option.some(peer)
+  })
 
 const behind = (trusted: string) => makeClientAddress(parseTrustedProxies(trusted).ranges)
 
@@ -30,12 +32,16 @@ describe("TRUSTED_PROXIES", () => {
 
 describe("the client's address", () => {
   it("is the peer when no proxy is trusted, whatever the forwarding headers say", () => {
-    const client = behind("")(request("198.51.100.7", { "x-forwarded-for": "203.0.113.1", forwarded: "for=203.0.113.2" }))
+    const client = behind("")(
+      request("198.51.100.7", { "x-forwarded-for": "203.0.113.1", forwarded: "for=203.0.113.2" })
+    )
     expect(client).toEqual({ text: "198.51.100.7", limitedAs: "198.51.100.7" })
   })
 
   it("is the peer when the peer is not a trusted proxy", () => {
-    expect(behind("10.0.0.0/8")(request("198.51.100.7", { "x-forwarded-for": "203.0.113.1" })).text).toBe("198.51.100.7")
+    expect(behind("10.0.0.0/8")(request("198.51.100.7", { "x-forwarded-for": "203.0.113.1" })).text).toBe(
+      "198.51.100.7"
+    )
   })
 
   it("behind a trusted proxy, is the right-most X-Forwarded-For entry that is not a trusted proxy", () => {

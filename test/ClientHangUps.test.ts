@@ -45,12 +45,24 @@ describe("a client that hangs up is logged 499 client_closed_request, never as a
 
   it("a body cut short of its Content-Length", async () => {
     await sendThenHangUp(server.url, post("cut-declared", "Content-Length: 100\r\n") + `{"name":"Rex",`, 100)
-    expect(await loggedRequest(server.logs, "cut-declared")).toMatchObject({ method: "POST", path: "/v1/pets", status: 499 })
+    expect(await loggedRequest(server.logs, "cut-declared")).toMatchObject({
+      method: "POST",
+      path: "/v1/pets",
+      status: 499
+    })
   })
 
   it("a chunked body that stops before its last chunk", async () => {
-    await sendThenHangUp(server.url, post("cut-chunked", "Transfer-Encoding: chunked\r\n") + `e\r\n{"name":"Rex",\r\n`, 100)
-    expect(await loggedRequest(server.logs, "cut-chunked")).toMatchObject({ method: "POST", path: "/v1/pets", status: 499 })
+    await sendThenHangUp(
+      server.url,
+      post("cut-chunked", "Transfer-Encoding: chunked\r\n") + `e\r\n{"name":"Rex",\r\n`,
+      100
+    )
+    expect(await loggedRequest(server.logs, "cut-chunked")).toMatchObject({
+      method: "POST",
+      path: "/v1/pets",
+      status: 499
+    })
   })
 
   it("a connection closed while its failed authentication is slowed", async () => {
@@ -60,7 +72,11 @@ describe("a client that hangs up is logged 499 client_closed_request, never as a
       expect((await rawRequest(server.url, rawGet("/v1/pets", { ...wrong, "x-request-id": id }))).status).toBe(401)
     }
     await sendThenHangUp(server.url, rawGet("/v1/pets", { ...wrong, "x-request-id": "slowed-401" }), 50)
-    expect(await loggedRequest(server.logs, "slowed-401")).toMatchObject({ method: "GET", path: "/v1/pets", status: 499 })
+    expect(await loggedRequest(server.logs, "slowed-401")).toMatchObject({
+      method: "GET",
+      path: "/v1/pets",
+      status: 499
+    })
   })
 
   it("a POST with neither Content-Length nor chunks, its client waiting: 400 malformed_json as an empty body, never 499", async () => {
@@ -73,7 +89,11 @@ describe("a client that hangs up is logged 499 client_closed_request, never as a
       message: "body: is empty; a JSON object is required",
       status: 400
     })
-    expect(await loggedRequest(server.logs, "no-length")).toMatchObject({ method: "POST", path: "/v1/pets", status: 400 })
+    expect(await loggedRequest(server.logs, "no-length")).toMatchObject({
+      method: "POST",
+      path: "/v1/pets",
+      status: 400
+    })
   })
 
   it("none of them was logged as a failure of the service", () => {

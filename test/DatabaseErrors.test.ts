@@ -21,8 +21,7 @@ const databases: ReadonlyArray<readonly [string, Layer.Layer<SqlClient.SqlClient
   ["PostgreSQL", TemporaryPostgres]
 ]
 
-const defectOf = (exit: Exit.Exit<unknown, unknown>) =>
-  Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+const defectOf = (exit: Exit.Exit<unknown, unknown>) => Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
 
 for (const [name, database] of databases) {
   describe(`a store's statement through unavailableOrDie, ${name}`, () => {
@@ -64,17 +63,69 @@ describe("what a failed statement's reason means for a request", () => {
 
   it("a database away, busy, read-only or full is DatabaseUnavailable with the database's own words", () => {
     const cases: ReadonlyArray<readonly [SqlError, DatabaseUnavailable["reason"], string]> = [
-      [failed(new ConnectionError({ cause: driverError("ECONNREFUSED", "connect ECONNREFUSED 127.0.0.1:1") })), "unavailable", "connect ECONNREFUSED 127.0.0.1:1"],
-      [failed(new LockTimeoutError({ cause: driverError("SQLITE_BUSY", "database is locked") })), "busy", "database is locked"],
-      [failed(new StatementTimeoutError({ cause: driverError("57014", "canceling statement due to statement timeout") })), "busy", "canceling statement due to statement timeout"],
-      [failed(new UnknownError({ cause: driverError("57P01", "terminating connection due to administrator command") })), "unavailable", "terminating connection due to administrator command"],
-      [failed(new UnknownError({ cause: driverError("53300", "sorry, too many clients already") })), "unavailable", "sorry, too many clients already"],
-      [failed(new UnknownError({ cause: driverError("25P03", "terminating connection due to idle-in-transaction timeout") })), "unavailable", "terminating connection due to idle-in-transaction timeout"],
-      [failed(new UnknownError({ cause: driverError("SQLITE_FULL", "database or disk is full") })), "full", "database or disk is full"],
-      [failed(new UnknownError({ cause: driverError("53100", "could not extend file") })), "full", "could not extend file"],
-      [failed(new UnknownError({ cause: driverError("SQLITE_READONLY_DBMOVED", "attempt to write a readonly database") })), "read_only", "attempt to write a readonly database"],
-      [failed(new UnknownError({ cause: driverError("25006", "cannot execute INSERT in a read-only transaction") })), "read_only", "cannot execute INSERT in a read-only transaction"],
-      [failed(new UnknownError({ cause: driverError("SQLITE_CORRUPT", "database disk image is malformed") })), "unavailable", "database disk image is malformed"]
+      [
+        failed(new ConnectionError({ cause: driverError("ECONNREFUSED", "connect ECONNREFUSED 127.0.0.1:1") })),
+        "unavailable",
+        "connect ECONNREFUSED 127.0.0.1:1"
+      ],
+      [
+        failed(new LockTimeoutError({ cause: driverError("SQLITE_BUSY", "database is locked") })),
+        "busy",
+        "database is locked"
+      ],
+      [
+        failed(
+          new StatementTimeoutError({ cause: driverError("57014", "canceling statement due to statement timeout") })
+        ),
+        "busy",
+        "canceling statement due to statement timeout"
+      ],
+      [
+        failed(
+          new UnknownError({ cause: driverError("57P01", "terminating connection due to administrator command") })
+        ),
+        "unavailable",
+        "terminating connection due to administrator command"
+      ],
+      [
+        failed(new UnknownError({ cause: driverError("53300", "sorry, too many clients already") })),
+        "unavailable",
+        "sorry, too many clients already"
+      ],
+      [
+        failed(
+          new UnknownError({ cause: driverError("25P03", "terminating connection due to idle-in-transaction timeout") })
+        ),
+        "unavailable",
+        "terminating connection due to idle-in-transaction timeout"
+      ],
+      [
+        failed(new UnknownError({ cause: driverError("SQLITE_FULL", "database or disk is full") })),
+        "full",
+        "database or disk is full"
+      ],
+      [
+        failed(new UnknownError({ cause: driverError("53100", "could not extend file") })),
+        "full",
+        "could not extend file"
+      ],
+      [
+        failed(
+          new UnknownError({ cause: driverError("SQLITE_READONLY_DBMOVED", "attempt to write a readonly database") })
+        ),
+        "read_only",
+        "attempt to write a readonly database"
+      ],
+      [
+        failed(new UnknownError({ cause: driverError("25006", "cannot execute INSERT in a read-only transaction") })),
+        "read_only",
+        "cannot execute INSERT in a read-only transaction"
+      ],
+      [
+        failed(new UnknownError({ cause: driverError("SQLITE_CORRUPT", "database disk image is malformed") })),
+        "unavailable",
+        "database disk image is malformed"
+      ]
     ]
     for (const [error, reason, message] of cases) {
       expect(toUnavailable(error)).toEqual(new DatabaseUnavailable({ reason, message }))
@@ -96,7 +147,9 @@ describe("what a failed statement's reason means for a request", () => {
       expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
     }
     const busy = await Effect.runPromiseExit(
-      unavailableOrDie(Effect.fail(failed(new LockTimeoutError({ cause: driverError("55P03", "could not obtain lock") }))))
+      unavailableOrDie(
+        Effect.fail(failed(new LockTimeoutError({ cause: driverError("55P03", "could not obtain lock") })))
+      )
     )
     expect(busy).toEqual(Exit.fail(new DatabaseUnavailable({ reason: "busy", message: "could not obtain lock" })))
   })

@@ -80,7 +80,8 @@ describe("PostgreSQL faults under requests", () => {
         expect(answer.millis).toBeLessThan(requestTimeoutSeconds * 1000 + 500 + 500 + 500)
       }
       // A request's line is written after its answer: give it a moment.
-      const statuses = () => requestLines(server.logs()).filter((line) => line.path === "/v1/pets").map((line) => line.status)
+      const statuses = () =>
+        requestLines(server.logs()).filter((line) => line.path === "/v1/pets").map((line) => line.status)
       for (let waited = 0; statuses().length < 5 && waited < 40; waited++) await Bun.sleep(25)
       expect(statuses()).toEqual([201, 201, 201, 503, 503])
 
@@ -107,9 +108,12 @@ describe("PostgreSQL faults under requests", () => {
     let running = true
     const client = async (n: number) => {
       for (let i = 0; running; i++) {
-        const response = await fetch(`${server.url}/v1/pets${i % 2 === 0 ? "" : "?limit=5"}`, i % 2 === 0
-          ? { method: "POST", headers, body: JSON.stringify({ name: `c${n}.${i}`, categoryId: n }) }
-          : { headers }).catch(() => undefined)
+        const response = await fetch(
+          `${server.url}/v1/pets${i % 2 === 0 ? "" : "?limit=5"}`,
+          i % 2 === 0
+            ? { method: "POST", headers, body: JSON.stringify({ name: `c${n}.${i}`, categoryId: n }) }
+            : { headers }
+        ).catch(() => undefined)
         if (response === undefined) continue
         statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1)
         const body = await response.json()
@@ -127,11 +131,15 @@ describe("PostgreSQL faults under requests", () => {
       await Bun.sleep(1000)
       running = false
       await Promise.all(clients)
-      expect([...statuses.keys()].every((status) => [200, 201, 503].includes(status)), JSON.stringify([...statuses])).toBe(true)
+      expect([...statuses.keys()].every((status) => [200, 201, 503].includes(status)), JSON.stringify([...statuses]))
+        .toBe(true)
       expect(statuses.get(201)).toBeGreaterThan(0)
       const stored = new Set<number>()
       for (let cursor: string | undefined, first = true; first || cursor !== undefined; first = false) {
-        const response = await fetch(`${server.url}/v1/pets?limit=100${cursor === undefined ? "" : `&cursor=${cursor}`}`, { headers })
+        const response = await fetch(
+          `${server.url}/v1/pets?limit=100${cursor === undefined ? "" : `&cursor=${cursor}`}`,
+          { headers }
+        )
         for (const pet of await response.json()) {
           expect(stored.has(pet.id)).toBe(false)
           stored.add(pet.id)
@@ -192,7 +200,13 @@ describe("PostgreSQL out of connections (max_connections taken by other clients)
       await takeEverySlot(postgres.url, others)
       const answers = await Promise.all([
         ...Array.from({ length: 4 }, () => timed(fetch(`${server.url}/v1/pets`, { headers }))),
-        timed(fetch(`${server.url}/v1/pets`, { method: "POST", headers, body: JSON.stringify({ name: "full", categoryId: 1 }) }))
+        timed(
+          fetch(`${server.url}/v1/pets`, {
+            method: "POST",
+            headers,
+            body: JSON.stringify({ name: "full", categoryId: 1 })
+          })
+        )
       ])
       for (const answer of answers) {
         expect(answer.status, answer.body).toBe(503)
@@ -238,7 +252,9 @@ describe("an idempotent create cut off by an outage", () => {
         socket.on("close", () => resolve(text))
       })
       socket.write(
-        `POST /v1/pets HTTP/1.1\r\nhost: 127.0.0.1\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("")}` +
+        `POST /v1/pets HTTP/1.1\r\nhost: 127.0.0.1\r\n${
+          Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("")
+        }` +
           `content-length: ${body.length}\r\n\r\n`
       )
       await Bun.sleep(300)
@@ -303,7 +319,9 @@ describe("a request waiting for a pool connection while PostgreSQL is stopped (S
     /** Until every session of the pool is lent, within `millis`. */
     const poolTaken = async (millis: number) => {
       for (const since = performance.now(); (await connectionsUsed()) < poolSize; await Bun.sleep(20)) {
-        if (performance.now() - since > millis) throw new Error(`the pool's ${poolSize} sessions were not all lent within ${millis} ms`)
+        if (performance.now() - since > millis) {
+          throw new Error(`the pool's ${poolSize} sessions were not all lent within ${millis} ms`)
+        }
       }
     }
     const admin = new pg.Client({ connectionString: postgres.url })
@@ -316,7 +334,9 @@ describe("a request waiting for a pool connection while PostgreSQL is stopped (S
       await poolTaken(1500)
       await admin.query("ROLLBACK")
       for (const answer of await Promise.all(warming)) expect(answer.status, answer.body).toBe(200)
-      const open = await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'petstore'")
+      const open = await admin.query(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'petstore'"
+      )
       expect(open.rows[0].n).toBe(poolSize)
 
       postgres.freeze()
@@ -337,7 +357,8 @@ describe("a request waiting for a pool connection while PostgreSQL is stopped (S
       }
       for (const answer of held) expect(answer.millis).toBeLessThan(statementBoundMillis + 1000)
       const gaveUp = server.logs().split("\n").filter((line) =>
-        line.includes(`"database unavailable"`) && line.includes("came free within") && line.includes("DATABASE_CONNECT_TIMEOUT_SECONDS")
+        line.includes(`"database unavailable"`) && line.includes("came free within") &&
+        line.includes("DATABASE_CONNECT_TIMEOUT_SECONDS")
       )
       expect(gaveUp).toHaveLength(waiting.length)
     } finally {
@@ -355,7 +376,11 @@ describe("the pets table locked by another session (LOCK TABLE pets IN ACCESS EX
     const key = await createKey(env, "faults")
     const server = await startServer(env)
     const headers = { authorization: `Bearer ${key}` }
-    const locker = Bun.spawn(["psql", postgres.url, "-v", "ON_ERROR_STOP=1"], { stdin: "pipe", stdout: "pipe", stderr: "pipe" })
+    const locker = Bun.spawn(["psql", postgres.url, "-v", "ON_ERROR_STOP=1"], {
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe"
+    })
     try {
       locker.stdin.write("BEGIN; LOCK TABLE pets IN ACCESS EXCLUSIVE MODE; SELECT 'locked';\n")
       locker.stdin.flush()
@@ -398,7 +423,8 @@ describe("a start against PostgreSQL keeps its bounds", () => {
     expect(result.exitCode).toBe(1)
     // The 2 s of retries, and Bun's own start.
     expect(millis).toBeLessThan(8000)
-    expect(output.split("\n").filter((line) => line.includes("refuses connections; retrying")).length).toBeGreaterThanOrEqual(2)
+    expect(output.split("\n").filter((line) => line.includes("refuses connections; retrying")).length)
+      .toBeGreaterThanOrEqual(2)
     expect(output).toContain(`127.0.0.1:${port}`)
     expect(output).not.toContain("s3cret-pw")
   })

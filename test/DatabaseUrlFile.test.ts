@@ -32,9 +32,10 @@ describe("DATABASE_URL_FILE, read as the service's settings", () => {
       using folder = temporaryFolder()
       const file = join(folder.path, "database-url")
       writeFileSync(file, join(folder.path, "petstore.db"))
-      expect(yield* databaseUrlFrom({ DATABASE_URL_FILE: file, DATABASE_URL: join(folder.path, "petstore.db") })).toEqual(
-        Exit.fail(`Invalid data at DATABASE_URL_FILE: "is set as well as DATABASE_URL: set one of them"`)
-      )
+      expect(yield* databaseUrlFrom({ DATABASE_URL_FILE: file, DATABASE_URL: join(folder.path, "petstore.db") }))
+        .toEqual(
+          Exit.fail(`Invalid data at DATABASE_URL_FILE: "is set as well as DATABASE_URL: set one of them"`)
+        )
     }))
 
   it.effect("a file that is missing, a folder, or not readable is refused, naming it", () =>
@@ -42,10 +43,14 @@ describe("DATABASE_URL_FILE, read as the service's settings", () => {
       using folder = temporaryFolder()
       const missing = join(folder.path, "missing")
       expect(yield* databaseUrlFrom({ DATABASE_URL_FILE: missing })).toEqual(
-        Exit.fail(`Invalid data at DATABASE_URL_FILE: "names ${missing}, which cannot be read (ENOENT: no such file or directory)"`)
+        Exit.fail(
+          `Invalid data at DATABASE_URL_FILE: "names ${missing}, which cannot be read (ENOENT: no such file or directory)"`
+        )
       )
       expect(yield* databaseUrlFrom({ DATABASE_URL_FILE: folder.path })).toEqual(
-        Exit.fail(`Invalid data at DATABASE_URL_FILE: "names ${folder.path}, which cannot be read (EISDIR: illegal operation on a directory, read)"`)
+        Exit.fail(
+          `Invalid data at DATABASE_URL_FILE: "names ${folder.path}, which cannot be read (EISDIR: illegal operation on a directory, read)"`
+        )
       )
       // Root reads any file whatever its mode.
       if (process.getuid?.() !== 0) {
@@ -53,7 +58,9 @@ describe("DATABASE_URL_FILE, read as the service's settings", () => {
         writeFileSync(locked, "petstore.db")
         chmodSync(locked, 0o000)
         expect(yield* databaseUrlFrom({ DATABASE_URL_FILE: locked })).toEqual(
-          Exit.fail(`Invalid data at DATABASE_URL_FILE: "names ${locked}, which cannot be read (EACCES: permission denied)"`)
+          Exit.fail(
+            `Invalid data at DATABASE_URL_FILE: "names ${locked}, which cannot be read (EACCES: permission denied)"`
+          )
         )
       }
     }))
@@ -70,7 +77,9 @@ describe("DATABASE_URL_FILE, read as the service's settings", () => {
       expect(JSON.stringify(exit)).not.toContain(password)
       writeFileSync(file, `${join(folder.path, "missing", "petstore.db")}\n`)
       expect(yield* databaseUrlFrom({ DATABASE_URL_FILE: file })).toEqual(Exit.fail(
-        `Invalid data at DATABASE_URL_FILE: "the URL in ${file} names a file in ${join(folder.path, "missing")}, a folder that does not exist: create the folder, or correct the path"`
+        `Invalid data at DATABASE_URL_FILE: "the URL in ${file} names a file in ${
+          join(folder.path, "missing")
+        }, a folder that does not exist: create the folder, or correct the path"`
       ))
     }))
 })

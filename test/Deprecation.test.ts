@@ -46,7 +46,8 @@ describe("getPet is deprecated", () => {
       expectDeprecationHeaders(removed.headers)
       expect(removed.body).toEqual({
         code: "endpoint_removed",
-        message: "GET /v1/pets/{petId} was removed on Thu, 05 Dec 2030 00:00:00 GMT; use GET /v1/pets with the status filter",
+        message:
+          "GET /v1/pets/{petId} was removed on Thu, 05 Dec 2030 00:00:00 GMT; use GET /v1/pets with the status filter",
         status: 410
       })
     }).pipe(Effect.provide(TestServer)))

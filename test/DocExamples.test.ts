@@ -4,7 +4,10 @@ import { dirname, join, relative } from "node:path"
 import { startServer, temporaryFolder } from "./support/ServerProcess.js"
 
 const root = new URL("..", import.meta.url).pathname
-const pages = ["README.md", ...readdirSync(join(root, "docs")).filter((name) => name.endsWith(".md")).sort().map((name) => `docs/${name}`)]
+const pages = [
+  "README.md",
+  ...readdirSync(join(root, "docs")).filter((name) => name.endsWith(".md")).sort().map((name) => `docs/${name}`)
+]
 const documented = "http://localhost:3000"
 
 interface Example {
@@ -33,7 +36,8 @@ const examplesOf = (markdown: string): ReadonlyArray<Example> => {
   })
 }
 
-const normalise = (text: string) => text.replaceAll("\r\n", "\n").split("\n").map((line) => line.trimEnd()).join("\n").replace(/\n+$/, "")
+const normalise = (text: string) =>
+  text.replaceAll("\r\n", "\n").split("\n").map((line) => line.trimEnd()).join("\n").replace(/\n+$/, "")
 
 /** `…` in the page's output stands for any characters within one line (ids, times, keys, cursors). */
 const pattern = (expected: string) =>
@@ -45,7 +49,9 @@ const matches = (expected: string, actual: string) => pattern(normalise(expected
 const comparable = (expected: string, actual: string) => {
   const actualLines = normalise(actual).split("\n")
   return normalise(expected).split("\n").map((line, index) =>
-    line.includes("…") && actualLines[index] !== undefined && pattern(line).test(actualLines[index]) ? actualLines[index] : line
+    line.includes("…") && actualLines[index] !== undefined && pattern(line).test(actualLines[index])
+      ? actualLines[index]
+      : line
   ).join("\n")
 }
 
@@ -65,9 +71,20 @@ const runPage = async (examples: ReadonlyArray<Example>) => {
     Bun.spawnSync(["mkdir", bin])
     writeFileSync(join(bin, "npm"), `#!/bin/sh\ncd '${root}' && exec '${npm}' "$@"\n`)
     chmodSync(join(bin, "npm"), 0o755)
-    const script = ["exec 2>&1", ...examples.map((example) => `${example.script.replaceAll(documented, server.url)}\nprintf '\\n%s\\n' '${separator}'`)].join("\n")
-    const env: Record<string, string | undefined> = { ...process.env, PATH: `${bin}:${process.env.PATH}`, DATABASE_URL: database }
-    for (const name of ["PETSTORE_ENV", "PORT", "PUBLIC_BASE_URL", "KEY", "PETSTORE_API_KEY", "NO_COLOR"]) delete env[name]
+    const script = [
+      "exec 2>&1",
+      ...examples.map((example) =>
+        `${example.script.replaceAll(documented, server.url)}\nprintf '\\n%s\\n' '${separator}'`
+      )
+    ].join("\n")
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      PATH: `${bin}:${process.env.PATH}`,
+      DATABASE_URL: database
+    }
+    for (const name of ["PETSTORE_ENV", "PORT", "PUBLIC_BASE_URL", "KEY", "PETSTORE_API_KEY", "NO_COLOR"]) {
+      delete env[name]
+    }
     // The command-line client's default address, http://localhost:3000, stands for this server as it does in the text.
     env.PETSTORE_BASE_URL = server.url
     const run = Bun.spawn(["sh", "-c", script], { cwd: folder.path, env, stdout: "pipe", stderr: "pipe" })
@@ -88,7 +105,9 @@ describe("documentation examples", () => {
       examples.forEach((example, index) => {
         const actual = outputs[index] ?? "(the examples stopped before this one)"
         // On a mismatch, the diff between the page and the real output names the example's line.
-        if (!matches(example.expected, actual)) expect(normalise(actual), `${page}:${example.line}`).toBe(comparable(example.expected, actual))
+        if (!matches(example.expected, actual)) {
+          expect(normalise(actual), `${page}:${example.line}`).toBe(comparable(example.expected, actual))
+        }
       })
     })
   }
@@ -103,7 +122,9 @@ describe("documentation examples", () => {
     const readme = readFileSync(join(root, "README.md"), "utf8")
     const listed = [...readme.matchAll(/^(npm run --silent petstore -- .*?)\s+#/gm)].map((match) => match[1]!)
     expect(listed).not.toEqual([])
-    for (const command of listed) expect(examplesOf(readme).some((example) => example.script.split("\n").includes(command)), command).toBe(true)
+    for (const command of listed) {
+      expect(examplesOf(readme).some((example) => example.script.split("\n").includes(command)), command).toBe(true)
+    }
   })
 
   it("links from the pages point at files in the repository, and nothing names a file outside it", () => {
@@ -122,6 +143,10 @@ describe("documentation examples", () => {
     expect(matches("x-request-id: …\nok", "x-request-id: 1f2e\nok")).toBe(true)
     expect(matches("[{\"id\":1}]", "[{\"id\":2}]")).toBe(false)
     expect(matches("a …\nb", "a x\nc\nb")).toBe(false)
-    expect(examplesOf("```sh example\necho hi\n```\n\n```text\nhi\n```\n")).toEqual([{ line: 1, script: "echo hi\n", expected: "hi\n" }])
+    expect(examplesOf("```sh example\necho hi\n```\n\n```text\nhi\n```\n")).toEqual([{
+      line: 1,
+      script: "echo hi\n",
+      expected: "hi\n"
+    }])
   })
 })

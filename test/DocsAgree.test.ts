@@ -6,7 +6,10 @@ import * as ApiErrors from "../src/Domain/ApiError.js"
 
 const root = join(import.meta.dirname, "..")
 const read = (path: string) => readFileSync(join(root, path), "utf8")
-const pages = ["README.md", ...readdirSync(join(root, "docs")).filter((name) => name.endsWith(".md")).sort().map((name) => `docs/${name}`)]
+const pages = [
+  "README.md",
+  ...readdirSync(join(root, "docs")).filter((name) => name.endsWith(".md")).sort().map((name) => `docs/${name}`)
+]
 
 /** Every file under `folder` whose name ends with one of `extensions`, as [path, text]. */
 const filesUnder = (folder: string, extensions: ReadonlyArray<string>): ReadonlyArray<readonly [string, string]> =>
@@ -69,14 +72,20 @@ const readersOf = (name: string, files: ReadonlyArray<readonly [string, string]>
   files.filter(([path, text]) => reads(path, text, name)).map(([path]) => path)
 
 /** Read by the balancer's configuration (`"${NAME-default}"`), not by the service. */
-const haproxyVariables = new Set([...read("deploy/haproxy/haproxy.cfg").matchAll(/\$\{([A-Z][A-Z0-9_]*)/g)].map((match) => match[1]!))
+const haproxyVariables = new Set(
+  [...read("deploy/haproxy/haproxy.cfg").matchAll(/\$\{([A-Z][A-Z0-9_]*)/g)].map((match) => match[1]!)
+)
 
 /** Constants the build writes into the executable (`declare const NAME` in src/, `define` in scripts/build.ts), not variables. */
-const buildConstants = new Set(service.flatMap(([, text]) => [...text.matchAll(/^declare const ([A-Z][A-Z0-9_]*)\b/gm)].map((match) => match[1]!)))
+const buildConstants = new Set(
+  service.flatMap(([, text]) => [...text.matchAll(/^declare const ([A-Z][A-Z0-9_]*)\b/gm)].map((match) => match[1]!))
+)
 
 /** The operator's own variables, whose names the pages' `db` commands are given (`--to-env NEW_DATABASE_URL`), not settings of the service. */
 const namedToDb = new Set(
-  pages.flatMap((page) => [...read(page).matchAll(/npm run db -- .*?--(?:from|to)-env ([A-Z][A-Z0-9_]*)/g)].map((match) => match[1]!))
+  pages.flatMap((page) =>
+    [...read(page).matchAll(/npm run db -- .*?--(?:from|to)-env ([A-Z][A-Z0-9_]*)/g)].map((match) => match[1]!)
+  )
 )
 
 /** Names the pages write in capitals with underscores that are not settings of the service, and why. */
@@ -85,8 +94,10 @@ const notSettings: Record<string, string> = {
   AF_INET6: "a socket address family (systemd's RestrictAddressFamilies)",
   AF_UNIX: "a socket address family (systemd's RestrictAddressFamilies)",
   SO_REUSEPORT: "a socket option the workers share the port with",
-  NPM_CONFIG_USERCONFIG: "npm's own: where it finds the user's configuration, which the install of Bun reads as npm does",
-  OTEL_EXPORTER_OTLP_PROTOCOL: "named only to say that it is not read: exports are OTLP/HTTP with JSON bodies whatever it says"
+  NPM_CONFIG_USERCONFIG:
+    "npm's own: where it finds the user's configuration, which the install of Bun reads as npm does",
+  OTEL_EXPORTER_OTLP_PROTOCOL:
+    "named only to say that it is not read: exports are OTLP/HTTP with JSON bodies whatever it says"
 }
 
 /** Every setting a page names: a name with an underscore, one it assigns, or one configuration.md lists. */
@@ -134,7 +145,9 @@ describe("the docs name the settings the service reads", () => {
     for (const name of [...Object.keys(notSettings), ...haproxyVariables, ...namedToDb]) {
       expect(readersOf(name, service), `${name} is read by the service: list it in docs/configuration.md`).toEqual([])
     }
-    for (const name of Object.keys(notSettings)) expect(named.has(name), `${name} is named by no page: drop it`).toBe(true)
+    for (const name of Object.keys(notSettings)) {
+      expect(named.has(name), `${name} is named by no page: drop it`).toBe(true)
+    }
   })
 })
 
@@ -157,7 +170,9 @@ const codeName = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$/
 const errorTable = (() => {
   const section = read("docs/api.md").split(/^## /m).find((part) => part.startsWith("Errors\n"))!
   return new Map(
-    [...section.matchAll(/^\| (\d{3}) \| (.*) \|$/gm)].map((row) => [Number(row[1]), inlineCode(row[2]!).filter((span) => codeName.test(span))])
+    [...section.matchAll(/^\| (\d{3}) \| (.*) \|$/gm)].map((
+      row
+    ) => [Number(row[1]), inlineCode(row[2]!).filter((span) => codeName.test(span))])
   )
 })()
 
@@ -207,7 +222,9 @@ describe("the docs promise the codes and Retry-After the service sends", () => {
   it("api.md's error table lists exactly the codes the interface declares, under their statuses", () => {
     expect(declared.get(503)).toContain("read_only")
     const sorted = (table: ReadonlyMap<number, ReadonlyArray<string>>) =>
-      Object.fromEntries([...table].map(([status, codes]) => [status, [...codes].sort()]).sort(([a], [b]) => Number(a) - Number(b)))
+      Object.fromEntries(
+        [...table].map(([status, codes]) => [status, [...codes].sort()]).sort(([a], [b]) => Number(a) - Number(b))
+      )
     expect(sorted(errorTable)).toEqual(sorted(declared))
   })
 
@@ -222,7 +239,9 @@ describe("the docs promise the codes and Retry-After the service sends", () => {
 
   it("ties each Retry-After value to its code", () => {
     const codes = (text: string) => retryAfterStatements("page", text).map(({ code, seconds }) => `${code} ${seconds}`)
-    expect(codes("Creates 503 `database_read_only` with `Retry-After: 5`; reads 200.")).toEqual(["database_read_only 5"])
+    expect(codes("Creates 503 `database_read_only` with `Retry-After: 5`; reads 200.")).toEqual([
+      "database_read_only 5"
+    ])
     expect(codes("`database_unavailable` or `request_timeout`, each with `Retry-After: 1`")).toEqual([
       "database_unavailable 1",
       "request_timeout 1"
@@ -234,7 +253,9 @@ describe("the docs promise the codes and Retry-After the service sends", () => {
       "request_timeout 1",
       "shutting_down 1"
     ])
-    expect(codes("`read_only` (writes stopped). Answers carry `Retry-After: 3`.")).toHaveLength(serviceUnavailableCodes.length)
+    expect(codes("`read_only` (writes stopped). Answers carry `Retry-After: 3`.")).toHaveLength(
+      serviceUnavailableCodes.length
+    )
   })
 
   it("api.md's 503 row states the Retry-After of every 503 code", () => {
@@ -247,7 +268,9 @@ describe("the docs promise the codes and Retry-After the service sends", () => {
     const statements = pages.flatMap((page) => retryAfterStatements(page, read(page)))
     expect(statements.length).toBeGreaterThan(serviceUnavailableCodes.length)
     const wrong = statements
-      .filter(({ code, seconds }) => ApiErrors.retryAfterSeconds[code as keyof typeof ApiErrors.retryAfterSeconds] !== seconds)
+      .filter(({ code, seconds }) =>
+        ApiErrors.retryAfterSeconds[code as keyof typeof ApiErrors.retryAfterSeconds] !== seconds
+      )
       .map(({ code, page, seconds, text }) =>
         `${page}: ${code} with Retry-After ${seconds}, where the service sends ${
           ApiErrors.retryAfterSeconds[code as keyof typeof ApiErrors.retryAfterSeconds]

@@ -45,13 +45,19 @@ const visit = async (url: string): Promise<Visit> => {
     if (message.type() === "error") visit.errors.push(message.text())
   })
   page.on("pageerror", (error) => visit.errors.push(String(error)))
-  await page.exposeFunction("reportViolation", (directive: string, blocked: string) => visit.violations.push({ directive, blocked }))
+  await page.exposeFunction(
+    "reportViolation",
+    (directive: string, blocked: string) => visit.violations.push({ directive, blocked })
+  )
   await page.addInitScript(() =>
-    document.addEventListener("securitypolicyviolation", (event) =>
-      (window as unknown as { reportViolation: (d: string, b: string) => void }).reportViolation(
-        event.violatedDirective,
-        event.blockedURI
-      ))
+    document.addEventListener(
+      "securitypolicyviolation",
+      (event) =>
+        (window as unknown as { reportViolation: (d: string, b: string) => void }).reportViolation(
+          event.violatedDirective,
+          event.blockedURI
+        )
+    )
   )
   await page.goto(url)
   return visit

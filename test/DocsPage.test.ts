@@ -16,7 +16,11 @@ const raw = (path: string, headers: Record<string, string> = {}) =>
   Effect.gen(function*() {
     const address = (yield* HttpServer.HttpServer).address as NetAddress.InetAddress
     return yield* Effect.promise(async () => {
-      const response = await fetch(`http://127.0.0.1:${address.port}${path}`, { headers, decompress: false, redirect: "manual" })
+      const response = await fetch(`http://127.0.0.1:${address.port}${path}`, {
+        headers,
+        decompress: false,
+        redirect: "manual"
+      })
       return { status: response.status, headers: response.headers, body: new Uint8Array(await response.arrayBuffer()) }
     })
   })
@@ -64,7 +68,8 @@ describe("the docs page and the OpenAPI document", () => {
           expect(again.headers.get("etag")).toBe(etag)
           expect(again.headers.get("cache-control")).toBe("public, max-age=300")
           // A weak comparison, and a list of tags, match too.
-          expect((yield* raw(path, { "accept-encoding": encoding, "if-none-match": `"other", W/${etag}` })).status).toBe(304)
+          expect((yield* raw(path, { "accept-encoding": encoding, "if-none-match": `"other", W/${etag}` })).status)
+            .toBe(304)
           expect((yield* raw(path, { "accept-encoding": encoding, "if-none-match": `"other"` })).status).toBe(200)
         }
         expect(tags.size, path).toBe(3)
@@ -92,7 +97,9 @@ describe("the docs page and the OpenAPI document", () => {
       expect(page.headers["x-frame-options"]).toBe("DENY")
       expect(page.headers["referrer-policy"]).toBe("no-referrer")
       const policy = Object.fromEntries(
-        page.headers["content-security-policy"]!.split(";").map((d: string) => d.trim().split(" ")).map(([name, ...values]) => [name, values])
+        page.headers["content-security-policy"]!.split(";").map((d: string) => d.trim().split(" ")).map((
+          [name, ...values]
+        ) => [name, values])
       )
       expect(policy["frame-ancestors"]).toEqual(["'none'"])
       expect(policy["default-src"]).toEqual(["'none'"])

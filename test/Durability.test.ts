@@ -10,33 +10,55 @@ describe("durability and concurrency on the real server with SQLite", () => {
     expect(Number(/acknowledged (\d+)/.exec(result.stdout)?.[1])).toBeGreaterThan(0)
   })
 
-  it("64 connections of mixed reads and writes: no error, no 5xx, memory steady (scripts/load-test.ts, short)", async () => {
-    const result = await runCommand(["scripts/load-test.ts", "--duration", "12", "--connections", "64"], {})
-    expect(result.exitCode, result.stdout + result.stderr).toBe(0)
-    const figures = JSON.parse(result.stdout.trim().split("\n").at(-1)!)
-    expect(figures).toMatchObject({ errors: 0, serverErrors: 0, serverExitCode: 0 })
-    expect(figures.requests).toBeGreaterThan(1000)
-    expect(figures.rssGrowth).toBeLessThan(1.2)
-  }, 60_000)
+  it(
+    "64 connections of mixed reads and writes: no error, no 5xx, memory steady (scripts/load-test.ts, short)",
+    async () => {
+      const result = await runCommand(["scripts/load-test.ts", "--duration", "12", "--connections", "64"], {})
+      expect(result.exitCode, result.stdout + result.stderr).toBe(0)
+      const figures = JSON.parse(result.stdout.trim().split("\n").at(-1)!)
+      expect(figures).toMatchObject({ errors: 0, serverErrors: 0, serverExitCode: 0 })
+      expect(figures.requests).toBeGreaterThan(1000)
+      expect(figures.rssGrowth).toBeLessThan(1.2)
+    },
+    60_000
+  )
 
-  it("SIGTERM during that load: every request sent before it or in its grace gets its full answer, later ones are refused", async () => {
-    const result = await runCommand(["scripts/load-test.ts", "--duration", "8", "--sigterm-after", "3", "--grace", "2"], {})
-    expect(result.exitCode, result.stdout + result.stderr).toBe(0)
-    const figures = JSON.parse(result.stdout.trim().split("\n").at(-1)!)
-    expect(figures).toMatchObject({ errors: 0, serverErrors: 0, otherAfterSignal: 0, serverExitCode: 0 })
-    // Refused (or answered, at the grace's very end), never a 5xx but shutting_down.
-    expect(figures.sentAfterSignal).toBeGreaterThan(0)
-  }, 60_000)
+  it(
+    "SIGTERM during that load: every request sent before it or in its grace gets its full answer, later ones are refused",
+    async () => {
+      const result = await runCommand([
+        "scripts/load-test.ts",
+        "--duration",
+        "8",
+        "--sigterm-after",
+        "3",
+        "--grace",
+        "2"
+      ], {})
+      expect(result.exitCode, result.stdout + result.stderr).toBe(0)
+      const figures = JSON.parse(result.stdout.trim().split("\n").at(-1)!)
+      expect(figures).toMatchObject({ errors: 0, serverErrors: 0, otherAfterSignal: 0, serverExitCode: 0 })
+      // Refused (or answered, at the grace's very end), never a 5xx but shutting_down.
+      expect(figures.sentAfterSignal).toBeGreaterThan(0)
+    },
+    60_000
+  )
 
   it("500 concurrent creates get 500 distinct ids; readers paging meanwhile see no pet twice and skip none", async () => {
     using folder = temporaryFolder()
     const env = { DATABASE_URL: join(folder.path, "petstore.db"), RATE_LIMIT_BURST: "100000" }
-    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "load"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "load"], env)).stdout.trim().split("\n").at(
+      -1
+    )!
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
     const server = await startServer(env)
     try {
       const create = (i: number) =>
-        fetch(`${server.url}/v1/pets`, { method: "POST", headers, body: JSON.stringify({ name: `p${i}`, categoryId: i }) })
+        fetch(`${server.url}/v1/pets`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ name: `p${i}`, categoryId: i })
+        })
           .then((r) => r.json() as Promise<{ id: number }>)
       const existing = await Promise.all(Array.from({ length: 50 }, (_, i) => create(i)))
       const walk = async () => {

@@ -13,16 +13,28 @@ describe("every error answers with exactly {code, message, status}", () => {
       const cases: ReadonlyArray<readonly [unknown, string]> = [
         [{ categoryId: 1 }, "name: is missing"],
         [{ name: "", categoryId: 1 }, "name: must be a string of 1 to 255 characters of Unicode text without U+0000"],
-        [{ name: "x".repeat(256), categoryId: 1 }, "name: must be a string of 1 to 255 characters of Unicode text without U+0000"],
+        [
+          { name: "x".repeat(256), categoryId: 1 },
+          "name: must be a string of 1 to 255 characters of Unicode text without U+0000"
+        ],
         [{ name: 7, categoryId: 1 }, "name: must be a string of 1 to 255 characters of Unicode text without U+0000"],
-        [{ name: "Rex\u0000", categoryId: 1 }, "name: must be a string of 1 to 255 characters of Unicode text without U+0000"],
-        [{ name: "Rex\ud800", categoryId: 1 }, "name: must be a string of 1 to 255 characters of Unicode text without U+0000"],
+        [
+          { name: "Rex\u0000", categoryId: 1 },
+          "name: must be a string of 1 to 255 characters of Unicode text without U+0000"
+        ],
+        [
+          { name: "Rex\ud800", categoryId: 1 },
+          "name: must be a string of 1 to 255 characters of Unicode text without U+0000"
+        ],
         [{ name: "Rex" }, "categoryId: is missing"],
         [{ name: "Rex", categoryId: 1.5 }, "categoryId: must be an integer from -9007199254740991 to 9007199254740991"],
         [{ name: "Rex", categoryId: "1" }, "categoryId: must be an integer from -9007199254740991 to 9007199254740991"],
         [{ name: "Rex", categoryId: 1, status: "lost" }, "status: must be one of available, pending, sold"],
         [{ name: "Rex", categoryId: 1, status: null }, "status: must be one of available, pending, sold"],
-        [{ name: "Rex", categoryId: 1, id: 5 }, `id: is unexpected, expected: ${Object.keys(NewPet.fields).map((key) => `"${key}"`).join(" | ")}`],
+        [
+          { name: "Rex", categoryId: 1, id: 5 },
+          `id: is unexpected, expected: ${Object.keys(NewPet.fields).map((key) => `"${key}"`).join(" | ")}`
+        ],
         [[], "body: Expected NewPet, actual []"]
       ]
       for (const [body, message] of cases) {
@@ -68,7 +80,10 @@ describe("every error answers with exactly {code, message, status}", () => {
       expect((yield* send("POST", "/v1/pets", { key, body: "[".repeat(20_000) })).body).toEqual(deep)
       // 32 levels are parsed and judged as a NewPet; brackets inside strings are text.
       const atLimit = yield* send("POST", "/v1/pets", { key, body: "[".repeat(32) + "]".repeat(32) })
-      expect(atLimit.body).toMatchObject({ code: "validation_failed", message: expect.stringMatching(/^body: Expected NewPet/) })
+      expect(atLimit.body).toMatchObject({
+        code: "validation_failed",
+        message: expect.stringMatching(/^body: Expected NewPet/)
+      })
       const name = `[{"\\`.repeat(50)
       const created = yield* send("POST", "/v1/pets", { key, body: JSON.stringify({ name, categoryId: 1 }) })
       expect(created.status).toBe(201)
@@ -202,6 +217,6 @@ describe("every error answers with exactly {code, message, status}", () => {
       expect(logged.some((line) => line.includes("disk on fire") && line.includes("req-500"))).toBe(true)
       // One line naming the error; no stack trace (no frames, no source paths).
       expect(logged.join("\n")).not.toMatch(/\sat |\.ts:\d+/)
-    }).pipe(Effect.provide(makeTestServer(BrokenStore)), Effect.provide(capture))
+    }).pipe(Effect.provide(Layer.provideMerge(makeTestServer(BrokenStore), capture)))
   })
 })

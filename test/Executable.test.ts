@@ -54,49 +54,55 @@ describe("the executable dist/petstore", () => {
     })
   })
 
-  it("keys, db and pets answer as `npm run keys`, `npm run db` and `npm run petstore` do: same output, same exit code", async () => {
-    using folder = temporaryFolder()
-    const env = {
-      PATH: process.env["PATH"] ?? "",
-      DATABASE_URL: join(folder.path, "petstore.db"),
-      // Nothing listens there: the client's error line.
-      PETSTORE_BASE_URL: `http://127.0.0.1:${freePort()}`,
-      PETSTORE_API_KEY: "ps_test_none",
-      NO_COLOR: "1"
-    }
-    const made = await run([petstore, "keys", "create", "--name", "first"], { cwd: folder.path, env })
-    expect(made.exitCode, made.stderr).toBe(0)
-    expect(made.stdout).toMatch(/^Created key 1 \(first\)\. It is shown this once; store it now:\nps_test_\S+\n$/)
+  it(
+    "keys, db and pets answer as `npm run keys`, `npm run db` and `npm run petstore` do: same output, same exit code",
+    async () => {
+      using folder = temporaryFolder()
+      const env = {
+        PATH: process.env["PATH"] ?? "",
+        DATABASE_URL: join(folder.path, "petstore.db"),
+        // Nothing listens there: the client's error line.
+        PETSTORE_BASE_URL: `http://127.0.0.1:${freePort()}`,
+        PETSTORE_API_KEY: "ps_test_none",
+        NO_COLOR: "1"
+      }
+      const made = await run([petstore, "keys", "create", "--name", "first"], { cwd: folder.path, env })
+      expect(made.exitCode, made.stderr).toBe(0)
+      expect(made.stdout).toMatch(/^Created key 1 \(first\)\. It is shown this once; store it now:\nps_test_\S+\n$/)
 
-    const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string, ReadonlyArray<string>]> = [
-      [["keys", "list"], "src/bin/keys.ts", ["list"]],
-      [["keys", "list", "--json"], "src/bin/keys.ts", ["list", "--json"]],
-      [["keys", "create"], "src/bin/keys.ts", ["create"]],
-      [["keys", "revoke", "99"], "src/bin/keys.ts", ["revoke", "99"]],
-      [["keys", "--help"], "src/bin/keys.ts", ["--help"]],
-      [["db", "status"], "src/bin/db.ts", ["status"]],
-      [["db", "copy", "--to", "x.db"], "src/bin/db.ts", ["copy", "--to", "x.db"]],
-      [["db", "--help"], "src/bin/db.ts", ["--help"]],
-      [["pets", "list"], "src/bin/cli.ts", ["pets", "list"]],
-      [["pets", "create", "--name", "Rex"], "src/bin/cli.ts", ["pets", "create", "--name", "Rex"]],
-      [["pets", "--help"], "src/bin/cli.ts", ["pets", "--help"]]
-    ]
-    for (const [args, script, scriptArgs] of cases) {
-      // None of these writes: the executable and the script may run side by side.
-      const [fromExecutable, fromScript] = await Promise.all([
-        run([petstore, ...args], { cwd: folder.path, env }),
-        run(["bun", join(root, script), ...scriptArgs], { cwd: folder.path, env })
-      ])
-      expect(fromExecutable, `petstore ${args.join(" ")}`).toEqual(fromScript)
-    }
-  }, 60_000)
+      const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string, ReadonlyArray<string>]> = [
+        [["keys", "list"], "src/bin/keys.ts", ["list"]],
+        [["keys", "list", "--json"], "src/bin/keys.ts", ["list", "--json"]],
+        [["keys", "create"], "src/bin/keys.ts", ["create"]],
+        [["keys", "revoke", "99"], "src/bin/keys.ts", ["revoke", "99"]],
+        [["keys", "--help"], "src/bin/keys.ts", ["--help"]],
+        [["db", "status"], "src/bin/db.ts", ["status"]],
+        [["db", "copy", "--to", "x.db"], "src/bin/db.ts", ["copy", "--to", "x.db"]],
+        [["db", "--help"], "src/bin/db.ts", ["--help"]],
+        [["pets", "list"], "src/bin/cli.ts", ["pets", "list"]],
+        [["pets", "create", "--name", "Rex"], "src/bin/cli.ts", ["pets", "create", "--name", "Rex"]],
+        [["pets", "--help"], "src/bin/cli.ts", ["pets", "--help"]]
+      ]
+      for (const [args, script, scriptArgs] of cases) {
+        // None of these writes: the executable and the script may run side by side.
+        const [fromExecutable, fromScript] = await Promise.all([
+          run([petstore, ...args], { cwd: folder.path, env }),
+          run(["bun", join(root, script), ...scriptArgs], { cwd: folder.path, env })
+        ])
+        expect(fromExecutable, `petstore ${args.join(" ")}`).toEqual(fromScript)
+      }
+    },
+    60_000
+  )
 
-  it("copied alone into an empty folder, with no network, no PATH, no Bun: serves, makes keys and answers with them", async () => {
-    using folder = temporaryFolder()
-    copyFileSync(petstore, join(folder.path, "petstore"))
-    expect(readdirSync(folder.path)).toEqual(["petstore"])
-    // Every program the executable starts gets no PATH at all (`env -i PATH=`); the shell driving it names its tools.
-    const script = `
+  it(
+    "copied alone into an empty folder, with no network, no PATH, no Bun: serves, makes keys and answers with them",
+    async () => {
+      using folder = temporaryFolder()
+      copyFileSync(petstore, join(folder.path, "petstore"))
+      expect(readdirSync(folder.path)).toEqual(["petstore"])
+      // Every program the executable starts gets no PATH at all (`env -i PATH=`); the shell driving it names its tools.
+      const script = `
       set -e
       ip link set lo up
       cd "$1"
@@ -120,52 +126,61 @@ describe("the executable dist/petstore", () => {
       echo "exit $code"
       head -n 1 server.log
     `
-    // As root a network namespace of its own; otherwise in a user namespace too.
-    const unshare = process.getuid?.() === 0 ? ["unshare", "-n"] : ["unshare", "-r", "-n"]
-    const result = await run([...unshare, "sh", "-c", script, "offline", folder.path], {
-      cwd: folder.path,
-      env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" }
-    })
-    expect(result.exitCode, result.stdout + result.stderr).toBe(0)
-    const lines = result.stdout.trim().split("\n")
-    expect(lines[0]).toMatch(/^key ps_test_\S+$/)
-    expect(lines[1]).toBe(`{"id":1,"name":"Rex","categoryId":3,"status":"available"}`)
-    expect(lines[2]).toBe(`[{"id":1,"name":"Rex","categoryId":3,"status":"available"}]`)
-    expect(lines[3]).toBe("exit 0")
-    expect(lines[4]).toContain(`"message":"listening"`)
-    // Its data where the default says, beside it: nothing else was needed or written.
-    expect(readdirSync(folder.path).sort()).toEqual(["data", "petstore", "server.log"])
-  }, 60_000)
-
-  it("WORKERS=2: the supervisor starts its workers from the executable itself, and all stop with exit code 0", async () => {
-    using folder = temporaryFolder()
-    const port = freePort()
-    const proc = Bun.spawn([petstore], {
-      cwd: folder.path,
-      env: { HOST: "127.0.0.1", PORT: String(port), METRICS_PORT: "off", WORKERS: "2", STOP_GRACE_SECONDS: "0" },
-      stdout: "pipe",
-      stderr: "pipe"
-    })
-    let output = ""
-    void new Response(proc.stdout).text().then((text) => (output += text))
-    await waitForLivez(`http://127.0.0.1:${port}`, proc, () => output)
-    const children = () =>
-      readdirSync("/proc").filter((entry) => /^\d+$/.test(entry)).filter((pid) => {
-        try {
-          return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[1] === String(proc.pid)
-        } catch {
-          return false
-        }
+      // As root a network namespace of its own; otherwise in a user namespace too.
+      const unshare = process.getuid?.() === 0 ? ["unshare", "-n"] : ["unshare", "-r", "-n"]
+      const result = await run([...unshare, "sh", "-c", script, "offline", folder.path], {
+        cwd: folder.path,
+        env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" }
       })
-    for (const deadline = performance.now() + 10_000; children().length < 2 && performance.now() < deadline;) await Bun.sleep(50)
-    const workers = children()
-    expect(workers).toHaveLength(2)
-    for (const pid of workers) {
-      // The executable alone, no argument: its embedded entry (`/$bunfs/…`) is not passed on.
-      expect(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((arg) => arg !== "")).toEqual([petstore])
-    }
-    proc.kill("SIGTERM")
-    expect(await proc.exited).toBe(0)
-    for (const pid of workers) expect(isRunning(Number(pid))).toBe(false)
-  }, 60_000)
+      expect(result.exitCode, result.stdout + result.stderr).toBe(0)
+      const lines = result.stdout.trim().split("\n")
+      expect(lines[0]).toMatch(/^key ps_test_\S+$/)
+      expect(lines[1]).toBe(`{"id":1,"name":"Rex","categoryId":3,"status":"available"}`)
+      expect(lines[2]).toBe(`[{"id":1,"name":"Rex","categoryId":3,"status":"available"}]`)
+      expect(lines[3]).toBe("exit 0")
+      expect(lines[4]).toContain(`"message":"listening"`)
+      // Its data where the default says, beside it: nothing else was needed or written.
+      expect(readdirSync(folder.path).sort()).toEqual(["data", "petstore", "server.log"])
+    },
+    60_000
+  )
+
+  it(
+    "WORKERS=2: the supervisor starts its workers from the executable itself, and all stop with exit code 0",
+    async () => {
+      using folder = temporaryFolder()
+      const port = freePort()
+      const proc = Bun.spawn([petstore], {
+        cwd: folder.path,
+        env: { HOST: "127.0.0.1", PORT: String(port), METRICS_PORT: "off", WORKERS: "2", STOP_GRACE_SECONDS: "0" },
+        stdout: "pipe",
+        stderr: "pipe"
+      })
+      let output = ""
+      void new Response(proc.stdout).text().then((text) => (output += text))
+      await waitForLivez(`http://127.0.0.1:${port}`, proc, () => output)
+      const children = () =>
+        readdirSync("/proc").filter((entry) => /^\d+$/.test(entry)).filter((pid) => {
+          try {
+            return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[1] === String(proc.pid)
+          } catch {
+            return false
+          }
+        })
+      for (
+        const deadline = performance.now() + 10_000;
+        children().length < 2 && performance.now() < deadline;
+      ) await Bun.sleep(50)
+      const workers = children()
+      expect(workers).toHaveLength(2)
+      for (const pid of workers) {
+        // The executable alone, no argument: its embedded entry (`/$bunfs/…`) is not passed on.
+        expect(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((arg) => arg !== "")).toEqual([petstore])
+      }
+      proc.kill("SIGTERM")
+      expect(await proc.exited).toBe(0)
+      for (const pid of workers) expect(isRunning(Number(pid))).toBe(false)
+    },
+    60_000
+  )
 })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { startPostgresCluster, startStandby } from "./support/PostgresCluster.js"
 import { spawnSync } from "node:child_process"
 import { pgQuery } from "./support/MoveCommands.js"
+import { startPostgresCluster, startStandby } from "./support/PostgresCluster.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { createKey, freePort, startServer } from "./support/ServerProcess.js"
 import { tcpForwarder } from "./support/TcpForwarder.js"
@@ -45,110 +45,123 @@ const isJson = (line: string) => {
 }
 
 describe("a failover: the database's address moves to a promoted standby while the old host is frozen", () => {
-  it("from a short settle after the switch each instance answers ≥ 99% successfully within the deadline and /readyz 200; every acknowledged create is on the new primary exactly once; only JSON in the log", async () => {
-    const primary = startPostgresCluster(freePort(), 100, "-c synchronous_standby_names='*'")
-    const standbyPort = freePort()
-    let standby: ReturnType<typeof startStandby> | undefined
-    const servers: Array<Awaited<ReturnType<typeof startServer>>> = []
-    try {
-      standby = startStandby(primary, standbyPort)
-      await using address = await tcpForwarder(Number(new URL(primary.url).port))
-      const env = { DATABASE_URL: `postgres://petstore@127.0.0.1:${address.port}/postgres`, ...timeouts }
-      const key = await createKey(env, "failover")
-      // Commits wait for the standby: what the service acknowledges is on both.
-      expect(await pgQuery(primary.url, "SELECT sync_state FROM pg_stat_replication")).toEqual([{ sync_state: "sync" }])
-      servers.push(await startServer(env), await startServer(env))
-      const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
+  it(
+    "from a short settle after the switch each instance answers ≥ 99% successfully within the deadline and /readyz 200; every acknowledged create is on the new primary exactly once; only JSON in the log",
+    async () => {
+      const primary = startPostgresCluster(freePort(), 100, "-c synchronous_standby_names='*'")
+      const standbyPort = freePort()
+      let standby: ReturnType<typeof startStandby> | undefined
+      const servers: Array<Awaited<ReturnType<typeof startServer>>> = []
+      try {
+        standby = startStandby(primary, standbyPort)
+        await using address = await tcpForwarder(Number(new URL(primary.url).port))
+        const env = { DATABASE_URL: `postgres://petstore@127.0.0.1:${address.port}/postgres`, ...timeouts }
+        const key = await createKey(env, "failover")
+        // Commits wait for the standby: what the service acknowledges is on both.
+        expect(await pgQuery(primary.url, "SELECT sync_state FROM pg_stat_replication")).toEqual([{
+          sync_state: "sync"
+        }])
+        servers.push(await startServer(env), await startServer(env))
+        const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
 
-      const answers: Array<Answer> = []
-      const readiness: Array<Answer> = []
-      const acknowledged = new Map<number, string>()
-      let running = true
-      const timed = async (instance: number, request: () => Promise<Response>, into: Array<Answer>) => {
-        const at = performance.now()
-        const response = await request().catch(() => undefined)
-        const body = response === undefined ? undefined : await response.text()
-        const status = response?.status ?? 0
-        const parsed = body === undefined ? undefined : JSON.parse(body)
-        const code = status >= 400 ? parsed?.code : undefined
-        const database = typeof parsed?.database === "string" ? parsed.database : undefined
-        into.push({
-          instance,
-          at,
-          millis: performance.now() - at,
-          status,
-          ...(code === undefined ? {} : { code }),
-          ...(database === undefined ? {} : { database })
-        })
-        return { status: response?.status, body }
-      }
-      const client = async (instance: number, n: number) => {
-        const { url } = servers[instance]!
-        for (let i = 0; running; i++) {
-          if (i % 2 === 0) {
-            const name = `i${instance}.c${n}.${i}`
-            const init = { method: "POST", headers, body: JSON.stringify({ name, categoryId: 1 }) }
-            const { body, status } = await timed(instance, () => fetch(`${url}/v1/pets`, init), answers)
-            if (status === 201) acknowledged.set(JSON.parse(body!).id, name)
-          } else {
-            await timed(instance, () => fetch(`${url}/v1/pets?limit=5`, { headers }), answers)
+        const answers: Array<Answer> = []
+        const readiness: Array<Answer> = []
+        const acknowledged = new Map<number, string>()
+        let running = true
+        const timed = async (instance: number, request: () => Promise<Response>, into: Array<Answer>) => {
+          const at = performance.now()
+          const response = await request().catch(() => undefined)
+          const body = response === undefined ? undefined : await response.text()
+          const status = response?.status ?? 0
+          const parsed = body === undefined ? undefined : JSON.parse(body)
+          const code = status >= 400 ? parsed?.code : undefined
+          const database = typeof parsed?.database === "string" ? parsed.database : undefined
+          into.push({
+            instance,
+            at,
+            millis: performance.now() - at,
+            status,
+            ...(code === undefined ? {} : { code }),
+            ...(database === undefined ? {} : { database })
+          })
+          return { status: response?.status, body }
+        }
+        const client = async (instance: number, n: number) => {
+          const { url } = servers[instance]!
+          for (let i = 0; running; i++) {
+            if (i % 2 === 0) {
+              const name = `i${instance}.c${n}.${i}`
+              const init = { method: "POST", headers, body: JSON.stringify({ name, categoryId: 1 }) }
+              const { body, status } = await timed(instance, () => fetch(`${url}/v1/pets`, init), answers)
+              if (status === 201) acknowledged.set(JSON.parse(body!).id, name)
+            } else {
+              await timed(instance, () => fetch(`${url}/v1/pets?limit=5`, { headers }), answers)
+            }
           }
         }
-      }
-      const probe = async (instance: number) => {
-        for (; running; await Bun.sleep(100)) {
-          await timed(instance, () => fetch(`${servers[instance]!.url}/readyz`), readiness)
+        const probe = async (instance: number) => {
+          for (; running; await Bun.sleep(100)) {
+            await timed(instance, () => fetch(`${servers[instance]!.url}/readyz`), readiness)
+          }
         }
-      }
-      const traffic = [0, 1].flatMap((instance) => [client(instance, 0), client(instance, 1), client(instance, 2), probe(instance)])
+        const traffic = [0, 1].flatMap((
+          instance
+        ) => [client(instance, 0), client(instance, 1), client(instance, 2), probe(instance)])
 
-      await Bun.sleep(1000)
-      // Busy moments fill each instance's pool: twenty sessions open to the old primary.
-      await Promise.all([0, 1].flatMap((instance) =>
-        Array.from({ length: 20 }, () => fetch(`${servers[instance]!.url}/v1/pets?limit=5`, { headers }).then((r) => r.text()))
-      ))
-      address.freeze()
-      // A failover manager's time to decide the old primary is gone.
-      await Bun.sleep(1000)
-      standby.promote()
-      address.moveTo(standbyPort)
-      const switchedAt = performance.now()
-      await Bun.sleep(settleMillis + watchedMillis)
-      running = false
-      await Promise.all(traffic)
+        await Bun.sleep(1000)
+        // Busy moments fill each instance's pool: twenty sessions open to the old primary.
+        await Promise.all(
+          [0, 1].flatMap((instance) =>
+            Array.from(
+              { length: 20 },
+              () => fetch(`${servers[instance]!.url}/v1/pets?limit=5`, { headers }).then((r) => r.text())
+            )
+          )
+        )
+        address.freeze()
+        // A failover manager's time to decide the old primary is gone.
+        await Bun.sleep(1000)
+        standby.promote()
+        address.moveTo(standbyPort)
+        const switchedAt = performance.now()
+        await Bun.sleep(settleMillis + watchedMillis)
+        running = false
+        await Promise.all(traffic)
 
-      const from = switchedAt + settleMillis
-      for (const instance of [0, 1]) {
-        const after = answers.filter((answer) => answer.instance === instance && answer.at >= from)
-        const succeeded = after.filter(({ status }) => status === 200 || status === 201)
-        expect(after.length).toBeGreaterThan(20)
-        expect(succeeded.length / after.length, JSON.stringify(after.filter((a) => !succeeded.includes(a))))
-          .toBeGreaterThanOrEqual(0.99)
-        expect(Math.max(...after.map(({ millis }) => millis))).toBeLessThan(deadlineMillis + slack)
-        const probes = readiness.filter((probe) => probe.instance === instance && probe.at >= from)
-        expect(probes.length).toBeGreaterThan(10)
-        // 200 throughout, as for any fault of the shared database; ready again from the settle on.
-        expect(probes.filter(({ database, status }) => status !== 200 || database !== "ready")).toEqual([])
-      }
+        const from = switchedAt + settleMillis
+        for (const instance of [0, 1]) {
+          const after = answers.filter((answer) => answer.instance === instance && answer.at >= from)
+          const succeeded = after.filter(({ status }) => status === 200 || status === 201)
+          expect(after.length).toBeGreaterThan(20)
+          expect(succeeded.length / after.length, JSON.stringify(after.filter((a) => !succeeded.includes(a))))
+            .toBeGreaterThanOrEqual(0.99)
+          expect(Math.max(...after.map(({ millis }) => millis))).toBeLessThan(deadlineMillis + slack)
+          const probes = readiness.filter((probe) => probe.instance === instance && probe.at >= from)
+          expect(probes.length).toBeGreaterThan(10)
+          // 200 throughout, as for any fault of the shared database; ready again from the settle on.
+          expect(probes.filter(({ database, status }) => status !== 200 || database !== "ready")).toEqual([])
+        }
 
-      {
-        const rows = await pgQuery<{ id: string; name: string }>(standby.url, "SELECT id, name FROM pets")
-        const stored = new Map<number, Array<string>>()
-        for (const { id, name } of rows) stored.set(Number(id), [...(stored.get(Number(id)) ?? []), name])
-        const names = rows.map(({ name }) => name)
-        expect(new Set(names).size).toBe(names.length)
-        expect(acknowledged.size).toBeGreaterThan(20)
-        for (const [id, name] of acknowledged) expect(stored.get(id), `pet ${id}`).toEqual([name])
+        {
+          const rows = await pgQuery<{ id: string; name: string }>(standby.url, "SELECT id, name FROM pets")
+          const stored = new Map<number, Array<string>>()
+          for (const { id, name } of rows) stored.set(Number(id), [...(stored.get(Number(id)) ?? []), name])
+          const names = rows.map(({ name }) => name)
+          expect(new Set(names).size).toBe(names.length)
+          expect(acknowledged.size).toBeGreaterThan(20)
+          for (const [id, name] of acknowledged) expect(stored.get(id), `pet ${id}`).toEqual([name])
+        }
+        for (const server of servers) {
+          expect(server.logs().split("\n").filter((line) => line !== "" && !isJson(line))).toEqual([])
+        }
+      } finally {
+        await Promise.all(servers.map((server) => server.stop()))
+        standby?.stop()
+        primary.stop()
       }
-      for (const server of servers) {
-        expect(server.logs().split("\n").filter((line) => line !== "" && !isJson(line))).toEqual([])
-      }
-    } finally {
-      await Promise.all(servers.map((server) => server.stop()))
-      standby?.stop()
-      primary.stop()
-    }
-  }, 60_000)
+    },
+    60_000
+  )
 })
 
 describe("connections to PostgreSQL carry TCP keepalive", () => {
@@ -163,7 +176,8 @@ describe("connections to PostgreSQL carry TCP keepalive", () => {
       // at most the idle time. (Bun then probes once a second, ten times: measured in a network
       // namespace whose route to the server was blackholed, the socket ended 10 probes later.)
       const port = new URL(database.url).port
-      const sockets = spawnSync("ss", ["-tnopH", "state", "established", "dport", `= :${port}`], { encoding: "utf8" }).stdout
+      const sockets = spawnSync("ss", ["-tnopH", "state", "established", "dport", `= :${port}`], { encoding: "utf8" })
+        .stdout
         .split("\n").filter((line) => line.includes(`pid=${server.proc.pid},`))
       expect(sockets.length).toBeGreaterThan(0)
       for (const socket of sockets) {

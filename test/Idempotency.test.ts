@@ -83,7 +83,11 @@ describe("idempotent creates, POST /v1/pets with Idempotency-Key", () => {
     Effect.gen(function*() {
       const { key } = yield* createKey()
       for (const idempotencyKey of ["x".repeat(256), "tab\there", ""]) {
-        const response = yield* send("POST", "/v1/pets", { key, headers: { "idempotency-key": idempotencyKey }, body: rex })
+        const response = yield* send("POST", "/v1/pets", {
+          key,
+          headers: { "idempotency-key": idempotencyKey },
+          body: rex
+        })
         expect(response.status, JSON.stringify(idempotencyKey)).toBe(400)
         expect(response.body).toEqual({
           code: "invalid_header",
@@ -226,11 +230,16 @@ for (const [name, database] of [["SQLite", TemporarySqlite], ["PostgreSQL", Temp
         const scope = { apiKeyId: 1, key: "k" }
         const { claimedAt } = (yield* pets.reserve(scope, 5000)) as { claimedAt: number }
         // Past the Schema, only the table's CHECK constraint refuses this status.
-        const exit = yield* Effect.exit(pets.createOnce(scope, claimedAt, "fp", { name: "Rex", categoryId: 1, status: "lost" as never }))
+        const exit = yield* Effect.exit(
+          pets.createOnce(scope, claimedAt, "fp", { name: "Rex", categoryId: 1, status: "lost" as never })
+        )
         expect(exit._tag).toBe("Failure")
         const [{ n }] = yield* sql<{ n: number | bigint }>`SELECT count(*) AS n FROM pets`
         expect(Number(n)).toBe(0)
-        expect(yield* sql`SELECT pet_id, fingerprint FROM idempotency_keys`).toEqual([{ pet_id: null, fingerprint: null }])
+        expect(yield* sql`SELECT pet_id, fingerprint FROM idempotency_keys`).toEqual([{
+          pet_id: null,
+          fingerprint: null
+        }])
       }).pipe(Effect.provide(PetRepository.Sql.pipe(Layer.provideMerge(database)))))
   })
 }

@@ -45,7 +45,9 @@ const dynamicImport = /\bimport\(\s*["']([^"']+)["']\s*\)/g
 /** The files of src/ that `file` imports, by relative path. */
 const importsOf = (file: string): Array<string> => {
   const text = readFileSync(file, "utf8")
-  const specifiers = [fromImport, bareImport, dynamicImport].flatMap((pattern) => [...text.matchAll(pattern)]).map((match) => match[1]!)
+  const specifiers = [fromImport, bareImport, dynamicImport].flatMap((pattern) => [...text.matchAll(pattern)]).map((
+    match
+  ) => match[1]!)
   return specifiers
     .filter((specifier) => specifier.startsWith("."))
     .map((specifier) => resolve(dirname(file), specifier).replace(/\.js$/, ".ts"))
@@ -119,8 +121,12 @@ describe("the folders of src/ depend one way", () => {
       walk(start)
       return [...seen]
     }
-    expect(reached(join(src, "client.ts")).filter((file) => !["client.ts", ...clientParts].includes(partOf(file))).map(show))
+    expect(
+      reached(join(src, "client.ts")).filter((file) => !["client.ts", ...clientParts].includes(partOf(file))).map(show)
+    )
       .toEqual([])
-    expect(reached(join(src, "Api.ts")).filter((file) => !["Api", "Domain"].includes(partOf(file))).map(show)).toEqual([])
+    expect(reached(join(src, "Api.ts")).filter((file) => !["Api", "Domain"].includes(partOf(file))).map(show)).toEqual(
+      []
+    )
   })
 })

@@ -8,7 +8,8 @@ describe("two instances on one PostgreSQL database", () => {
     const env = { DATABASE_URL: database.url, RATE_LIMIT_PER_SECOND: "0.01", RATE_LIMIT_BURST: "12" }
     const [one, two] = await Promise.all([startServer(env), startServer(env)])
     try {
-      const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "shared"], env)).stdout.trim().split("\n").at(-1)!
+      const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "shared"], env)).stdout.trim().split("\n")
+        .at(-1)!
       const call = (server: typeof one, path: string, init: RequestInit = {}) =>
         fetch(`${server.url}${path}`, {
           ...init,

@@ -38,13 +38,17 @@ const metricsIn = (expr: string): Array<string> => {
     .replace(/\[[^\]]*\]/g, " ")
     .replace(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, " ")
   const keywords = new Set(["offset", "bool", "and", "or", "unless"])
-  return [...bare.matchAll(/(?<![\w:.])[a-zA-Z_:][\w:]*(?![\w:]|\s*\()/g)].map(([name]) => name).filter((name) => !keywords.has(name))
+  return [...bare.matchAll(/(?<![\w:.])[a-zA-Z_:][\w:]*(?![\w:]|\s*\()/g)].map(([name]) => name).filter((name) =>
+    !keywords.has(name)
+  )
 }
 
 /** The alerting rules docs/operations.md's Alerts section shows (deploy/prometheus/petstore-alerts.yml): the file's text and its rules. */
 const documentedAlerts = () => {
   const file = readFileSync(join(import.meta.dirname, "../deploy/prometheus/petstore-alerts.yml"), "utf8")
-  const { groups } = Bun.YAML.parse(file) as { groups: Array<{ readonly rules: Array<{ readonly alert: string; readonly expr: string }> }> }
+  const { groups } = Bun.YAML.parse(file) as {
+    groups: Array<{ readonly rules: Array<{ readonly alert: string; readonly expr: string }> }>
+  }
   return { rules: groups.flatMap((group) => group.rules), file }
 }
 
@@ -55,7 +59,9 @@ const documentedAlerts = () => {
 const expectRealTableLabels = (exposition: string, tables: ReadonlyArray<string>) => {
   expect(exposition).not.toMatch(/=""/)
   const labelled = new Set(
-    [...exposition.matchAll(/^db_client_operation_duration_seconds_count\{[^}]*db_collection_name="([^"]*)"/gm)].map(([, table]) => table!)
+    [...exposition.matchAll(/^db_client_operation_duration_seconds_count\{[^}]*db_collection_name="([^"]*)"/gm)].map((
+      [, table]
+    ) => table!)
   )
   expect(labelled.size).toBeGreaterThan(0)
   expect([...labelled].filter((table) => !tables.includes(table))).toEqual([])
@@ -72,7 +78,9 @@ const waitFor = async <A>(read: () => Promise<A>, done: (value: A) => boolean): 
 
 const withKey = async (folder: string) => {
   const env = { DATABASE_URL: join(folder, "petstore.db") }
-  const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n").at(-1)!
+  const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n").at(
+    -1
+  )!
   return { env, key }
 }
 
@@ -126,7 +134,9 @@ describe("Prometheus metrics", () => {
       ).toBe(1)
       expectRealTableLabels(
         exposition,
-        sqliteQuery<{ name: string }>(env.DATABASE_URL, "SELECT name FROM sqlite_master WHERE type = 'table'").map(({ name }) => name)
+        sqliteQuery<{ name: string }>(env.DATABASE_URL, "SELECT name FROM sqlite_master WHERE type = 'table'").map((
+          { name }
+        ) => name)
       )
       expect(valueOf(exposition, "process_resident_memory_bytes")).toBeGreaterThan(1024 * 1024)
       expect(valueOf(exposition, "process_cpu_seconds_total")).toBeGreaterThan(0)
@@ -155,7 +165,11 @@ describe("Prometheus metrics", () => {
     using folder = temporaryFolder()
     const { env, key } = await withKey(folder.path)
     const metricsPort = freePort()
-    const server = await startServer({ ...env, METRICS_PORT: String(metricsPort), DATABASE_STATEMENT_TIMEOUT_SECONDS: "0.5" })
+    const server = await startServer({
+      ...env,
+      METRICS_PORT: String(metricsPort),
+      DATABASE_STATEMENT_TIMEOUT_SECONDS: "0.5"
+    })
     const scrape = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
     try {
       const first = await scrape()
@@ -172,7 +186,9 @@ describe("Prometheus metrics", () => {
         statuses.map((status) => requests(method, path.replace(/:(\w+)/g, "{$1}"), status))
       )
       expect(declared).toContain(requests("POST", "/v1/pets", 503))
-      expect(declared.filter((series) => valueOf(first, series) !== (series === requests("GET", "/livez", 200) ? 1 : 0)))
+      expect(
+        declared.filter((series) => valueOf(first, series) !== (series === requests("GET", "/livez", 200) ? 1 : 0))
+      )
         .toEqual([])
       expect(failedStatements(first, "sqlite")).toEqual(noneFailed)
 
@@ -211,7 +227,9 @@ describe("Prometheus metrics", () => {
       OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "4"
     })
     try {
-      for (let i = 0; i < 5; i++) expect((await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200)
+      for (let i = 0; i < 5; i++) {
+        expect((await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200)
+      }
       const read = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
       const exposition = await waitFor(read, (text) => text.includes("error_type=\"ECONNREFUSED\""))
       const check = promtoolCheckMetrics(exposition)
@@ -219,7 +237,8 @@ describe("Prometheus metrics", () => {
       expect(check.exitCode).toBe(0)
       const processor = `otel_component_type="batching_span_processor"`
       expect(valueOf(exposition, `otel_sdk_processor_span_queue_capacity{${processor}}`)).toBe(8)
-      expect(valueOf(exposition, `otel_sdk_processor_span_processed_total{${processor},error_type="queue_full"}`)).toBeGreaterThan(0)
+      expect(valueOf(exposition, `otel_sdk_processor_span_processed_total{${processor},error_type="queue_full"}`))
+        .toBeGreaterThan(0)
       expect(exposition).toContain("# TYPE otel_sdk_exporter_span_exported_total counter")
     } finally {
       await server.stop()
@@ -258,7 +277,11 @@ describe("Prometheus metrics", () => {
       })
       // A second instance that shared the port would run on: stopped after 10 s, so the test fails without leaving it.
       const timer = setTimeout(() => second.kill("SIGKILL"), 10_000)
-      const [stdout, stderr, exitCode] = await Promise.all([new Response(second.stdout).text(), new Response(second.stderr).text(), second.exited])
+      const [stdout, stderr, exitCode] = await Promise.all([
+        new Response(second.stdout).text(),
+        new Response(second.stderr).text(),
+        second.exited
+      ])
       clearTimeout(timer)
       expect(exitCode).toBe(1)
       expect(stdout + stderr).toContain(`Cannot serve metrics on 127.0.0.1:${metricsPort} (METRICS_HOST, METRICS_PORT)`)
@@ -283,9 +306,9 @@ describe("Prometheus metrics", () => {
         Object.fromEntries(
           (await prometheus.query(
             `sum by (http_request_method, http_route, http_response_status_code) (http_server_request_duration_seconds_count{job="petstore"}) > 0`
-          )).map(({ metric, value }) =>
-            [`${metric.http_request_method} ${metric.http_route} ${metric.http_response_status_code}`, value]
-          )
+          )).map((
+            { metric, value }
+          ) => [`${metric.http_request_method} ${metric.http_route} ${metric.http_response_status_code}`, value])
         )
       const counts = await waitFor(byRoute, (found) => found["GET /v1/pets/{petId} 404"] === 1)
       // The series exported at 0 before any request are left out.
@@ -313,7 +336,8 @@ describe("Prometheus metrics", () => {
       expect(await waitFor(async () => listening(), (n) => n === 2)).toBe(2)
       const scrape = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
       // A new connection each, so the kernel spreads them over both workers.
-      const call = () => fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}`, connection: "close" } })
+      const call = () =>
+        fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}`, connection: "close" } })
       await Promise.all(Array.from({ length: 20 }, call))
       const first = await scrape()
       expect(promtoolCheckMetrics(first)).toEqual({ exitCode: 0, output: "" })
@@ -337,7 +361,8 @@ describe("Prometheus metrics", () => {
   it("on PostgreSQL: statement durations and the pool's connections in use and idle", async () => {
     await using database = await createTestDatabase()
     const env = { DATABASE_URL: database.url }
-    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n")
+      .at(-1)!
     const metricsPort = freePort()
     const server = await startServer({ ...env, METRICS_PORT: String(metricsPort) })
     try {
@@ -352,7 +377,10 @@ describe("Prometheus metrics", () => {
       ).toBe(1)
       expectRealTableLabels(
         exposition,
-        (await pgQuery<{ name: string }>(database.url, "SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()"))
+        (await pgQuery<{ name: string }>(
+          database.url,
+          "SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()"
+        ))
           .map(({ name }) => name)
       )
       const used = valueOf(exposition, `db_client_connections_usage{state="used"}`)!
@@ -377,7 +405,8 @@ describe("Prometheus metrics", () => {
       RATE_LIMIT_PER_SECOND: "100000",
       RATE_LIMIT_BURST: "100000"
     }
-    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "metrics"], env)).stdout.trim().split("\n")
+      .at(-1)!
     const metricsPort = freePort()
     // Tracing on, sampling nothing, to a collector that is away: the span export's series exist, for the alerts' check.
     const server = await startServer({
@@ -397,14 +426,20 @@ describe("Prometheus metrics", () => {
       expect(failedStatements(first, "postgresql")).toEqual(noneFailed)
 
       const { file, rules } = documentedAlerts()
-      expect(rules.map(({ alert }) => alert)).toEqual(expect.arrayContaining(["PetstoreDatabasePoolSaturated", "PetstoreDatabaseErrors"]))
+      expect(rules.map(({ alert }) => alert)).toEqual(
+        expect.arrayContaining(["PetstoreDatabasePoolSaturated", "PetstoreDatabaseErrors"])
+      )
       const check = promtoolCheckRules(file)
       expect(check.exitCode, check.output).toBe(0)
       expect(check.output).toContain(`SUCCESS: ${rules.length} rules found`)
       const named = rules.flatMap(({ alert, expr }) => metricsIn(expr).map((metric) => ({ alert, metric })))
-      expect(named.map(({ metric }) => metric)).toEqual(expect.arrayContaining(["db_client_connection_pending_requests", "up"]))
+      expect(named.map(({ metric }) => metric)).toEqual(
+        expect.arrayContaining(["db_client_connection_pending_requests", "up"])
+      )
       // `up` is Prometheus's own, for the target it scraped.
-      const exposed = (metric: string) => metric === "up" || first.split("\n").some((line) => line.startsWith(`${metric}{`) || line.startsWith(`${metric} `))
+      const exposed = (metric: string) =>
+        metric === "up" ||
+        first.split("\n").some((line) => line.startsWith(`${metric}{`) || line.startsWith(`${metric} `))
       expect(named.filter(({ metric }) => !exposed(metric))).toEqual([])
 
       // The 20 sessions held by lists waiting on a locked table, then 3 more requests wait for one.
@@ -412,10 +447,16 @@ describe("Prometheus metrics", () => {
       await admin.query("BEGIN")
       await admin.query("LOCK TABLE pets IN ACCESS EXCLUSIVE MODE")
       const holding = Array.from({ length: poolSize }, list)
-      const used = await waitFor(async () => valueOf(await scrape(), `db_client_connections_usage{state="used"}`), (n) => n === poolSize)
+      const used = await waitFor(
+        async () => valueOf(await scrape(), `db_client_connections_usage{state="used"}`),
+        (n) => n === poolSize
+      )
       expect(used).toBe(poolSize)
       const waiting = Array.from({ length: 3 }, list)
-      const pending = await waitFor(async () => valueOf(await scrape(), "db_client_connection_pending_requests"), (n) => n === 3)
+      const pending = await waitFor(
+        async () => valueOf(await scrape(), "db_client_connection_pending_requests"),
+        (n) => n === 3
+      )
       expect(pending).toBe(3)
       // None came free within DATABASE_CONNECT_TIMEOUT_SECONDS; then each list's statement timed out.
       for (const answer of await Promise.all(waiting)) expect(answer.status).toBe(503)
@@ -426,7 +467,11 @@ describe("Prometheus metrics", () => {
       const failed = failedStatements(after, "postgresql")
       // The read-only flag's poll, once a second, may have found no connection either.
       expect(failed.ConnectionError).toBeGreaterThanOrEqual(waiting.length)
-      expect(failed).toEqual({ ...noneFailed, ConnectionError: failed.ConnectionError, StatementTimeoutError: poolSize })
+      expect(failed).toEqual({
+        ...noneFailed,
+        ConnectionError: failed.ConnectionError,
+        StatementTimeoutError: poolSize
+      })
       expect(valueOf(after, "db_client_connection_pending_requests")).toBe(0)
     } finally {
       await admin.end().catch(() => undefined)

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Database } from "bun:sqlite"
+import { Effect } from "effect"
 import { chmodSync, existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Effect } from "effect"
 import { knownVersion } from "../src/Move/SchemaVersion.js"
 import { createKey, db, pgQuery, shows, sqliteQuery, sqliteRows } from "./support/MoveCommands.js"
 import { everyField } from "./support/Pets.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
-import { sharedPostgresUrl } from "./support/SharedPostgres.js"
 import { startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { sharedPostgresUrl } from "./support/SharedPostgres.js"
 
 const json = { "content-type": "application/json" }
 
@@ -18,12 +18,21 @@ const known = await Effect.runPromise(knownVersion)
 const createPet = (url: string, key: string, body: object, idempotencyKey?: string) =>
   fetch(`${url}/v1/pets`, {
     method: "POST",
-    headers: { ...json, authorization: `Bearer ${key}`, ...(idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey }) },
+    headers: {
+      ...json,
+      authorization: `Bearer ${key}`,
+      ...(idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey })
+    },
     body: JSON.stringify(body)
   })
 
 /** The body of the store's `i`th create: every field of a pet, with text that needs escaping in a COPY. */
-const petBody = (i: number) => ({ ...everyField, name: `pet ${i}\t"\\`, categoryId: i, status: i % 2 ? "sold" : "available" })
+const petBody = (i: number) => ({
+  ...everyField,
+  name: `pet ${i}\t"\\`,
+  categoryId: i,
+  status: i % 2 ? "sold" : "available"
+})
 
 /** A SQLite store as the service leaves it: pets, a valid and a revoked key, idempotency records; its cursor. */
 const serviceStore = async (file: string, pets = 25) => {
@@ -35,7 +44,9 @@ const serviceStore = async (file: string, pets = 25) => {
       const response = await createPet(server.url, key, petBody(i), `k${i}`)
       expect(response.status).toBe(201)
     }
-    const page = await fetch(`${server.url}/v1/pets?limit=1&status=sold`, { headers: { authorization: `Bearer ${key}` } })
+    const page = await fetch(`${server.url}/v1/pets?limit=1&status=sold`, {
+      headers: { authorization: `Bearer ${key}` }
+    })
     const next = new URL(/<([^>]+)>/.exec(page.headers.get("link")!)![1]!)
     return { key, revoked, cursorPath: `${next.pathname}${next.search}` }
   } finally {
@@ -69,7 +80,10 @@ describe("db copy", () => {
       target.url,
       "SELECT key_hash, created_at, revoked_at FROM api_keys ORDER BY id"
     )
-    const original = sqliteQuery<{ key_hash: string; created_at: string; revoked_at: string | null }>(file, "SELECT * FROM api_keys ORDER BY id")
+    const original = sqliteQuery<{ key_hash: string; created_at: string; revoked_at: string | null }>(
+      file,
+      "SELECT * FROM api_keys ORDER BY id"
+    )
     expect(keys.map((row) => [row.key_hash, row.created_at.toISOString(), row.revoked_at?.toISOString() ?? null]))
       .toEqual(original.map((row) => [row.key_hash, row.created_at, row.revoked_at]))
 
@@ -91,7 +105,9 @@ describe("db copy", () => {
       expect(await retry.json()).toEqual({ id: 4, ...petBody(3) })
       const fresh = await createPet(server.url, key, { name: "new", categoryId: 1 })
       expect(((await fresh.json()) as { id: number }).id).toBe(26)
-      expect((await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${revoked}` } })).status).toBe(401)
+      expect((await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${revoked}` } })).status).toBe(
+        401
+      )
     } finally {
       await server.stop()
     }
@@ -109,7 +125,8 @@ describe("db copy", () => {
     sqlite.close()
 
     expect((await db(["copy", "--from", file, "--to", target.url])).exitCode).toBe(0)
-    expect(await pgQuery(target.url, "INSERT INTO pets (name, category_id) VALUES ('next', 1) RETURNING id::int")).toEqual([{ id: 6 }])
+    expect(await pgQuery(target.url, "INSERT INTO pets (name, category_id) VALUES ('next', 1) RETURNING id::int"))
+      .toEqual([{ id: 6 }])
 
     // A changed row: verify names the table and exits 1.
     await pgQuery(target.url, "DELETE FROM pets WHERE id = 6")
@@ -124,7 +141,9 @@ describe("db copy", () => {
     // A target holding data is refused and left as it was.
     const again = await db(["copy", "--from", file, "--to", target.url])
     expect(again.exitCode).toBe(1)
-    expect(again.stderr).toMatch(/^target postgres:\/\/\S+ already holds data \(pets: 4 rows, api_keys: 2 rows, idempotency_keys: 4 rows\); it was left untouched/)
+    expect(again.stderr).toMatch(
+      /^target postgres:\/\/\S+ already holds data \(pets: 4 rows, api_keys: 2 rows, idempotency_keys: 4 rows\); it was left untouched/
+    )
     expect(await pgQuery(target.url, "SELECT name FROM pets WHERE id = 2")).toEqual([{ name: "changed" }])
 
     // A source from another schema version is refused, naming both versions.
@@ -196,7 +215,9 @@ describe("db copy", () => {
       .toBe(`source SQLite database ${join(folder.path, "missing.db")}: no such file`)
     const notADatabase = join(folder.path, "notes.txt")
     writeFileSync(notADatabase, "these are not the pets you are looking for\n".repeat(10))
-    expect(oneLine(await db(["copy", "--from", notADatabase, "--to", target.url]))).toContain("it is not a SQLite database")
+    expect(oneLine(await db(["copy", "--from", notADatabase, "--to", target.url]))).toContain(
+      "it is not a SQLite database"
+    )
 
     // A role that needs its password, on the test cluster where every other role is trusted.
     const role = `mover_${Math.random().toString(36).slice(2, 8)}`
@@ -213,7 +234,9 @@ describe("db copy", () => {
       const wrong = oneLine(await db(["copy", "--from", file, "--to-env", "TARGET"], { TARGET: url.href }))
       expect(wrong).toContain("the user name or password is wrong")
       expect(shows(wrong, "wrong-staple")).toBe(false)
-      expect(await pgQuery(target.url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).toEqual([{ n: 0 }])
+      expect(await pgQuery(target.url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).toEqual(
+        [{ n: 0 }]
+      )
 
       // libpq's ways: PGPASSWORD, or ~/.pgpass, for a URL without a password.
       url.password = ""
@@ -250,7 +273,10 @@ describe("db copy", () => {
     })
     // Interrupted once rows are on their way into the target.
     for (let i = 0; i < 400; i++) {
-      const copying = await pgQuery(await sharedPostgresUrl(), "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'COPY pets%'")
+      const copying = await pgQuery(
+        await sharedPostgresUrl(),
+        "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'COPY pets%'"
+      )
       if (copying.length > 0) break
       await Bun.sleep(25)
     }
@@ -260,7 +286,9 @@ describe("db copy", () => {
     expect(performance.now() - signalledAt).toBeLessThan(2_000)
     const stderr = (await new Response(proc.stderr).text()).trim()
     expect(stderr).toBe(`interrupted: nothing was committed, and the target ${target.url} is as it was before`)
-    expect(await pgQuery(target.url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).toEqual([{ n: 0 }])
+    expect(await pgQuery(target.url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).toEqual([{
+      n: 0
+    }])
 
     // The target's connection cut in the middle of the copy: one line naming the target, nothing left in it.
     const cut = Bun.spawn(["bun", "src/bin/db.ts", "copy", "--from", file, "--to", target.url], {
@@ -280,7 +308,9 @@ describe("db copy", () => {
     const cutError = (await new Response(cut.stderr).text()).trim()
     expect(cutError.split("\n")).toHaveLength(1)
     expect(cutError).toMatch(/^target PostgreSQL database postgres:\/\/\S+ \(the connection was lost\)/)
-    expect(await pgQuery(target.url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).toEqual([{ n: 0 }])
+    expect(await pgQuery(target.url, "SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).toEqual([{
+      n: 0
+    }])
   })
 })
 
@@ -302,7 +332,11 @@ const traffic = (target: { url: string }, key: string) => {
         acknowledged.push(((await response.json()) as { id: number }).id)
         created.push(performance.now())
       } else if (response?.status === 503) {
-        refused.push({ at: performance.now(), retryAfter: response.headers.get("retry-after"), body: await response.json() })
+        refused.push({
+          at: performance.now(),
+          retryAfter: response.headers.get("retry-after"),
+          body: await response.json()
+        })
         await Bun.sleep(20)
       } else {
         throw new Error(`create answered ${response?.status}`)
@@ -352,54 +386,62 @@ describe("db read-only", () => {
 })
 
 describe("the move runbook", () => {
-  it("switches a serving SQLite store to PostgreSQL with writes stopped, no acknowledged create lost, reads never down", async () => {
-    using folder = temporaryFolder()
-    await using target = await createTestDatabase()
-    const file = join(folder.path, "petstore.db")
-    const key = await createKey(file)
-    const old = await startServer({ DATABASE_URL: file, ...unlimited })
-    const current = { url: old.url }
-    const load = traffic(current, key)
-    try {
-      await Bun.sleep(500)
-      const on = await db(["read-only", "on"], { DATABASE_URL: file })
-      expect(on.stderr).toBe("")
-      expect(on.exitCode).toBe(0)
-      const stoppedAt = performance.now()
-      expect((await db(["status"], { DATABASE_URL: file })).stdout).toMatch(/read-only\s+on since \d{4}-/)
-      expect(load.refused.length).toBeGreaterThan(0)
-      expect(load.refused[0]).toMatchObject({
-        retryAfter: "10",
-        body: { code: "read_only", status: 503, message: expect.stringContaining("read-only") }
-      })
-      const copied = await db(["copy", "--from", file, "--to-env", "TARGET_URL"], { TARGET_URL: target.url })
-      expect(copied.stderr).toBe("")
-      expect(copied.exitCode).toBe(0)
-      const fresh = await startServer({ DATABASE_URL: target.url, ...unlimited })
-      current.url = fresh.url
+  it(
+    "switches a serving SQLite store to PostgreSQL with writes stopped, no acknowledged create lost, reads never down",
+    async () => {
+      using folder = temporaryFolder()
+      await using target = await createTestDatabase()
+      const file = join(folder.path, "petstore.db")
+      const key = await createKey(file)
+      const old = await startServer({ DATABASE_URL: file, ...unlimited })
+      const current = { url: old.url }
+      const load = traffic(current, key)
       try {
-        // As a load balancer does: no new request reaches the old instance once it is told to stop.
-        await Bun.sleep(200)
-        await old.stop()
-        while (load.created.at(-1)! < stoppedAt) await Bun.sleep(50)
-        await Bun.sleep(300)
-        await load.stop()
-        const onPostgres = new Set(
-          (await pgQuery<{ id: number }>(target.url, "SELECT id::int AS id FROM pets")).map(({ id }) => id)
-        )
-        expect(load.acknowledged.filter((id) => !onPostgres.has(id))).toEqual([])
-        expect(load.reads.filter((status) => status !== 200)).toEqual([])
-        const firstRefused = load.refused[0]!.at
-        const resumed = load.created.find((at) => at > firstRefused)!
-        console.log(`runbook: ${load.acknowledged.length} creates acknowledged, writes stopped for ${((resumed - firstRefused) / 1000).toFixed(1)} s`)
+        await Bun.sleep(500)
+        const on = await db(["read-only", "on"], { DATABASE_URL: file })
+        expect(on.stderr).toBe("")
+        expect(on.exitCode).toBe(0)
+        const stoppedAt = performance.now()
+        expect((await db(["status"], { DATABASE_URL: file })).stdout).toMatch(/read-only\s+on since \d{4}-/)
+        expect(load.refused.length).toBeGreaterThan(0)
+        expect(load.refused[0]).toMatchObject({
+          retryAfter: "10",
+          body: { code: "read_only", status: 503, message: expect.stringContaining("read-only") }
+        })
+        const copied = await db(["copy", "--from", file, "--to-env", "TARGET_URL"], { TARGET_URL: target.url })
+        expect(copied.stderr).toBe("")
+        expect(copied.exitCode).toBe(0)
+        const fresh = await startServer({ DATABASE_URL: target.url, ...unlimited })
+        current.url = fresh.url
+        try {
+          // As a load balancer does: no new request reaches the old instance once it is told to stop.
+          await Bun.sleep(200)
+          await old.stop()
+          while (load.created.at(-1)! < stoppedAt) await Bun.sleep(50)
+          await Bun.sleep(300)
+          await load.stop()
+          const onPostgres = new Set(
+            (await pgQuery<{ id: number }>(target.url, "SELECT id::int AS id FROM pets")).map(({ id }) => id)
+          )
+          expect(load.acknowledged.filter((id) => !onPostgres.has(id))).toEqual([])
+          expect(load.reads.filter((status) => status !== 200)).toEqual([])
+          const firstRefused = load.refused[0]!.at
+          const resumed = load.created.find((at) => at > firstRefused)!
+          console.log(
+            `runbook: ${load.acknowledged.length} creates acknowledged, writes stopped for ${
+              ((resumed - firstRefused) / 1000).toFixed(1)
+            } s`
+          )
+        } finally {
+          await fresh.stop()
+        }
       } finally {
-        await fresh.stop()
+        await load.stop()
+        await old.stop()
       }
-    } finally {
-      await load.stop()
-      await old.stop()
-    }
-  }, 60_000)
+    },
+    60_000
+  )
 })
 
 describe("db backup", () => {

@@ -50,7 +50,11 @@ const copyingPets = async (database: string) => {
   admin.pathname = "/postgres"
   const name = new URL(database).pathname.slice(1)
   for (const deadline = performance.now() + 15_000; performance.now() < deadline;) {
-    const rows = await pgQuery(admin.href, "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'COPY pets%'", [name])
+    const rows = await pgQuery(
+      admin.href,
+      "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'COPY pets%'",
+      [name]
+    )
     if (rows.length > 0) return
     await Bun.sleep(20)
   }
@@ -63,7 +67,11 @@ const sessionsGone = async (database: string) => {
   admin.pathname = "/postgres"
   const name = new URL(database).pathname.slice(1)
   for (const deadline = performance.now() + 10_000; performance.now() < deadline;) {
-    const rows = await pgQuery(admin.href, "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'petstore db'", [name])
+    const rows = await pgQuery(
+      admin.href,
+      "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'petstore db'",
+      [name]
+    )
     if (rows.length === 0) return
     await Bun.sleep(20)
   }
@@ -71,7 +79,10 @@ const sessionsGone = async (database: string) => {
 }
 
 const tablesIn = async (url: string) =>
-  (await pgQuery<{ name: string }>(url, "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"))
+  (await pgQuery<{ name: string }>(
+    url,
+    "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+  ))
     .map(({ name }) => name)
 
 /** What a target the copy made its schema in and then could not clean holds: the empty tables. */
@@ -108,7 +119,10 @@ describe("db copy against a server that stops answering", () => {
     ])
     expect(shows(toSilent.stderr, "sesame", "Street-42")).toBe(false)
 
-    const fromSilent = await db(["copy", "--from-env", "SOURCE", "--to", join(folder.path, "back.db")], { ...short, SOURCE: url })
+    const fromSilent = await db(["copy", "--from-env", "SOURCE", "--to", join(folder.path, "back.db")], {
+      ...short,
+      SOURCE: url
+    })
     expect(fromSilent.exitCode).toBe(1)
     expect(fromSilent.stderr.trim()).toBe(
       `source PostgreSQL database postgres://petstore@127.0.0.1:${silent.port}/petstore (it did not answer in time): ` +
@@ -162,7 +176,9 @@ describe("db copy against a server that stops answering", () => {
     try {
       using copy = startCopy(["--from-env", "SOURCE", "--to", back], { ...short, SOURCE: through })
       // The target file is made before the first page is read, and 100,000 pets take far longer than a poll.
-      for (const deadline = performance.now() + 15_000; !existsSync(back) && performance.now() < deadline;) await Bun.sleep(5)
+      for (const deadline = performance.now() + 15_000; !existsSync(back) && performance.now() < deadline;) {
+        await Bun.sleep(5)
+      }
       proxy.freeze()
       const stalledAt = performance.now()
       const result = await copy.ended()
@@ -243,35 +259,44 @@ describe("db backup's failures are the backup's", () => {
     expect(result.exitCode).toBe(1)
     expect(result.stderr.trim().split("\n")).toHaveLength(1)
     expect(result.stderr).toMatch(
-      new RegExp(`^backup SQLite database ${join(folder.path, "notes", "backup.db")} \\(a part of its path is not a folder\\): ENOTDIR`)
+      new RegExp(
+        `^backup SQLite database ${
+          join(folder.path, "notes", "backup.db")
+        } \\(a part of its path is not a folder\\): ENOTDIR`
+      )
     )
   })
 
-  it.skipIf(!canMount)("a full disk and a read-only folder: one line naming the backup, no partial file or journal left", async () => {
-    using folder = temporaryFolder()
-    const file = join(folder.path, "petstore.db")
-    await storeWithPets(file, 40_000)
-    {
-      using full = tmpfs("size=1m")
-      expect(full.mounted).toBe(true)
-      const backup = join(full.path, "backup.db")
-      const result = await db(["backup", backup], { DATABASE_URL: file })
-      expect(result.exitCode).toBe(1)
-      expect(result.stderr.trim()).toBe(`backup SQLite database ${backup} (the disk is full): database or disk is full`)
-      expect(readdirSync(full.path)).toEqual([])
+  it.skipIf(!canMount)(
+    "a full disk and a read-only folder: one line naming the backup, no partial file or journal left",
+    async () => {
+      using folder = temporaryFolder()
+      const file = join(folder.path, "petstore.db")
+      await storeWithPets(file, 40_000)
+      {
+        using full = tmpfs("size=1m")
+        expect(full.mounted).toBe(true)
+        const backup = join(full.path, "backup.db")
+        const result = await db(["backup", backup], { DATABASE_URL: file })
+        expect(result.exitCode).toBe(1)
+        expect(result.stderr.trim()).toBe(
+          `backup SQLite database ${backup} (the disk is full): database or disk is full`
+        )
+        expect(readdirSync(full.path)).toEqual([])
+      }
+      {
+        using readOnly = tmpfs("size=1m,ro")
+        expect(readOnly.mounted).toBe(true)
+        const backup = join(readOnly.path, "backup.db")
+        const result = await db(["backup", backup], { DATABASE_URL: file })
+        expect(result.exitCode).toBe(1)
+        expect(result.stderr.trim()).toBe(
+          `backup SQLite database ${backup} (the file system is read-only): EROFS: read-only file system, open '${backup}.partial'`
+        )
+        expect(readdirSync(readOnly.path)).toEqual([])
+      }
     }
-    {
-      using readOnly = tmpfs("size=1m,ro")
-      expect(readOnly.mounted).toBe(true)
-      const backup = join(readOnly.path, "backup.db")
-      const result = await db(["backup", backup], { DATABASE_URL: file })
-      expect(result.exitCode).toBe(1)
-      expect(result.stderr.trim()).toBe(
-        `backup SQLite database ${backup} (the file system is read-only): EROFS: read-only file system, open '${backup}.partial'`
-      )
-      expect(readdirSync(readOnly.path)).toEqual([])
-    }
-  })
+  )
 
   it("a full disk is told as such whichever side meets it", () => {
     const store = { engine: "sqlite", filename: "/backups/petstore.db", label: "/backups/petstore.db" } as const
@@ -288,7 +313,9 @@ describe("passwords", () => {
       const label = withoutPassword(`postgres://petstore:${password}@db.internal:5432/petstore`)
       expect(["postgres://petstore@db.internal:5432/petstore", "postgres://db.internal:5432/petstore"]).toContain(label)
     }))
-    expect(withoutPassword("postgres://petstore:p@ss/w0rd@db.internal:5432/petstore")).toBe("postgres://db.internal:5432/petstore")
+    expect(withoutPassword("postgres://petstore:p@ss/w0rd@db.internal:5432/petstore")).toBe(
+      "postgres://db.internal:5432/petstore"
+    )
     expect(withoutPassword("postgres://petstore:p%40ss%2Fw0rd@db.internal:5432/petstore")).toBe(
       "postgres://petstore@db.internal:5432/petstore"
     )
@@ -296,7 +323,9 @@ describe("passwords", () => {
 
   it("a URL whose password's reserved characters are not encoded is refused without quoting it", () => {
     for (const password of ["p@ss/w0rd", "a/b", "q?x", "h#sh"]) {
-      const refused = Effect.runSync(Effect.flip(parseStore(`postgres://petstore:${password}@db.internal:5432/petstore`, "--to")))
+      const refused = Effect.runSync(
+        Effect.flip(parseStore(`postgres://petstore:${password}@db.internal:5432/petstore`, "--to"))
+      )
       expect(refused.message).toBe(
         "--to: is not a valid postgres:// URL (a password's reserved characters, such as @ / ? #, must be percent-encoded)"
       )
@@ -304,9 +333,15 @@ describe("passwords", () => {
   })
 
   it("the driver's words are left out whole when they hold the password, so that no mark shows where it stood", () => {
-    const store = { engine: "postgres", url: "postgres://petstore:p@db.internal:5432/petstore", label: "postgres://petstore@db.internal:5432/petstore" } as const
+    const store = {
+      engine: "postgres",
+      url: "postgres://petstore:p@db.internal:5432/petstore",
+      label: "postgres://petstore@db.internal:5432/petstore"
+    } as const
     const message = describeStoreFailure(store, "target", new Error("timeout expired")).message
-    expect(message).toBe("target PostgreSQL database postgres://petstore@db.internal:5432/petstore: the driver's message is left out: it held the password")
+    expect(message).toBe(
+      "target PostgreSQL database postgres://petstore@db.internal:5432/petstore: the driver's message is left out: it held the password"
+    )
   })
 
   it("a password on the command line draws a warning naming the option to use instead; from the environment, none", async () => {

@@ -10,7 +10,9 @@ type Json = Record<string, any>
 const withServer = async (f: (server: { url: string; key: string; spec: Json }) => Promise<void>) => {
   using folder = temporaryFolder()
   const env = { DATABASE_URL: join(folder.path, "petstore.db") }
-  const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "openapi"], env)).stdout.trim().split("\n").at(-1)!
+  const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "openapi"], env)).stdout.trim().split("\n").at(
+    -1
+  )!
   const server = await startServer(env)
   try {
     const spec = await (await fetch(`${server.url}/v1/openapi.json`)).json()
@@ -53,7 +55,9 @@ describe("the OpenAPI document", () => {
       const missing: Array<string> = []
       const visit = (schema: Json, where: string) => {
         for (const [name, property] of Object.entries<Json>(schema.properties ?? {})) {
-          const target = property.$ref ? { ...spec.components.schemas[property.$ref.split("/").at(-1)], ...property } : property
+          const target = property.$ref
+            ? { ...spec.components.schemas[property.$ref.split("/").at(-1)], ...property }
+            : property
           if (!target.description || !(target.examples ?? target.example)) missing.push(`${where}.${name}`)
         }
       }
@@ -104,8 +108,19 @@ console.log(JSON.stringify({ created: created.data, listed: listed.data, fetched
 `
         )
         const typecheck = Bun.spawnSync([
-          "node_modules/.bin/tsc", "--noEmit", "--strict", "--skipLibCheck", "--target", "es2022", "--module", "esnext",
-          "--moduleResolution", "bundler", "--types", "bun", join(folder, "script.ts")
+          "node_modules/.bin/tsc",
+          "--noEmit",
+          "--strict",
+          "--skipLibCheck",
+          "--target",
+          "es2022",
+          "--module",
+          "esnext",
+          "--moduleResolution",
+          "bundler",
+          "--types",
+          "bun",
+          join(folder, "script.ts")
         ], { cwd: root })
         expect(typecheck.exitCode, typecheck.stdout.toString()).toBe(0)
         const run = Bun.spawnSync(["bun", join(folder, "script.ts")], {

@@ -29,7 +29,9 @@ describe("served beside the API", () => {
       const response = yield* send("GET", "/v1/openapi.json")
       expect(response.status).toBe(200)
       // UPDATE_OPENAPI_FIXTURE=1 rewrites the copy after a deliberate change.
-      if (process.env.UPDATE_OPENAPI_FIXTURE === "1") writeFileSync(fixture, JSON.stringify(response.body, null, 2) + "\n")
+      if (process.env.UPDATE_OPENAPI_FIXTURE === "1") {
+        writeFileSync(fixture, JSON.stringify(response.body, null, 2) + "\n")
+      }
       expect(response.body).toEqual(JSON.parse(readFileSync(fixture, "utf8")))
     }).pipe(Effect.provide(TestServer)))
 
@@ -78,7 +80,8 @@ describe("served beside the API", () => {
       expect(response.status).toBe(503)
       expect(response.body).toEqual({
         code: "database_unavailable",
-        message: "database: this instance's SQLite file was deleted, replaced or is damaged; restart it on the right file",
+        message:
+          "database: this instance's SQLite file was deleted, replaced or is damaged; restart it on the right file",
         status: 503
       })
     }).pipe(Effect.provide(makeTestServer(storeWhoseReadinessIs("unusable")))))
@@ -86,12 +89,14 @@ describe("served beside the API", () => {
   it.effect("every response is marked never to be cached nor sniffed", () =>
     Effect.gen(function*() {
       const { key } = yield* createKey()
-      for (const response of [
-        yield* send("GET", "/v1/pets", { key }),
-        yield* send("GET", "/v1/pets"),
-        yield* send("GET", "/v1/nowhere"),
-        yield* send("GET", "/livez")
-      ]) {
+      for (
+        const response of [
+          yield* send("GET", "/v1/pets", { key }),
+          yield* send("GET", "/v1/pets"),
+          yield* send("GET", "/v1/nowhere"),
+          yield* send("GET", "/livez")
+        ]
+      ) {
         expect(response.headers["cache-control"]).toBe("no-store")
         expect(response.headers["x-content-type-options"]).toBe("nosniff")
       }
@@ -129,7 +134,9 @@ describe("served beside the API", () => {
       expect(refused.headers["access-control-allow-origin"]).toBe("https://app.example")
       const other = yield* send("GET", "/v1/pets", { key, headers: { origin: "https://evil.example" } })
       expect(other.headers["access-control-allow-origin"]).toBeUndefined()
-    }).pipe(Effect.provide(makeTestServer(undefined, { corsOrigins: ["https://app.example", "https://admin.example"] }))))
+    }).pipe(
+      Effect.provide(makeTestServer(undefined, { corsOrigins: ["https://app.example", "https://admin.example"] }))
+    ))
 
   it.effect("with CORS_ORIGINS, a page's script can read every header a client acts on", () =>
     Effect.gen(function*() {
@@ -156,7 +163,15 @@ describe("served beside the API", () => {
       ]))
       // A browser shows the page's script the CORS-safelisted headers and the exposed ones; the
       // rest here are for the browser itself (or say nothing a client acts on).
-      const safelisted = ["cache-control", "content-language", "content-length", "content-type", "expires", "last-modified", "pragma"]
+      const safelisted = [
+        "cache-control",
+        "content-language",
+        "content-length",
+        "content-type",
+        "expires",
+        "last-modified",
+        "pragma"
+      ]
       const forTheBrowser = ["date", "connection", "keep-alive", "vary", "x-content-type-options"]
       for (const response of responses) {
         expect(response.headers["access-control-expose-headers"]).toBe(exposed.join(","))
@@ -176,8 +191,15 @@ describe("served beside the API", () => {
       const { key } = yield* createKey()
       const listenerClosed = yield* Deferred.make<void>()
       const stop = yield* Effect.forkChild(
-        Effect.flatMap(InFlightRequests, (inFlight) =>
-          inFlight.stop({ grace: "5 seconds", drain: "10 seconds", closeListener: Deferred.succeed(listenerClosed, undefined) })),
+        Effect.flatMap(
+          InFlightRequests,
+          (inFlight) =>
+            inFlight.stop({
+              grace: "5 seconds",
+              drain: "10 seconds",
+              closeListener: Deferred.succeed(listenerClosed, undefined)
+            })
+        ),
         { startImmediately: true }
       )
       // Its grace is asleep on the test clock: nothing below moves before the test says so.
@@ -185,7 +207,11 @@ describe("served beside the API", () => {
 
       const ready = yield* send("GET", "/readyz")
       expect(ready.status).toBe(503)
-      expect(ready.body).toEqual({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 })
+      expect(ready.body).toEqual({
+        code: "shutting_down",
+        message: "The instance is shutting down; retry",
+        status: 503
+      })
       expect(ready.headers["connection"]).toBe("close")
       for (const served of [yield* send("GET", "/livez"), yield* send("GET", "/v1/pets", { key })]) {
         expect(served.status).toBe(200)
@@ -206,7 +232,11 @@ describe("served beside the API", () => {
       expect(refused.headers["connection"]).toBe("close")
       expect(refused.headers["retry-after"]).toBe("1")
       expect(refused.headers["x-request-id"]).toBe("late-1")
-      expect(refused.body).toEqual({ code: "shutting_down", message: "The instance is shutting down; retry", status: 503 })
+      expect(refused.body).toEqual({
+        code: "shutting_down",
+        message: "The instance is shutting down; retry",
+        status: 503
+      })
       // A path no route serves is refused by nothing: it is answered 404 as always.
       expect((yield* send("GET", "/nowhere")).status).toBe(404)
       // Each answer carries its route's label, the stop's 503s included. The log's lines are

@@ -31,7 +31,9 @@ const projectFiles = ["src", "test", "scripts"].flatMap((folder) =>
 
 /** The modules a file imports or re-exports, statically or dynamically. */
 const importsOf = (text: string) =>
-  [...text.matchAll(/(?:^|[\s;])(?:import|export)\s[^"'`;]*?from\s*["']([^"']+)["']|(?:^|[\s;(])import\s*\(?\s*["']([^"']+)["']/gm)]
+  [...text.matchAll(
+    /(?:^|[\s;])(?:import|export)\s[^"'`;]*?from\s*["']([^"']+)["']|(?:^|[\s;(])import\s*\(?\s*["']([^"']+)["']/gm
+  )]
     .map((match) => match[1] ?? match[2]!)
 
 /** The package a module specifier names (`@scope/name` or `name`), or undefined for a relative path or a runtime's own. */
@@ -55,7 +57,9 @@ describe("packaging", () => {
     for (const name of effect3Packages) expect(dependencies, name).not.toHaveProperty(name)
 
     // bun.lock names every installed package as `"name": ["name@version", …]`.
-    const locked = [...readFileSync(join(root, "bun.lock"), "utf8").matchAll(/^\s+"([^"]+)": \["(?:@?[^@"]+)@([^"]+)"/gm)]
+    const locked = [
+      ...readFileSync(join(root, "bun.lock"), "utf8").matchAll(/^\s+"([^"]+)": \["(?:@?[^@"]+)@([^"]+)"/gm)
+    ]
       .map(([, name, version]) => ({ name: name!, version: version! }))
     expect(locked.find((entry) => entry.name === "effect")?.version).toBe("4.1.0")
     expect(locked.filter((entry) => effect3Packages.includes(entry.name))).toEqual([])
@@ -70,7 +74,9 @@ describe("packaging", () => {
         if (name === undefined) continue
         if (effect3Packages.includes(name)) offending.push(`${file}: ${specifier}`)
         // Internal modules: a package's own folders, or whatever it marks internal.
-        if (/\/(dist|src|build|internal)(\/|$)/.test(specifier.slice(name.length))) offending.push(`${file}: ${specifier}`)
+        if (/\/(dist|src|build|internal)(\/|$)/.test(specifier.slice(name.length))) {
+          offending.push(`${file}: ${specifier}`)
+        }
         // The `db` move's COPY is pg's only use in the service; every statement else runs on effect/sql.
         if ((name === "pg" || name === "pg-copy-streams") && file.startsWith("src/") && !file.startsWith("src/Move/")) {
           offending.push(`${file}: ${specifier}`)

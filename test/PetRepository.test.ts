@@ -3,12 +3,12 @@ import { Database } from "bun:sqlite"
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { statSync } from "node:fs"
+import { DatabaseUnavailable } from "../src/Domain/DatabaseUnavailable.js"
 import type { NewPet } from "../src/Domain/Pet.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
-import { DatabaseUnavailable } from "../src/Domain/DatabaseUnavailable.js"
 import { petColumnNames } from "../src/Sql/PetColumns.js"
-import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { everyField } from "./support/Pets.js"
+import { TemporaryPostgres } from "./support/PostgresStores.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
 const stores: ReadonlyArray<readonly [string, Layer.Layer<PetRepository, unknown>]> = [
@@ -78,7 +78,9 @@ describe("SQLite database", () => {
       expect(yield* sql`PRAGMA busy_timeout`).toEqual([{ timeout: 0 }])
       expect(yield* sql`PRAGMA foreign_keys`).toEqual([{ foreign_keys: 1 }])
       const plan = yield* sql<{ detail: string }>`EXPLAIN QUERY PLAN
-        SELECT ${sql.literal(petColumnNames.join(", "))} FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21`
+        SELECT ${
+        sql.literal(petColumnNames.join(", "))
+      } FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21`
       const details = plan.map((row) => row.detail).join("\n")
       expect(details).toMatch(/USING INDEX pets_status_id/)
       expect(details).not.toContain("TEMP B-TREE")
@@ -96,22 +98,26 @@ describe("SQLite database", () => {
     }).pipe(Effect.provide(PetRepository.Sql.pipe(Layer.provideMerge(TemporarySqlite)))))
 
   // Live clock: the store waits for the lock on Effect's clock, up to the statement timeout.
-  it.live("a write lock another connection holds past the wait: DatabaseUnavailable (busy), not a defect", () =>
-    Effect.gen(function*() {
-      const pets = yield* PetRepository
-      const sql = yield* SqlClient.SqlClient
-      const [{ file }] = yield* sql<{ file: string }>`SELECT file FROM pragma_database_list WHERE name = 'main'`
-      const other = yield* Effect.acquireRelease(
-        Effect.sync(() => new Database(file)),
-        (db) => Effect.sync(() => db.close())
-      )
-      other.run("BEGIN IMMEDIATE")
-      const refused = yield* Effect.flip(pets.create(rex))
-      expect(refused).toBeInstanceOf(DatabaseUnavailable)
-      expect(refused.reason).toBe("busy")
-      other.run("ROLLBACK")
-      expect((yield* pets.create(rex)).id).toBe(1)
-    }).pipe(Effect.provide(PetRepository.Sql.pipe(Layer.provideMerge(TemporarySqlite)))), 20_000)
+  it.live(
+    "a write lock another connection holds past the wait: DatabaseUnavailable (busy), not a defect",
+    () =>
+      Effect.gen(function*() {
+        const pets = yield* PetRepository
+        const sql = yield* SqlClient.SqlClient
+        const [{ file }] = yield* sql<{ file: string }>`SELECT file FROM pragma_database_list WHERE name = 'main'`
+        const other = yield* Effect.acquireRelease(
+          Effect.sync(() => new Database(file)),
+          (db) => Effect.sync(() => db.close())
+        )
+        other.run("BEGIN IMMEDIATE")
+        const refused = yield* Effect.flip(pets.create(rex))
+        expect(refused).toBeInstanceOf(DatabaseUnavailable)
+        expect(refused.reason).toBe("busy")
+        other.run("ROLLBACK")
+        expect((yield* pets.create(rex)).id).toBe(1)
+      }).pipe(Effect.provide(PetRepository.Sql.pipe(Layer.provideMerge(TemporarySqlite)))),
+    20_000
+  )
 
   it.effect("ids are never reused, even after the highest row is deleted", () =>
     Effect.gen(function*() {

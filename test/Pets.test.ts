@@ -9,7 +9,11 @@ describe("createPet, POST /v1/pets", () => {
   it.effect("answers 201 with the stored pet and its Location", () =>
     Effect.gen(function*() {
       const client = yield* authorizedClient
-      const [pet, response] = yield* client.pets.createPet({ headers: {}, payload: newPet, responseMode: "decoded-and-response" })
+      const [pet, response] = yield* client.pets.createPet({
+        headers: {},
+        payload: newPet,
+        responseMode: "decoded-and-response"
+      })
       expect(response.status).toBe(201)
       expect(pet).toEqual({ id: 1, ...newPet })
       expect(response.headers["location"]).toBe("/v1/pets/1")
@@ -30,17 +34,20 @@ describe("createPet, POST /v1/pets", () => {
   it.effect("assigns ascending ids that are never reused", () =>
     Effect.gen(function*() {
       const client = yield* authorizedClient
-      const ids = yield* Effect.forEach([1, 2, 3], () => client.pets.createPet({ headers: {}, payload: newPet }).pipe(Effect.map((p) => p.id)))
+      const ids = yield* Effect.forEach([1, 2, 3], () =>
+        client.pets.createPet({ headers: {}, payload: newPet }).pipe(Effect.map((p) => p.id)))
       expect(ids).toEqual([1, 2, 3])
     }).pipe(Effect.provide(TestServer)))
 
   it.effect("accepts the boundaries: 1 and 255 characters, the largest safe integers", () =>
     Effect.gen(function*() {
       const client = yield* authorizedClient
-      for (const payload of [
-        { name: "a", categoryId: Number.MAX_SAFE_INTEGER },
-        { name: "é".repeat(255), categoryId: -Number.MAX_SAFE_INTEGER, status: "sold" as const }
-      ]) {
+      for (
+        const payload of [
+          { name: "a", categoryId: Number.MAX_SAFE_INTEGER },
+          { name: "é".repeat(255), categoryId: -Number.MAX_SAFE_INTEGER, status: "sold" as const }
+        ]
+      ) {
         const pet = yield* client.pets.createPet({ headers: {}, payload })
         expect(pet).toEqual({ id: pet.id, ...payload })
       }
@@ -52,7 +59,10 @@ describe("getPet, GET /v1/pets/{petId}", () => {
     Effect.gen(function*() {
       const client = yield* authorizedClient
       const created = yield* client.pets.createPet({ headers: {}, payload: newPet })
-      const [pet, response] = yield* client.pets.getPet({ params: { petId: created.id }, responseMode: "decoded-and-response" })
+      const [pet, response] = yield* client.pets.getPet({
+        params: { petId: created.id },
+        responseMode: "decoded-and-response"
+      })
       expect(response.status).toBe(200)
       expect(pet).toEqual(created)
     }).pipe(Effect.provide(TestServer)))
@@ -92,7 +102,10 @@ describe("listPets, GET /v1/pets", () => {
   it.effect("links the next page, keeping limit and status; the last page has no Link", () =>
     Effect.gen(function*() {
       const client = yield* seed(10)
-      const [first, response] = yield* client.pets.listPets({ query: { limit: 3, status: "available" }, responseMode: "decoded-and-response" })
+      const [first, response] = yield* client.pets.listPets({
+        query: { limit: 3, status: "available" },
+        responseMode: "decoded-and-response"
+      })
       expect(first.map((pet) => pet.id)).toEqual([1, 2, 4])
       const link = response.headers["link"]!
       const next = new URL(/^<([^>]+)>; rel="next"$/.exec(link)![1]!)
@@ -121,7 +134,10 @@ describe("listPets, GET /v1/pets", () => {
       let cursor: string | undefined
       let added = 0
       do {
-        const [page, response] = yield* client.pets.listPets({ query: { limit: 2, ...(cursor === undefined ? {} : { cursor }) }, responseMode: "decoded-and-response" })
+        const [page, response] = yield* client.pets.listPets({
+          query: { limit: 2, ...(cursor === undefined ? {} : { cursor }) },
+          responseMode: "decoded-and-response"
+        })
         seen.push(...page.map((pet) => pet.id))
         if (added++ < 3) yield* client.pets.createPet({ headers: {}, payload: newPet })
         const link = response.headers["link"]
@@ -133,7 +149,10 @@ describe("listPets, GET /v1/pets", () => {
   it.effect("refuses a tampered cursor, or one reused with another status filter, with 400 invalid_cursor", () =>
     Effect.gen(function*() {
       const client = yield* seed(5)
-      const [, response] = yield* client.pets.listPets({ query: { limit: 1, status: "available" }, responseMode: "decoded-and-response" })
+      const [, response] = yield* client.pets.listPets({
+        query: { limit: 1, status: "available" },
+        responseMode: "decoded-and-response"
+      })
       const cursor = new URL(/<([^>]+)>/.exec(response.headers["link"]!)![1]!).searchParams.get("cursor")!
       const [payload, signature] = cursor.split(".")
       const forged = `${Buffer.from("3.available").toString("base64url")}.${signature}`
@@ -155,7 +174,9 @@ describe("listPets, GET /v1/pets", () => {
     Effect.gen(function*() {
       const cursors = Cursors.make(new Uint8Array(32).fill(7))
       // The first position whose cursor holds a `-` or `_`, so that its `+`/`/` spelling differs.
-      const afterId = Array.from({ length: 1000 }, (_, i) => i + 1).find((id) => /[-_]/.test(cursors.encode({ afterId: id, status: "sold" })))!
+      const afterId = Array.from({ length: 1000 }, (_, i) => i + 1).find((id) =>
+        /[-_]/.test(cursors.encode({ afterId: id, status: "sold" }))
+      )!
       const cursor = cursors.encode({ afterId, status: "sold" })
       expect(yield* cursors.decode(cursor, "sold")).toBe(afterId)
       const [payload, signature] = cursor.split(".") as [string, string]

@@ -8,14 +8,16 @@ import { toUnavailable } from "../src/Sql/DatabaseErrors.js"
 import { migrations } from "../src/Sql/Migrations.js"
 import { petColumnNames } from "../src/Sql/PetColumns.js"
 import { PostgresConnection } from "../src/Sql/PostgresConnection.js"
-import { TemporaryPostgres, temporaryDatabase } from "./support/PostgresStores.js"
+import { temporaryDatabase, TemporaryPostgres } from "./support/PostgresStores.js"
 
 describe("the PostgreSQL database", () => {
   it.live("instances starting together migrate it once", () =>
     Effect.gen(function*() {
       const databaseUrl = yield* temporaryDatabase
       const instance = PostgresConnection.pipe(Layer.provide(AppConfig.make({ databaseUrl })))
-      const [built] = yield* Effect.all(Array.from({ length: 4 }, () => Layer.build(Layer.fresh(instance))), { concurrency: 4 })
+      const [built] = yield* Effect.all(Array.from({ length: 4 }, () => Layer.build(Layer.fresh(instance))), {
+        concurrency: 4
+      })
       const sql = Context.get(built!, SqlClient.SqlClient)
       const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM effect_sql_migrations ORDER BY 1`
       expect(applied.map((row) => row.migration_id)).toEqual((yield* migrations).map(([id]) => id))
@@ -59,7 +61,10 @@ describe("the PostgreSQL database", () => {
       const sql = yield* SqlClient.SqlClient
       const pidOf = sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.pipe(Effect.map(([row]) => row!.pid))
       const isOpen = (pid: number) =>
-        Effect.map(sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ${pid}`, ([row]) => Number(row!.n) > 0)
+        Effect.map(
+          sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ${pid}`,
+          ([row]) => Number(row!.n) > 0
+        )
       // Closed in the background once its checkout ends: asked again within a bound.
       const closedSoon = (pid: number) =>
         isOpen(pid).pipe(
@@ -81,7 +86,9 @@ describe("the PostgreSQL database", () => {
             return session
           })
         })
-      const timedOut = yield* failing(sql`SET LOCAL statement_timeout = 50`.pipe(Effect.andThen(sql`SELECT pg_sleep(1)`)))
+      const timedOut = yield* failing(
+        sql`SET LOCAL statement_timeout = 50`.pipe(Effect.andThen(sql`SELECT pg_sleep(1)`))
+      )
       const refused = yield* failing(
         sql`SET TRANSACTION READ ONLY`.pipe(Effect.andThen(sql`INSERT INTO pets (name, category_id) VALUES ('x', 1)`))
       )
@@ -96,7 +103,9 @@ describe("the PostgreSQL database", () => {
     Effect.gen(function*() {
       const { key } = yield* (yield* ApiKeys).create("alice")
       const rows = yield* (yield* SqlClient.SqlClient)`SELECT * FROM api_keys`
-      expect(JSON.stringify(rows, (_, value) => typeof value === "bigint" ? String(value) : value)).not.toContain(Redacted.value(key))
+      expect(JSON.stringify(rows, (_, value) => typeof value === "bigint" ? String(value) : value)).not.toContain(
+        Redacted.value(key)
+      )
       expect(rows[0]).toMatchObject({ key_hash: hashKey(Redacted.value(key)) })
     }).pipe(Effect.provide(ApiKeys.Sql.pipe(Layer.provideMerge(TemporaryPostgres), Layer.provide(AppConfig.make())))))
 
@@ -105,7 +114,9 @@ describe("the PostgreSQL database", () => {
       const sql = yield* SqlClient.SqlClient
       yield* sql`SET enable_seqscan = off`
       const plan = yield* sql<{ "QUERY PLAN": string }>`EXPLAIN
-        SELECT ${sql.literal(petColumnNames.join(", "))} FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21`
+        SELECT ${
+        sql.literal(petColumnNames.join(", "))
+      } FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21`
       const text = plan.map((row) => row["QUERY PLAN"]).join("\n")
       expect(text).toContain("pets_status_id")
       expect(text).not.toContain("Sort")

@@ -18,15 +18,28 @@ describe("the production build", () => {
     const port = freePort()
     const proc = Bun.spawn(["bun", join(outdir, "main.js")], {
       cwd: folder.path,
-      env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), DATABASE_URL: join(folder.path, "petstore.db"), METRICS_PORT: "off" },
+      env: {
+        ...process.env,
+        HOST: "127.0.0.1",
+        PORT: String(port),
+        DATABASE_URL: join(folder.path, "petstore.db"),
+        METRICS_PORT: "off"
+      },
       stdout: "pipe",
       stderr: "pipe"
     })
     try {
-      for (let attempt = 0; !(await fetch(`http://127.0.0.1:${port}/livez`).then((r) => r.ok, () => false)); attempt++) {
+      for (
+        let attempt = 0;
+        !(await fetch(`http://127.0.0.1:${port}/livez`).then((r) => r.ok, () => false));
+        attempt++
+      ) {
         if (proc.exitCode !== null || attempt > 400) {
           proc.kill("SIGKILL")
-          throw new Error(`the built server did not start: ${await new Response(proc.stdout).text()}${await new Response(proc.stderr).text()}`)
+          throw new Error(
+            `the built server did not start: ${await new Response(proc.stdout).text()}${await new Response(proc.stderr)
+              .text()}`
+          )
         }
         await Bun.sleep(25)
       }

@@ -20,7 +20,8 @@ beforeAll(async () => {
   cleanups.push(async () => folder[Symbol.dispose](), () => database[Symbol.asyncDispose]())
   for (const [name, url] of [["SQLite", join(folder.path, "petstore.db")], ["PostgreSQL", database.url]] as const) {
     const env = { DATABASE_URL: url, ...limits }
-    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "properties"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "properties"], env)).stdout.trim().split("\n")
+      .at(-1)!
     const server = await startServer(env)
     cleanups.unshift(() => server.stop())
     servers[name] = { ...server, key }
@@ -55,7 +56,22 @@ const sqlLikeTexts = [
 const sqlLike = fc.constantFrom(...sqlLikeTexts)
 const segment = fc.oneof(
   anyText.map(encodeURIComponent),
-  fc.constantFrom("v1", "pets", "1", "-1", "0", "9007199254740992", "1e3", "%zz", "%", "..", "", "openapi.json", "docs", "livez"),
+  fc.constantFrom(
+    "v1",
+    "pets",
+    "1",
+    "-1",
+    "0",
+    "9007199254740992",
+    "1e3",
+    "%zz",
+    "%",
+    "..",
+    "",
+    "openapi.json",
+    "docs",
+    "livez"
+  ),
   sqlLike.map(encodeURIComponent)
 )
 // Mostly the service's own routes, so that requests get past routing and authentication.
@@ -67,7 +83,11 @@ const path = fc.oneof(
 const query = fc.array(
   fc.tuple(
     fc.oneof(fc.constantFrom("limit", "status", "cursor"), anyText.map(encodeURIComponent)),
-    fc.oneof(anyText.map(encodeURIComponent), sqlLike.map(encodeURIComponent), fc.constantFrom("0", "1", "100", "101", "-5", "available", "x.y", "%ff"))
+    fc.oneof(
+      anyText.map(encodeURIComponent),
+      sqlLike.map(encodeURIComponent),
+      fc.constantFrom("0", "1", "100", "101", "-5", "available", "x.y", "%ff")
+    )
   ),
   { maxLength: 4 }
 ).map((pairs) => pairs.length === 0 ? "" : `?${pairs.map(([k, v]) => `${k}=${v}`).join("&")}`)
@@ -171,16 +191,25 @@ for (const name of ["SQLite", "PostgreSQL"]) {
     const server = () => servers[name]!
     const headers = () => ({ authorization: `Bearer ${server().key}`, "content-type": "application/json" })
 
-    it.live.prop("through create and get, names that look like SQL stored as text", { pet: validNewPet }, ({ pet }) =>
-      Effect.promise(async () => {
-        const created = await request(server(), "/v1/pets", { method: "POST", headers: headers(), body: JSON.stringify(Schema.encodeSync(NewPet)(pet)) })
-        expect(created.status).toBe(201)
-        const { id } = JSON.parse(created.text)
-        const expected = JSON.stringify(Schema.encodeSync(Pet)({ id, ...pet }))
-        expect(created.text).toBe(expected)
-        const fetched = await request(server(), `/v1/pets/${id}`, { headers: headers() })
-        expect(fetched.text).toBe(expected)
-      }), { timeout: 120_000, arbitrary: { runs: 300, size: arbitrarySize } })
+    it.live.prop(
+      "through create and get, names that look like SQL stored as text",
+      { pet: validNewPet },
+      ({ pet }) =>
+        Effect.promise(async () => {
+          const created = await request(server(), "/v1/pets", {
+            method: "POST",
+            headers: headers(),
+            body: JSON.stringify(Schema.encodeSync(NewPet)(pet))
+          })
+          expect(created.status).toBe(201)
+          const { id } = JSON.parse(created.text)
+          const expected = JSON.stringify(Schema.encodeSync(Pet)({ id, ...pet }))
+          expect(created.text).toBe(expected)
+          const fetched = await request(server(), `/v1/pets/${id}`, { headers: headers() })
+          expect(fetched.text).toBe(expected)
+        }),
+      { timeout: 120_000, arbitrary: { runs: 300, size: arbitrarySize } }
+    )
 
     it("the tables the SQL-looking names address are all still there", async () => {
       const listed = await request(server(), "/v1/pets?limit=100", { headers: headers() })

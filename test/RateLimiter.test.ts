@@ -95,7 +95,9 @@ describe("RateLimiter on PostgreSQL", () => {
       const sql = Context.get(database, SqlClient.SqlClient)
       yield* Effect.forEach(Array.from({ length: 400 }, (_, i) => `10.0.${i >> 8}.${i & 255}`), (address) =>
         one!.take(policy, address), { concurrency: 16 })
-      const count = sql<{ n: bigint }>`SELECT count(*) AS n FROM rate_limit_buckets`.pipe(Effect.map(([row]) => Number(row!.n)))
+      const count = sql<{ n: bigint }>`SELECT count(*) AS n FROM rate_limit_buckets`.pipe(Effect.map(([row]) =>
+        Number(row!.n)
+      ))
       expect(yield* count).toBe(400)
       // The purge, woken by the TestClock, runs its statements in real time and sleeps again only
       // when they are done: read until they are, moving the clock on by `step` between reads.
@@ -103,7 +105,9 @@ describe("RateLimiter on PostgreSQL", () => {
         Effect.flatMap(count, (n) =>
           n === expected || Date.now() > until
             ? Effect.succeed(n)
-            : Effect.promise(() => Bun.sleep(20)).pipe(
+            : Effect.promise(() =>
+              Bun.sleep(20)
+            ).pipe(
               Effect.andThen(TestClock.adjust(step)),
               Effect.andThen(countReaches(expected, step, until))
             ))
@@ -116,22 +120,26 @@ describe("RateLimiter on PostgreSQL", () => {
 })
 
 describe("RateLimiter state is bounded", () => {
-  it.effect("a million failures from distinct addresses keep the resident memory within 64 MiB", () =>
-    Effect.gen(function*() {
-      const limiter = yield* RateLimiter
-      const failures = { name: "failed-authentication", perSecond: 20 / 60, burst: 20 }
-      Bun.gc(true)
-      const before = process.memoryUsage().rss
-      for (let i = 0; i < 1_000_000; i++) {
-        yield* limiter.take(failures, `2001:db8:${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}::/64`)
-      }
-      // The collector hands freed pages back to the system a moment after it runs.
-      Bun.gc(true)
-      yield* Effect.promise(() => Bun.sleep(1000))
-      Bun.gc(true)
-      const grown = process.memoryUsage().rss - before
-      expect(grown).toBeLessThan(64 * 1024 * 1024)
-    }).pipe(Effect.provide(RateLimiter.InMemory)), 120_000)
+  it.effect(
+    "a million failures from distinct addresses keep the resident memory within 64 MiB",
+    () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter
+        const failures = { name: "failed-authentication", perSecond: 20 / 60, burst: 20 }
+        Bun.gc(true)
+        const before = process.memoryUsage().rss
+        for (let i = 0; i < 1_000_000; i++) {
+          yield* limiter.take(failures, `2001:db8:${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}::/64`)
+        }
+        // The collector hands freed pages back to the system a moment after it runs.
+        Bun.gc(true)
+        yield* Effect.promise(() => Bun.sleep(1000))
+        Bun.gc(true)
+        const grown = process.memoryUsage().rss - before
+        expect(grown).toBeLessThan(64 * 1024 * 1024)
+      }).pipe(Effect.provide(RateLimiter.InMemory)),
+    120_000
+  )
 
   it.effect("forgets the least recently used bucket past the cap", () =>
     Effect.gen(function*() {
@@ -185,7 +193,9 @@ describe("RecentMap, the bounded map behind the buckets", () => {
 
   it("drops the idle entries of its older half as new ones come, before that half is due to go", () => {
     const fullAt = new RecentMap<number>(10, (at, now) => at <= now)
-    for (const [key, at] of [["a", 100], ["b", 100], ["c", 500], ["x", 900], ["y", 900]] as const) fullAt.set(key, at, 0)
+    for (const [key, at] of [["a", 100], ["b", 100], ["c", 500], ["x", 900], ["y", 900]] as const) {
+      fullAt.set(key, at, 0)
+    }
     expect(fullAt.size).toBe(5)
     // "d" makes those five the older half; each new key sweeps two of it.
     fullAt.set("d", 900, 150)

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { RateLimiter } from "../src/Auth/RateLimiter.js"
-import { parseTrustedProxies } from "../src/Request/ClientAddress.js"
 import { Context, Effect, Fiber } from "effect"
 import { PrometheusMetrics } from "effect/observability"
 import { TestClock } from "effect/testing"
+import { RateLimiter } from "../src/Auth/RateLimiter.js"
+import { parseTrustedProxies } from "../src/Request/ClientAddress.js"
 import { answeredOrAsleep, createKey, makeTestServer, send } from "./support/TestServer.js"
 
 describe("the rate limit per API key (token bucket)", () => {
@@ -100,7 +100,9 @@ describe("failed authentications behind a trusted proxy", () => {
   it.effect("group IPv6 clients by their /64", () =>
     Effect.gen(function*() {
       for (let i = 0; i < 4; i++) {
-        const attempt = yield* Effect.forkChild(send("GET", "/v1/pets", { headers: from(`2001:db8:1:2::${i + 1}`, wrong) }))
+        const attempt = yield* Effect.forkChild(
+          send("GET", "/v1/pets", { headers: from(`2001:db8:1:2::${i + 1}`, wrong) })
+        )
         yield* answeredOrAsleep(attempt)
         yield* TestClock.adjust("2 seconds")
         expect((yield* Fiber.join(attempt)).status).toBe(401)
@@ -154,5 +156,7 @@ describe("refusals in the metrics", () => {
       expect((yield* send("GET", "/v1/pets", {})).status).toBe(401)
       expect((yield* send("GET", "/v1/pets", {})).status).toBe(429)
       expect(series.map(count).map((after, i) => after - before[i]!)).toEqual([1, 1, 1, 1])
-    }).pipe(Effect.provide(makeTestServer(undefined, { authFailuresPerMinute: 2, rateLimit: { perSecond: 0.001, burst: 1 } }))))
+    }).pipe(
+      Effect.provide(makeTestServer(undefined, { authFailuresPerMinute: 2, rateLimit: { perSecond: 0.001, burst: 1 } }))
+    ))
 })

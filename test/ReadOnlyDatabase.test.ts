@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { startPostgresCluster, startStandby } from "./support/PostgresCluster.js"
 import { pgQuery } from "./support/MoveCommands.js"
+import { startPostgresCluster, startStandby } from "./support/PostgresCluster.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
-import { sharedPostgresUrl } from "./support/SharedPostgres.js"
 import { createKey, freePort, runCommand, startServer } from "./support/ServerProcess.js"
+import { sharedPostgresUrl } from "./support/SharedPostgres.js"
 import { tcpForwarder } from "./support/TcpForwarder.js"
 
 const timeouts = {
@@ -38,7 +38,8 @@ const serviceOn = async (databaseUrl: string, extra: Record<string, string> = {}
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
   return {
     server,
-    create: (name: string) => fetch(`${server.url}/v1/pets`, { method: "POST", headers, body: JSON.stringify({ name, categoryId: 1 }) }),
+    create: (name: string) =>
+      fetch(`${server.url}/v1/pets`, { method: "POST", headers, body: JSON.stringify({ name, categoryId: 1 }) }),
     list: () => fetch(`${server.url}/v1/pets`, { headers }),
     get: (id: number) => fetch(`${server.url}/v1/pets/${id}`, { headers }),
     ready: () => fetch(`${server.url}/readyz`)
@@ -54,7 +55,12 @@ const expectReadOnly = async (service: Awaited<ReturnType<typeof serviceOn>>, pe
   // Past several leases of the rate limit's shared bucket, which cannot be written.
   for (let i = 0; i < 10; i++) {
     const [list, get] = await Promise.all([service.list(), service.get(petId)])
-    expect([list.status, get.status, await list.text(), (await get.json()).id]).toEqual([200, 200, expect.any(String), petId])
+    expect([list.status, get.status, await list.text(), (await get.json()).id]).toEqual([
+      200,
+      200,
+      expect.any(String),
+      petId
+    ])
   }
   await within(1000, async () => {
     const ready = await service.ready()
@@ -79,24 +85,38 @@ describe("a database made read-only (ALTER DATABASE … SET default_transaction_
       await admin(`ALTER DATABASE ${name} SET default_transaction_read_only = on`)
       // The setting holds for sessions opened from now on: end the service's.
       await admin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}'`)
-      await within(2000, async () => (await service.create("probe").then((r) => r.json())).code === "database_read_only")
+      await within(
+        2000,
+        async () => (await service.create("probe").then((r) => r.json())).code === "database_read_only"
+      )
       await expectReadOnly(service, petId)
       const logs = service.server.logs().split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
-      expect(logs.filter((line) => line.message === "rate limits decided locally: the shared buckets cannot be written"))
+      expect(
+        logs.filter((line) => line.message === "rate limits decided locally: the shared buckets cannot be written")
+      )
         .toEqual([expect.objectContaining({ logLevel: "WARN" })])
       const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
       expect(metrics).toMatch(/^petstore_rate_limit_local 1$/m)
 
-      const start = await runCommand(["src/bin/main.ts"], { DATABASE_URL: database.url, PORT: String(freePort()), METRICS_PORT: "off" })
+      const start = await runCommand(["src/bin/main.ts"], {
+        DATABASE_URL: database.url,
+        PORT: String(freePort()),
+        METRICS_PORT: "off"
+      })
       expect(start.exitCode).toBe(1)
-      const said = (start.stdout + start.stderr).split("\n").filter((line) => line.includes(name) || line.includes("read-only"))
-      expect(said).toEqual([expect.stringContaining(`at ${new URL(database.url).host} that DATABASE_URL names: it is read-only`)])
+      const said = (start.stdout + start.stderr).split("\n").filter((line) =>
+        line.includes(name) || line.includes("read-only")
+      )
+      expect(said).toEqual([
+        expect.stringContaining(`at ${new URL(database.url).host} that DATABASE_URL names: it is read-only`)
+      ])
 
       await admin(`ALTER DATABASE ${name} RESET default_transaction_read_only`)
       await within(2000, async () => (await service.create("after")).status === 201)
-      await within(2000, async () => /^petstore_rate_limit_local 0$/m.test(
-        await service.list().then(() => fetch(`http://127.0.0.1:${metricsPort}/metrics`)).then((r) => r.text())
-      ))
+      await within(2000, async () =>
+        /^petstore_rate_limit_local 0$/m.test(
+          await service.list().then(() => fetch(`http://127.0.0.1:${metricsPort}/metrics`)).then((r) => r.text())
+        ))
     } finally {
       await admin(`ALTER DATABASE ${name} RESET default_transaction_read_only`)
       await service.server.stop()
@@ -119,17 +139,30 @@ describe("the database's address moved to a hot standby not yet promoted", () =>
       const petId = (await created.json()).id
       // What the service wrote (its schema, its key, the pet) replayed on the standby.
       const [{ lsn: written }] = await pgQuery<{ lsn: string }>(primary.url, "SELECT pg_current_wal_lsn() AS lsn")
-      await within(5000, async () =>
-        (await pgQuery<{ caught_up: boolean }>(standby!.url, "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS caught_up", [written]))[0]!.caught_up
+      await within(
+        5000,
+        async () =>
+          (await pgQuery<{ caught_up: boolean }>(
+            standby!.url,
+            "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS caught_up",
+            [written]
+          ))[0]!.caught_up
       )
 
       // The primary stops (its connections end) and the address points at the standby.
       address.moveTo(standbyPort)
       address.resetAll()
-      await within(2000, async () => (await service!.create("probe").then((r) => r.json())).code === "database_read_only")
+      await within(
+        2000,
+        async () => (await service!.create("probe").then((r) => r.json())).code === "database_read_only"
+      )
       await expectReadOnly(service, petId)
 
-      const start = await runCommand(["src/bin/main.ts"], { DATABASE_URL: standby.url, PORT: String(freePort()), METRICS_PORT: "off" })
+      const start = await runCommand(["src/bin/main.ts"], {
+        DATABASE_URL: standby.url,
+        PORT: String(freePort()),
+        METRICS_PORT: "off"
+      })
       expect(start.exitCode).toBe(1)
       const said = (start.stdout + start.stderr).split("\n").filter((line) => line.includes(`127.0.0.1:${standbyPort}`))
       expect(said).toEqual([expect.stringContaining("that DATABASE_URL names: it is a standby (in recovery)")])

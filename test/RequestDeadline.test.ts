@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import pg from "pg"
 import { Clock, Duration, Effect, Fiber, Layer, Logger, References } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
+import pg from "pg"
 import { makeDeadline } from "../src/Http/RequestDeadline.js"
 import { makeRequestObserver } from "../src/Http/RequestObserver.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
@@ -41,7 +41,9 @@ const makeServe = Effect.gen(function*() {
 })
 
 const answered = ({ at, response }: Answered) => {
-  const body = response.body._tag === "Uint8Array" ? JSON.parse(new TextDecoder().decode(response.body.body)) : undefined
+  const body = response.body._tag === "Uint8Array"
+    ? JSON.parse(new TextDecoder().decode(response.body.body))
+    : undefined
   return { status: response.status, retryAfter: response.headers["retry-after"], code: body?.code, at }
 }
 
@@ -110,7 +112,11 @@ describe("a deadline that passes while the request waits on its database", () =>
       const serve = yield* makeServe
       const request = yield* serve(Effect.andThen(waitingOnDatabase(Effect.sleep("20 millis")), Effect.never))
       yield* TestClock.adjust(deadlineMillis)
-      expect(answered(yield* Fiber.join(request))).toMatchObject({ status: 503, retryAfter: "1", code: "request_timeout" })
+      expect(answered(yield* Fiber.join(request))).toMatchObject({
+        status: 503,
+        retryAfter: "1",
+        code: "request_timeout"
+      })
     }))
 
   describe("through the service", () => {
@@ -125,16 +131,22 @@ describe("a deadline that passes while the request waits on its database", () =>
     const entered = Promise.withResolvers<void>()
     const frozenList = Layer.effect(
       PetRepository,
-      Effect.map(makeInMemoryPetRepository, (pets) =>
-        PetRepository.of({ ...pets, list: () => Effect.andThen(Effect.sync(() => entered.resolve()), Effect.never) }))
+      Effect.map(
+        makeInMemoryPetRepository,
+        (pets) =>
+          PetRepository.of({ ...pets, list: () => Effect.andThen(Effect.sync(() => entered.resolve()), Effect.never) })
+      )
     )
 
     it.effect("a list the database never answers: database_unavailable at the deadline, logged as the database's", () =>
       Effect.gen(function*() {
         const { key } = yield* createKey()
-        const list = yield* Effect.forkChild(send("GET", "/v1/pets", { key, headers: { "x-request-id": "frozen-list" } }), {
-          startImmediately: true
-        })
+        const list = yield* Effect.forkChild(
+          send("GET", "/v1/pets", { key, headers: { "x-request-id": "frozen-list" } }),
+          {
+            startImmediately: true
+          }
+        )
         // In the store, and its deadline pending: only then is the clock moved.
         yield* Effect.promise(() => entered.promise)
         yield* answeredOrAsleep(list, requestTimeout)
@@ -154,7 +166,7 @@ describe("a deadline that passes while the request waits on its database", () =>
             reason: "The database did not answer within the request's deadline, 2s (REQUEST_TIMEOUT_SECONDS)"
           })
         })
-      }).pipe(Effect.provide(makeTestServer(frozenList, { requestTimeout })), Effect.provide(capture)))
+      }).pipe(Effect.provide(Layer.provideMerge(makeTestServer(frozenList, { requestTimeout }), capture))))
 
     it.effect("a create whose client never ends its body: request_timeout, not the database's", () =>
       Effect.gen(function*() {
@@ -174,67 +186,96 @@ describe("a deadline that passes while the request waits on its database", () =>
 })
 
 describe("PostgreSQL frozen (SIGSTOP) while requests wait on it", () => {
-  it("answers every one 503 database_unavailable with Retry-After, those its deadline ends too: one code for one fault", async () => {
-    using postgres = faultyPostgres()
-    // A statement the server leaves unanswered is given up 0.5 s after its timeout (1.4 s): the
-    // deadline (1 s) ends the wait first. A wait for a connection ends at its timeout, before it.
-    const env = {
-      DATABASE_URL: postgres.url,
-      REQUEST_TIMEOUT_SECONDS: "1",
-      DATABASE_CONNECT_TIMEOUT_SECONDS: "0.9",
-      DATABASE_STATEMENT_TIMEOUT_SECONDS: "0.9"
-    }
-    const key = await createKeyWithCommand(env, "frozen")
-    const server = await startServer({ ...env, LOG_LEVEL: "info" })
-    const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
-    try {
-      // The key used once before the freeze, as a client's would have been.
-      expect((await fetch(`${server.url}/v1/pets`, { headers })).status).toBe(200)
-      postgres.freeze()
-      const answers = await Promise.all(Array.from({ length: 8 }, async (_, n) => {
-        const startedAt = performance.now()
-        const response = await fetch(`${server.url}/v1/pets`, n % 2 === 0
-          ? { headers }
-          : { method: "POST", headers, body: JSON.stringify({ name: `frozen-${n}`, categoryId: 1 }) })
-        const body = await response.json()
-        return { status: response.status, retryAfter: response.headers.get("retry-after"), body, millis: performance.now() - startedAt }
-      }))
-      for (const answer of answers) {
-        expect(answer).toMatchObject({ status: 503, retryAfter: "1", body: { code: "database_unavailable", status: 503 } })
-        // The deadline, and a moment for a loaded machine.
-        expect(answer.millis).toBeLessThan(1000 + 1000)
+  it(
+    "answers every one 503 database_unavailable with Retry-After, those its deadline ends too: one code for one fault",
+    async () => {
+      using postgres = faultyPostgres()
+      // A statement the server leaves unanswered is given up 0.5 s after its timeout (1.4 s): the
+      // deadline (1 s) ends the wait first. A wait for a connection ends at its timeout, before it.
+      const env = {
+        DATABASE_URL: postgres.url,
+        REQUEST_TIMEOUT_SECONDS: "1",
+        DATABASE_CONNECT_TIMEOUT_SECONDS: "0.9",
+        DATABASE_STATEMENT_TIMEOUT_SECONDS: "0.9"
       }
-      // The deadline answered some of them: the service said so, in the database's warning.
-      const warned = () => server.logs().includes(`The database did not answer within the request's deadline, 1s`)
-      for (let waited = 0; !warned() && waited < 40; waited++) await Bun.sleep(25)
-      expect(warned()).toBe(true)
-    } finally {
-      postgres.thaw()
-      await server.stop()
-    }
-  }, 30_000)
+      const key = await createKeyWithCommand(env, "frozen")
+      const server = await startServer({ ...env, LOG_LEVEL: "info" })
+      const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
+      try {
+        // The key used once before the freeze, as a client's would have been.
+        expect((await fetch(`${server.url}/v1/pets`, { headers })).status).toBe(200)
+        postgres.freeze()
+        const answers = await Promise.all(Array.from({ length: 8 }, async (_, n) => {
+          const startedAt = performance.now()
+          const response = await fetch(
+            `${server.url}/v1/pets`,
+            n % 2 === 0
+              ? { headers }
+              : { method: "POST", headers, body: JSON.stringify({ name: `frozen-${n}`, categoryId: 1 }) }
+          )
+          const body = await response.json()
+          return {
+            status: response.status,
+            retryAfter: response.headers.get("retry-after"),
+            body,
+            millis: performance.now() - startedAt
+          }
+        }))
+        for (const answer of answers) {
+          expect(answer).toMatchObject({
+            status: 503,
+            retryAfter: "1",
+            body: { code: "database_unavailable", status: 503 }
+          })
+          // The deadline, and a moment for a loaded machine.
+          expect(answer.millis).toBeLessThan(1000 + 1000)
+        }
+        // The deadline answered some of them: the service said so, in the database's warning.
+        const warned = () => server.logs().includes(`The database did not answer within the request's deadline, 1s`)
+        for (let waited = 0; !warned() && waited < 40; waited++) await Bun.sleep(25)
+        expect(warned()).toBe(true)
+      } finally {
+        postgres.thaw()
+        await server.stop()
+      }
+    },
+    30_000
+  )
 })
 
 describe("PostgreSQL's rate-limit buckets locked by another session (LOCK TABLE rate_limit_buckets)", () => {
-  it("a new key's first request, its bucket's refill waiting at the deadline: database_unavailable, logged as the database's", async () => {
-    await using database = await createTestDatabase()
-    // The statement's own timeout (3 s) after the deadline (1 s): the deadline ends the wait.
-    const env = { DATABASE_URL: database.url, REQUEST_TIMEOUT_SECONDS: "1", DATABASE_CONNECT_TIMEOUT_SECONDS: "0.9", DATABASE_STATEMENT_TIMEOUT_SECONDS: "3" }
-    const key = await createKeyWithCommand(env, "locked buckets")
-    const server = await startServer({ ...env, LOG_LEVEL: "info" })
-    const locker = new pg.Client({ connectionString: database.url })
-    await locker.connect()
-    try {
-      await locker.query("BEGIN")
-      await locker.query("LOCK TABLE rate_limit_buckets IN ACCESS EXCLUSIVE MODE")
-      const response = await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
-      expect([response.status, response.headers.get("retry-after"), (await response.json()).code]).toEqual([503, "1", "database_unavailable"])
-      const warned = () => server.logs().includes(`The database did not answer within the request's deadline, 1s`)
-      for (let waited = 0; !warned() && waited < 40; waited++) await Bun.sleep(25)
-      expect(warned()).toBe(true)
-    } finally {
-      await locker.end()
-      await server.stop()
-    }
-  }, 30_000)
+  it(
+    "a new key's first request, its bucket's refill waiting at the deadline: database_unavailable, logged as the database's",
+    async () => {
+      await using database = await createTestDatabase()
+      // The statement's own timeout (3 s) after the deadline (1 s): the deadline ends the wait.
+      const env = {
+        DATABASE_URL: database.url,
+        REQUEST_TIMEOUT_SECONDS: "1",
+        DATABASE_CONNECT_TIMEOUT_SECONDS: "0.9",
+        DATABASE_STATEMENT_TIMEOUT_SECONDS: "3"
+      }
+      const key = await createKeyWithCommand(env, "locked buckets")
+      const server = await startServer({ ...env, LOG_LEVEL: "info" })
+      const locker = new pg.Client({ connectionString: database.url })
+      await locker.connect()
+      try {
+        await locker.query("BEGIN")
+        await locker.query("LOCK TABLE rate_limit_buckets IN ACCESS EXCLUSIVE MODE")
+        const response = await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+        expect([response.status, response.headers.get("retry-after"), (await response.json()).code]).toEqual([
+          503,
+          "1",
+          "database_unavailable"
+        ])
+        const warned = () => server.logs().includes(`The database did not answer within the request's deadline, 1s`)
+        for (let waited = 0; !warned() && waited < 40; waited++) await Bun.sleep(25)
+        expect(warned()).toBe(true)
+      } finally {
+        await locker.end()
+        await server.stop()
+      }
+    },
+    30_000
+  )
 })

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createHash } from "node:crypto"
+import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { basename, join } from "node:path"
 import { createKey, db, pgQuery, sqliteQuery } from "./support/MoveCommands.js"
 import { serverBin } from "./support/PostgresCluster.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
-import { sharedPostgresUrl } from "./support/SharedPostgres.js"
 import { createPet, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { sharedPostgresUrl } from "./support/SharedPostgres.js"
 
 const createPets = async (url: string, key: string, count: number) => {
   const ids: Array<number> = []
@@ -17,7 +17,9 @@ const createPets = async (url: string, key: string, count: number) => {
 /** A file's bytes, and those of SQLite's companions beside it, as a digest: "as it was" compared byte for byte. */
 const digest = (file: string) =>
   ["", "-wal", "-shm"].map((suffix) =>
-    existsSync(`${file}${suffix}`) ? createHash("sha256").update(readFileSync(`${file}${suffix}`)).digest("hex") : "none"
+    existsSync(`${file}${suffix}`)
+      ? createHash("sha256").update(readFileSync(`${file}${suffix}`)).digest("hex")
+      : "none"
   ).join(" ")
 
 /** What a restore may leave in the folder besides the database and its backups: nothing of its own. */
@@ -49,8 +51,10 @@ describe("db restore (SQLite)", () => {
     expect(restored.stderr).toBe("")
     expect(restored.exitCode).toBe(0)
     expect(restored.stdout.trim()).toMatch(
-      new RegExp(`^restored ${file} from ${backupFile} in \\d+\\.\\d s \\(integrity check ok; pets 3, api_keys 1, settings 1, ` +
-        `idempotency_keys 0\\); next ids pets 7, api_keys 2, above every id the replaced file handed out$`)
+      new RegExp(
+        `^restored ${file} from ${backupFile} in \\d+\\.\\d s \\(integrity check ok; pets 3, api_keys 1, settings 1, ` +
+          `idempotency_keys 0\\); next ids pets 7, api_keys 2, above every id the replaced file handed out$`
+      )
     )
     expect(digest(backupFile)).toBe(backupBytes)
     expect(sqliteQuery<{ id: number }>(file, "SELECT id FROM pets ORDER BY id").map(({ id }) => id)).toEqual(before)
@@ -117,7 +121,9 @@ describe("db restore (SQLite)", () => {
     copyFileSync(backupFile, damaged)
     // The pets table's pages overwritten: a file SQLite opens, whose b-tree is broken.
     const bytes = readFileSync(damaged)
-    const rootPage = sqliteQuery<{ rootpage: number }>(backupFile, "SELECT rootpage FROM sqlite_master WHERE name = 'pets'")[0]!.rootpage
+    const rootPage =
+      sqliteQuery<{ rootpage: number }>(backupFile, "SELECT rootpage FROM sqlite_master WHERE name = 'pets'")[0]!
+        .rootpage
     bytes.fill(0x5a, (rootPage - 1) * 4096, rootPage * 4096)
     writeFileSync(damaged, bytes)
     const foreign = join(folder.path, "other.db")
@@ -126,10 +132,26 @@ describe("db restore (SQLite)", () => {
     other.close()
 
     const cases: Array<[string, RegExp]> = [
-      [text, new RegExp(`^restore: the backup SQLite database ${text} \\(it is not a SQLite database, or it is damaged\\): file is not a database$`)],
-      [damaged, new RegExp(`^restore: the backup (${damaged} failed its integrity check|SQLite database ${damaged} \\(it is not a SQLite database, or it is damaged\\))`)],
-      [foreign, new RegExp(`^restore: ${foreign} is not a backup of the Pet Store: it has no effect_sql_migrations table$`)],
-      [join(folder.path, "missing.db"), new RegExp(`^restore: the backup ${join(folder.path, "missing.db")}: no such file$`)],
+      [
+        text,
+        new RegExp(
+          `^restore: the backup SQLite database ${text} \\(it is not a SQLite database, or it is damaged\\): file is not a database$`
+        )
+      ],
+      [
+        damaged,
+        new RegExp(
+          `^restore: the backup (${damaged} failed its integrity check|SQLite database ${damaged} \\(it is not a SQLite database, or it is damaged\\))`
+        )
+      ],
+      [
+        foreign,
+        new RegExp(`^restore: ${foreign} is not a backup of the Pet Store: it has no effect_sql_migrations table$`)
+      ],
+      [
+        join(folder.path, "missing.db"),
+        new RegExp(`^restore: the backup ${join(folder.path, "missing.db")}: no such file$`)
+      ],
       [file, new RegExp(`^restore: ${file} is the database itself; name a backup made by db backup$`)]
     ]
     for (const [backup, line] of cases) {
@@ -151,54 +173,60 @@ const pgProgram = async (name: string, args: ReadonlyArray<string>) => {
 }
 
 describe("a PostgreSQL restore from pg_dump, as docs/operations.md runs it", () => {
-  it("db last-id before the database is dropped, db restore-ids after pg_restore: the next id is above every id handed out", async () => {
-    using folder = temporaryFolder()
-    await using database = await createTestDatabase()
-    const url = database.url
-    const name = new URL(url).pathname.slice(1)
-    const key = await createKey(url)
-    const server = await startServer({ DATABASE_URL: url })
-    let handedOut: Array<number>
-    try {
-      const before = await createPets(server.url, key, 3)
-      const dump = join(folder.path, "petstore.dump")
-      await pgProgram("pg_dump", ["--format=custom", `--file=${dump}`, url])
-      const after = await createPets(server.url, key, 3)
-      handedOut = [...before, ...after]
-      // The highest id handed out has no row left: the sequence, not the rows, tells what was handed out.
-      await pgQuery(url, "DELETE FROM pets WHERE id = $1", [Math.max(...handedOut)])
-      await server.stop()
+  it(
+    "db last-id before the database is dropped, db restore-ids after pg_restore: the next id is above every id handed out",
+    async () => {
+      using folder = temporaryFolder()
+      await using database = await createTestDatabase()
+      const url = database.url
+      const name = new URL(url).pathname.slice(1)
+      const key = await createKey(url)
+      const server = await startServer({ DATABASE_URL: url })
+      let handedOut: Array<number>
+      try {
+        const before = await createPets(server.url, key, 3)
+        const dump = join(folder.path, "petstore.dump")
+        await pgProgram("pg_dump", ["--format=custom", `--file=${dump}`, url])
+        const after = await createPets(server.url, key, 3)
+        handedOut = [...before, ...after]
+        // The highest id handed out has no row left: the sequence, not the rows, tells what was handed out.
+        await pgQuery(url, "DELETE FROM pets WHERE id = $1", [Math.max(...handedOut)])
+        await server.stop()
 
-      // db restore is SQLite's; on PostgreSQL it points at these steps.
-      const sqliteOnly = await db(["restore", dump], { DATABASE_URL: url })
-      expect(sqliteOnly.exitCode).toBe(1)
-      expect(sqliteOnly.stderr).toMatch(/^restore: .* is PostgreSQL; restore its pg_dump with pg_restore, then set its ids with db restore-ids/)
+        // db restore is SQLite's; on PostgreSQL it points at these steps.
+        const sqliteOnly = await db(["restore", dump], { DATABASE_URL: url })
+        expect(sqliteOnly.exitCode).toBe(1)
+        expect(sqliteOnly.stderr).toMatch(
+          /^restore: .* is PostgreSQL; restore its pg_dump with pg_restore, then set its ids with db restore-ids/
+        )
 
-      const last = await db(["last-id"], { DATABASE_URL: url })
-      expect(last.stderr).toBe("")
-      expect(last.stdout).toBe(`${Math.max(...handedOut)}\n`)
+        const last = await db(["last-id"], { DATABASE_URL: url })
+        expect(last.stderr).toBe("")
+        expect(last.stdout).toBe(`${Math.max(...handedOut)}\n`)
 
-      const cluster = await sharedPostgresUrl()
-      await pgQuery(cluster, `DROP DATABASE ${name} WITH (FORCE)`)
-      await pgQuery(cluster, `CREATE DATABASE ${name}`)
-      await pgProgram("pg_restore", ["--no-owner", `--dbname=${url}`, dump])
+        const cluster = await sharedPostgresUrl()
+        await pgQuery(cluster, `DROP DATABASE ${name} WITH (FORCE)`)
+        await pgQuery(cluster, `CREATE DATABASE ${name}`)
+        await pgProgram("pg_restore", ["--no-owner", `--dbname=${url}`, dump])
 
-      const set = await db(["restore-ids", "--above", last.stdout.trim()], { DATABASE_URL: url })
-      expect(set.stderr).toBe("")
-      expect(set.exitCode).toBe(0)
-      // pg_dump's sequence is the backup's: without the step, the next pet would get id 4 again.
-      expect(set.stdout).toMatch(/^next ids above 6 in .*: pets 7 \(was 4\), api_keys 7 \(was 2\)\n$/)
-      const again = await db(["restore-ids", "--above", "3"], { DATABASE_URL: url })
-      expect(again.stdout).toMatch(/: pets 7 \(already\), api_keys 7 \(already\)\n$/)
-    } finally {
-      await server.stop()
-    }
+        const set = await db(["restore-ids", "--above", last.stdout.trim()], { DATABASE_URL: url })
+        expect(set.stderr).toBe("")
+        expect(set.exitCode).toBe(0)
+        // pg_dump's sequence is the backup's: without the step, the next pet would get id 4 again.
+        expect(set.stdout).toMatch(/^next ids above 6 in .*: pets 7 \(was 4\), api_keys 7 \(was 2\)\n$/)
+        const again = await db(["restore-ids", "--above", "3"], { DATABASE_URL: url })
+        expect(again.stdout).toMatch(/: pets 7 \(already\), api_keys 7 \(already\)\n$/)
+      } finally {
+        await server.stop()
+      }
 
-    const restarted = await startServer({ DATABASE_URL: url })
-    try {
-      expect(await createPet(restarted.url, key, "after the restore")).toBeGreaterThan(Math.max(...handedOut))
-    } finally {
-      await restarted.stop()
-    }
-  }, 60_000)
+      const restarted = await startServer({ DATABASE_URL: url })
+      try {
+        expect(await createPet(restarted.url, key, "after the restore")).toBeGreaterThan(Math.max(...handedOut))
+      } finally {
+        await restarted.stop()
+      }
+    },
+    60_000
+  )
 })

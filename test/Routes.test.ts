@@ -30,10 +30,25 @@ describe("routes match as declared (the real server process, raw requests)", () 
 
   it("any other spelling is 404 route_not_found: case, doubled or trailing slashes, ; parameters, escapes", async () => {
     const paths = [
-      "/V1/PETS", "/v1/Pets", "/DOCS", "/Docs", "/LIVEZ", "/v1/OPENAPI.JSON",
-      "//v1/pets", "/v1//pets", "//docs", "/v1/pets/", "/docs/", "/livez/", "/v1/pets//1",
-      "/v1/pets;x", "/docs;x", "/v1/pets/1;x",
-      "/v1/%70ets", "/%64ocs", "/v1/pets/%31"
+      "/V1/PETS",
+      "/v1/Pets",
+      "/DOCS",
+      "/Docs",
+      "/LIVEZ",
+      "/v1/OPENAPI.JSON",
+      "//v1/pets",
+      "/v1//pets",
+      "//docs",
+      "/v1/pets/",
+      "/docs/",
+      "/livez/",
+      "/v1/pets//1",
+      "/v1/pets;x",
+      "/docs;x",
+      "/v1/pets/1;x",
+      "/v1/%70ets",
+      "/%64ocs",
+      "/v1/pets/%31"
     ]
     for (const path of paths) {
       const response = await rawRequest(server.url, rawGet(path, auth))
@@ -50,7 +65,9 @@ describe("routes match as declared (the real server process, raw requests)", () 
         JSON.parse(line).annotations
       ).filter(({ status }) => status === 404).map(({ path }) => path)
     // Log lines are written a moment after their answer.
-    for (let attempt = 0; attempt < 50 && !paths.every((path) => notFound().includes(path)); attempt++) await Bun.sleep(20)
+    for (let attempt = 0; attempt < 50 && !paths.every((path) => notFound().includes(path)); attempt++) {
+      await Bun.sleep(20)
+    }
     expect(notFound()).toEqual(expect.arrayContaining(paths))
   })
 

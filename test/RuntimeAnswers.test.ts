@@ -13,7 +13,11 @@ describe("requests Bun answers by itself, and those it lets the service answer (
    */
   const logged = async (requestId: string) => {
     await rawRequest(server.url, rawGet("/livez", { "x-request-id": requestId }))
-    for (let attempt = 0; attempt < 200 && !requestLines().some((line) => line.includes(`"requestId":"${requestId}"`)); attempt++) {
+    for (
+      let attempt = 0;
+      attempt < 200 && !requestLines().some((line) => line.includes(`"requestId":"${requestId}"`));
+      attempt++
+    ) {
       await Bun.sleep(25)
     }
     return requestLines()
@@ -30,8 +34,16 @@ describe("requests Bun answers by itself, and those it lets the service answer (
     const cases: ReadonlyArray<readonly [string, number, string]> = [
       ["headers over 16 KiB", 431, rawGet("/livez", { "x-padding": "a".repeat(17_000) })],
       ["a URL over 16 KiB", 431, rawGet(`/livez?${"a".repeat(17_000)}`)],
-      ["a Content-Length that is not a number", 400, "POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"],
-      ["two Content-Lengths", 400, "POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"],
+      [
+        "a Content-Length that is not a number",
+        400,
+        "POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"
+      ],
+      [
+        "two Content-Lengths",
+        400,
+        "POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"
+      ],
       [
         "both Content-Length and Transfer-Encoding",
         400,

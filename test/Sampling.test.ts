@@ -2,22 +2,24 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Exit, Layer, Option } from "effect"
 import { Headers, HttpServerRequest } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
+import { makeRequestLog } from "../src/Http/RequestLog.js"
 import { ObservabilityConfig, type Tracing } from "../src/Observability/ObservabilityConfig.js"
+import { RequestTrace, SpanRecorder, type TraceSpan } from "../src/Observability/RequestTrace.js"
 import { makeSampler } from "../src/Observability/Sampler.js"
 import { callerSpanOf } from "../src/Observability/TraceContext.js"
-import { RequestTrace, SpanRecorder, type TraceSpan } from "../src/Observability/RequestTrace.js"
-import { inRequestSpan, startStatementSpan } from "../src/Request/RequestSpans.js"
 import { TracingLive } from "../src/Observability/Tracing.js"
-import { makeRequestLog } from "../src/Http/RequestLog.js"
 import { makeClientAddress } from "../src/Request/ClientAddress.js"
 import { CurrentRequest, RequestRecord } from "../src/Request/CurrentRequest.js"
+import { inRequestSpan, startStatementSpan } from "../src/Request/RequestSpans.js"
 import { startOtlpReceiver } from "./support/OtlpReceiver.js"
 
 const traceId = "0af7651916cd43dd8448eb211c80319c"
 const parent = (sampled: boolean, id = traceId) => ({ traceId: id, sampled })
 /** Trace ids whose last 56 bits are spread evenly, as random ones are. */
-const traceIds = Array.from({ length: 10_000 }, (_, i) =>
-  "0".repeat(18) + Math.floor(((i + 0.5) / 10_000) * 2 ** 56).toString(16).padStart(14, "0"))
+const traceIds = Array.from(
+  { length: 10_000 },
+  (_, i) => "0".repeat(18) + Math.floor(((i + 0.5) / 10_000) * 2 ** 56).toString(16).padStart(14, "0")
+)
 
 describe("sampling", () => {
   it("parentbased samplers follow the caller's flag whatever the ratio; the others decide alone", () => {
@@ -53,7 +55,11 @@ describe("traceparent", () => {
   const read = (headers: Record<string, string>) => callerSpanOf(Headers.fromInput(headers))
 
   it("reads version 00 and a later version's first four fields", () => {
-    expect(read({ traceparent: ` 00-${traceId}-b7ad6b7169203331-01 ` })).toEqual({ traceId, spanId: "b7ad6b7169203331", sampled: true })
+    expect(read({ traceparent: ` 00-${traceId}-b7ad6b7169203331-01 ` })).toEqual({
+      traceId,
+      spanId: "b7ad6b7169203331",
+      sampled: true
+    })
     expect(read({ traceparent: `00-${traceId}-b7ad6b7169203331-00` })?.sampled).toBe(false)
     expect(read({ traceparent: `cc-${traceId}-b7ad6b7169203331-09-what-comes-later` })?.sampled).toBe(true)
   })
@@ -76,18 +82,21 @@ describe("traceparent", () => {
 
 /** Tracing exporting to `url`, every trace sampled at the edge, its queue and batches small. */
 const tracingTo = (url: string, overrides: Partial<Tracing["batch"]> = {}, timeoutMillis = 1000) =>
-  TracingLive.pipe(Layer.provide(ObservabilityConfig.make({
-    tracing: Option.some({
-      defaultServiceName: undefined,
-      sampler: "always_on",
-      ratio: 1,
-      batch: { maxQueueSize: 10, maxExportBatchSize: 4, scheduleDelayMillis: 20, ...overrides },
-      exporter: { url: `${url}/v1/traces`, headers: {}, timeoutMillis, gzip: false }
-    })
-  })), Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({
-    // The resource is the library's to read.
-    env: { OTEL_SERVICE_NAME: "sampling-test", OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=test" }
-  }))))
+  TracingLive.pipe(
+    Layer.provide(ObservabilityConfig.make({
+      tracing: Option.some({
+        defaultServiceName: undefined,
+        sampler: "always_on",
+        ratio: 1,
+        batch: { maxQueueSize: 10, maxExportBatchSize: 4, scheduleDelayMillis: 20, ...overrides },
+        exporter: { url: `${url}/v1/traces`, headers: {}, timeoutMillis, gzip: false }
+      })
+    })),
+    Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({
+      // The resource is the library's to read.
+      env: { OTEL_SERVICE_NAME: "sampling-test", OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=test" }
+    })))
+  )
 
 /** A sampled request's trace as the request observer starts one, with `children` spans below its server span. */
 const sampledRequest = (name: string, children: number) =>
@@ -109,12 +118,14 @@ const exporter = `otel_component_type="otlp_http_json_span_exporter"`
 describe("the tracer", () => {
   it("names the service as the operator does (OTEL_SERVICE_NAME, else service.name among OTEL_RESOURCE_ATTRIBUTES), else petstore; a value that does not decode stops the start", () => {
     const read = (env: Record<string, string>) =>
-      Effect.runSyncExit(Effect.map(ObservabilityConfig.config, (config) => config).pipe(
-        Effect.provideService(
-          ConfigProvider.ConfigProvider,
-          ConfigProvider.fromEnv({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", ...env } })
+      Effect.runSyncExit(
+        Effect.map(ObservabilityConfig.config, (config) => config).pipe(
+          Effect.provideService(
+            ConfigProvider.ConfigProvider,
+            ConfigProvider.fromEnv({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", ...env } })
+          )
         )
-      ))
+      )
     const defaultName = (env: Record<string, string>) => {
       const exit = read(env)
       return Exit.isSuccess(exit) ? Option.getOrThrow(exit.value.tracing).defaultServiceName : "refused"
@@ -125,13 +136,17 @@ describe("the tracer", () => {
     expect(defaultName({ OTEL_RESOURCE_ATTRIBUTES: "team=pets%zz" })).toBe("refused")
     expect(String(read({ OTEL_RESOURCE_ATTRIBUTES: "team=pets%zz" }))).toContain("OTEL_RESOURCE_ATTRIBUTES")
     // The exporter's headers are the same kind of list, and refused alike.
-    expect(String(read({ OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%zz" }))).toContain("OTEL_EXPORTER_OTLP_HEADERS")
+    expect(String(read({ OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%zz" }))).toContain(
+      "OTEL_EXPORTER_OTLP_HEADERS"
+    )
     // An item that is not key=value (a header written as HTTP writes it, an empty item) is refused, not skipped.
     for (const headers of ["Authorization: Bearer x", "a=1,,b=2", "=v"]) {
       expect(String(read({ OTEL_EXPORTER_OTLP_HEADERS: headers }))).toContain("must be comma-separated key=value pairs")
     }
-    const headers = Exit.map(read({ OTEL_EXPORTER_OTLP_HEADERS: " authorization = Bearer%20x , x-team=pets" }), (config) =>
-      Option.getOrThrow(config.tracing).exporter.headers)
+    const headers = Exit.map(
+      read({ OTEL_EXPORTER_OTLP_HEADERS: " authorization = Bearer%20x , x-team=pets" }),
+      (config) => Option.getOrThrow(config.tracing).exporter.headers
+    )
     expect(headers).toEqual(Exit.succeed({ authorization: "Bearer x", "x-team": "pets" }))
   })
 
@@ -192,7 +207,9 @@ describe("the tracer", () => {
           performance.now(),
           trace
         )
-        const statement = Effect.sync(() => startStatementSpan("sqlite", "SELECT id, name FROM pets WHERE id = ?")?.(Exit.void))
+        const statement = Effect.sync(() =>
+          startStatementSpan("sqlite", "SELECT id, name FROM pets WHERE id = ?")?.(Exit.void)
+        )
         yield* inRequestSpan("outer", {})(trace.around(statement, "authenticate", { "code.function.name": "x" })).pipe(
           Effect.provideService(CurrentRequest, record)
         )
@@ -207,9 +224,17 @@ describe("the tracer", () => {
       }).pipe(Effect.provide(tracingTo(receiver.endpoint)), Effect.runPromise)
 
       const exported = await receiver.waitFor((span) => span.kind === 2)
-      expect(exported).toMatchObject({ name: "GET /v1/pets", traceId, spanId: request.spanId, parentSpanId: "b7ad6b7169203331" })
+      expect(exported).toMatchObject({
+        name: "GET /v1/pets",
+        traceId,
+        spanId: request.spanId,
+        parentSpanId: "b7ad6b7169203331"
+      })
       expect(exported.attributes["http.route"]).toBe("/v1/pets")
-      expect(exported.resource).toMatchObject({ "service.name": "sampling-test", "deployment.environment.name": "test" })
+      expect(exported.resource).toMatchObject({
+        "service.name": "sampling-test",
+        "deployment.environment.name": "test"
+      })
       // The exporter names itself as effect/observability's does.
       expect(receiver.userAgents[0]).toMatch(/^OTel-OTLP-Exporter-JavaScript-Effect-OtlpTracer\/\d/)
       // Timed in nanoseconds since the epoch, within the test's own span; a child inside its parent.
@@ -218,7 +243,8 @@ describe("the tracer", () => {
       expect(exported.endTimeUnixNano >= exported.startTimeUnixNano).toBe(true)
       const outer = await receiver.waitFor((span) => span.name === "outer")
       expect(outer.parentSpanId).toBe(request.spanId)
-      expect(outer.startTimeUnixNano >= exported.startTimeUnixNano && outer.endTimeUnixNano <= exported.endTimeUnixNano).toBe(true)
+      expect(outer.startTimeUnixNano >= exported.startTimeUnixNano && outer.endTimeUnixNano <= exported.endTimeUnixNano)
+        .toBe(true)
       const authentication = await receiver.waitFor((span) => span.name === "authenticate")
       expect(authentication.parentSpanId).toBe(outer.spanId)
       // A statement's span is named by what it does.
@@ -230,7 +256,12 @@ describe("the tracer", () => {
         "db.collection.name": "pets",
         "db.query.text": "SELECT id, name FROM pets WHERE id = ?"
       })
-      expect(receiver.spans.map((span) => span.name).sort()).toEqual(["GET /v1/pets", "SELECT pets", "authenticate", "outer"])
+      expect(receiver.spans.map((span) => span.name).sort()).toEqual([
+        "GET /v1/pets",
+        "SELECT pets",
+        "authenticate",
+        "outer"
+      ])
     } finally {
       receiver.stop()
     }
@@ -242,10 +273,16 @@ describe("the tracer", () => {
     const made = await Effect.gen(function*() {
       const first = yield* Effect.forEach(Array.from({ length: 3 }), () => sampledRequest("GET /v1/pets", 1))
       // The first batch's refusal pauses recording: a trace then made is dropped whole, every span counted.
-      for (let attempt = 0; attempt < 100 && valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="ECONNREFUSED"}`) === undefined; attempt++) {
+      for (
+        let attempt = 0;
+        attempt < 100 &&
+        valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="ECONNREFUSED"}`) === undefined;
+        attempt++
+      ) {
         yield* Effect.sleep("20 millis")
       }
-      expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="ECONNREFUSED"}`)).toBeGreaterThanOrEqual(4)
+      expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="ECONNREFUSED"}`))
+        .toBeGreaterThanOrEqual(4)
       const later = yield* Effect.forEach(Array.from({ length: 5 }), () => sampledRequest("GET /v1/pets", 2))
       expect(later.every((span) => !span.sampled)).toBe(true)
       expect(valueOf(`otel_sdk_processor_span_processed_total{${processor},error_type="queue_full"}`)).toBe(15)
@@ -256,7 +293,11 @@ describe("the tracer", () => {
       const lines: Array<string> = []
       const dropped = RequestTrace.start((yield* SpanRecorder)!, "GET", undefined)
       const request = HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets"))
-      makeRequestLog((line) => lines.push(line))(new RequestRecord(request, makeClientAddress([]), performance.now(), dropped), "/v1/pets", 200)
+      makeRequestLog((line) => lines.push(line))(
+        new RequestRecord(request, makeClientAddress([]), performance.now(), dropped),
+        "/v1/pets",
+        200
+      )
       expect(JSON.parse(lines[0]!).annotations).not.toHaveProperty("trace_id")
       return first
     }).pipe(Effect.provide(tracingTo(receiver.endpoint)), Effect.runPromise)
@@ -273,7 +314,9 @@ describe("the tracer", () => {
       hostname: "127.0.0.1",
       fetch: async (request) => {
         sent.push(JSON.parse(await request.text()).resourceSpans[0].scopeSpans[0].spans.length)
-        return sent.length <= busyFor ? new Response("busy", { status: 503, headers: { "retry-after": "0" } }) : Response.json({})
+        return sent.length <= busyFor
+          ? new Response("busy", { status: 503, headers: { "retry-after": "0" } })
+          : Response.json({})
       }
     })
     const until = (series: string, value: number) =>
@@ -315,14 +358,21 @@ describe("the tracer", () => {
         expect(valueOf(`otel_sdk_processor_span_processed_total{${processor},error_type="queue_full"}`)).toBe(2)
         return performance.now()
       }).pipe(
-        Effect.provide(tracingTo(`http://127.0.0.1:${hung.port}`, { maxExportBatchSize: 20, scheduleDelayMillis: 10_000 }, 300)),
+        Effect.provide(
+          tracingTo(`http://127.0.0.1:${hung.port}`, { maxExportBatchSize: 20, scheduleDelayMillis: 10_000 }, 300)
+        ),
         Effect.runPromise
       )
       expect(performance.now() - stopping).toBeLessThan(4000)
 
       await Effect.gen(function*() {
         yield* Effect.forEach(Array.from({ length: 2 }), () => sampledRequest("GET /v1/pets", 1))
-        for (let attempt = 0; attempt < 100 && valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="timeout"}`) === undefined; attempt++) {
+        for (
+          let attempt = 0;
+          attempt < 100 &&
+          valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="timeout"}`) === undefined;
+          attempt++
+        ) {
           yield* Effect.sleep("20 millis")
         }
         expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="timeout"}`)).toBe(4)

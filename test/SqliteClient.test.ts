@@ -1,12 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Database } from "bun:sqlite"
 import { Effect, Fiber, Latch } from "effect"
+import * as Reactivity from "effect/reactivity/Reactivity"
+import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as Reactivity from "effect/reactivity/Reactivity"
-import { SqlClient } from "effect/sql"
 import { isSqliteClient, make as makeSqliteClient, type SqliteClient } from "../src/Sql/SqliteClient.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
@@ -23,7 +23,9 @@ describe("SqliteClient.executeDirect: a statement run on the connection itself",
       const sql = yield* sqliteClient
       yield* sql`INSERT INTO pets (name, category_id) VALUES (${"Rex"}, ${1}), (${"Tom"}, ${2})`
       const text = "SELECT name FROM pets WHERE category_id >= ? ORDER BY id"
-      expect(yield* sql.executeDirect(text, [1], names)).toEqual(names(yield* sql.unsafe<Record<string, unknown>>(text, [1])))
+      expect(yield* sql.executeDirect(text, [1], names)).toEqual(
+        names(yield* sql.unsafe<Record<string, unknown>>(text, [1]))
+      )
       expect(yield* sql.executeDirect(text, [2], names)).toEqual(["Tom"])
       const failed = yield* Effect.flip(sql.executeDirect("SELECT missing_column FROM pets", [], names))
       expect(failed._tag).toBe("SqlError")

@@ -33,14 +33,24 @@ const serverOnSqlite = async (folder: string, env: Record<string, string> = {}) 
     server,
     headers,
     create: (name: string, extra: Record<string, string> = {}) =>
-      timed(fetch(`${server.url}/v1/pets`, { method: "POST", headers: { ...headers, ...extra }, body: JSON.stringify({ name, categoryId: 1 }) })),
+      timed(
+        fetch(`${server.url}/v1/pets`, {
+          method: "POST",
+          headers: { ...headers, ...extra },
+          body: JSON.stringify({ name, categoryId: 1 })
+        })
+      ),
     list: () => timed(fetch(`${server.url}/v1/pets?limit=100`, { headers }))
   }
 }
 
 const expectUnavailable = (answer: { status: number; headers: Headers; body: string }) => {
   expect(answer.status, answer.body).toBe(503)
-  expect(JSON.parse(answer.body)).toEqual({ code: "database_unavailable", message: expect.stringContaining("retry"), status: 503 })
+  expect(JSON.parse(answer.body)).toEqual({
+    code: "database_unavailable",
+    message: expect.stringContaining("retry"),
+    status: 503
+  })
   expect(answer.headers.get("retry-after")).toBe("1")
 }
 
@@ -139,7 +149,8 @@ describe("a transaction meeting another process's write lock", () => {
     )
     const program = Effect.gen(function*() {
       const sql = Context.get(yield* Layer.build(connection), SqlClient.SqlClient)
-      const insert = (name: string) => sql.withTransaction(sql`INSERT INTO settings (name, value) VALUES (${name}, 'x')`)
+      const insert = (name: string) =>
+        sql.withTransaction(sql`INSERT INTO settings (name, value) VALUES (${name}, 'x')`)
       const other = new Database(path)
       try {
         other.exec("BEGIN IMMEDIATE")
@@ -149,7 +160,10 @@ describe("a transaction meeting another process's write lock", () => {
         if (Exit.isFailure(exit)) {
           expect(Cause.hasDies(exit.cause)).toBe(false)
           const failure = Cause.squash(exit.cause)
-          expect(isSqlError(failure) ? toUnavailable(failure) : undefined).toMatchObject({ reason: "busy", message: "database is locked" })
+          expect(isSqlError(failure) ? toUnavailable(failure) : undefined).toMatchObject({
+            reason: "busy",
+            message: "database is locked"
+          })
         }
         yield* insert("stored")
         const rows = yield* sql<{ name: string }>`SELECT name FROM settings WHERE value = 'x'`
@@ -166,13 +180,15 @@ describe("the SQLite file deleted or replaced under the running server", () => {
   const errorLines = (logs: string, path: string) =>
     logs.split("\n").filter((line) => line.includes(`"logLevel":"ERROR"`) && line.includes(path))
 
-  for (const [what, change] of [
-    ["deleted", (path: string) => rmSync(path)],
-    ["replaced by another database file", (path: string) => {
-      copyFileSync(path, `${path}.copy`)
-      renameSync(`${path}.copy`, path)
-    }]
-  ] as const) {
+  for (
+    const [what, change] of [
+      ["deleted", (path: string) => rmSync(path)],
+      ["replaced by another database file", (path: string) => {
+        copyFileSync(path, `${path}.copy`)
+        renameSync(`${path}.copy`, path)
+      }]
+    ] as const
+  ) {
     it(`${what}: noticed within 1 s, /readyz 503, writes 503 with Retry-After, an error naming the file; nothing more acknowledged`, async () => {
       using folder = temporaryFolder()
       const { path, server, create } = await serverOnSqlite(folder.path)
@@ -198,7 +214,8 @@ describe("a damaged SQLite file", () => {
   it("stops the start with exit 1, naming the file and SQLite's own words; the file is left as it was", async () => {
     using folder = temporaryFolder()
     const path = join(folder.path, "petstore.db")
-    expect((await runCommand(["src/bin/keys.ts", "create", "--name", "damaged"], { DATABASE_URL: path })).exitCode).toBe(0)
+    expect((await runCommand(["src/bin/keys.ts", "create", "--name", "damaged"], { DATABASE_URL: path })).exitCode)
+      .toBe(0)
     const database = new Database(path)
     database.exec("PRAGMA journal_mode = DELETE")
     const insert = database.prepare("INSERT INTO pets (name, category_id, status) VALUES (?, 1, 'available')")
@@ -247,7 +264,8 @@ describe("a damaged SQLite file", () => {
           expect(response.headers.get("retry-after")).toBe("1")
         }
       }
-      expect([...statuses.keys()].every((status) => status === 200 || status === 503), JSON.stringify([...statuses])).toBe(true)
+      expect([...statuses.keys()].every((status) => status === 200 || status === 503), JSON.stringify([...statuses]))
+        .toBe(true)
       expect(statuses.get(503)).toBeGreaterThan(0)
       expect(server.logs()).toMatch(/malformed/)
       // The damage is this instance's own: its balancer should take it out.

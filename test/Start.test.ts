@@ -1,5 +1,15 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { appendFileSync, chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from "node:fs"
+import {
+  appendFileSync,
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  writeFileSync
+} from "node:fs"
 import { join } from "node:path"
 import packageJson from "../package.json" with { type: "json" }
 import { freePort, isRunning, temporaryFolder } from "./support/ServerProcess.js"
@@ -12,7 +22,17 @@ const root = new URL("..", import.meta.url).pathname
  */
 const projectCopy = () => {
   const folder = temporaryFolder()
-  const copy = Bun.spawnSync(["cp", "-a", "src", "scripts", "package.json", "bun.lock", "bunfig.toml", "tsconfig.json", folder.path], {
+  const copy = Bun.spawnSync([
+    "cp",
+    "-a",
+    "src",
+    "scripts",
+    "package.json",
+    "bun.lock",
+    "bunfig.toml",
+    "tsconfig.json",
+    folder.path
+  ], {
     cwd: root
   })
   if (copy.exitCode !== 0) throw new Error(copy.stderr.toString())
@@ -31,11 +51,13 @@ const descendants = (pid: number): Array<number> => {
 /** Every process a test started, killed after it whatever the outcome, so a failure leaves no server. */
 const started = new Set<number>()
 afterEach(() => {
-  for (const pid of started) for (const each of [pid, ...(isRunning(pid) ? descendants(pid) : [])]) {
-    try {
-      process.kill(each, "SIGKILL")
-    } catch {
-      // already gone
+  for (const pid of started) {
+    for (const each of [pid, ...(isRunning(pid) ? descendants(pid) : [])]) {
+      try {
+        process.kill(each, "SIGKILL")
+      } catch {
+        // already gone
+      }
     }
   }
   started.clear()
@@ -55,7 +77,9 @@ const npmStart = async (cwd: string, options: { readonly ownProcessGroup?: boole
     detached: options.ownProcessGroup ?? false
   })
   started.add(proc.pid)
-  const output = Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]).then(([out, err]) => out + err)
+  const output = Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]).then(([out, err]) =>
+    out + err
+  )
   const url = `http://127.0.0.1:${port}`
   for (let attempt = 0; !(await fetch(`${url}/livez`).then((r) => r.ok, () => false)); attempt++) {
     if (proc.exitCode !== null || attempt > 800) {
@@ -85,10 +109,16 @@ const currentBuild = (cwd: string) => join(cwd, readlinkSync(join(cwd, "dist")))
 
 /** Each file of a build with its inode, modification time and content hash. */
 const snapshot = (build: string) =>
-  Object.fromEntries(readdirSync(build).sort().map((name) => {
-    const stat = statSync(join(build, name))
-    return [name, { inode: stat.ino, modified: stat.mtimeMs, hash: Bun.hash(readFileSync(join(build, name))).toString() }]
-  }))
+  Object.fromEntries(
+    readdirSync(build).sort().map((name) => {
+      const stat = statSync(join(build, name))
+      return [name, {
+        inode: stat.ino,
+        modified: stat.mtimeMs,
+        hash: Bun.hash(readFileSync(join(build, name))).toString()
+      }]
+    })
+  )
 
 describe("npm start", () => {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
@@ -157,7 +187,10 @@ describe("npm start", () => {
     expect(packageJson.engines.node).toBe(">=20")
     using bin = temporaryFolder()
     // A node that reports an old release and runs npm itself with the real one.
-    writeFileSync(join(bin.path, "node"), `#!/bin/sh\n[ "$1" = --version ] && { echo v18.19.0; exit 0; }\nexec '${Bun.which("node")}' "$@"\n`)
+    writeFileSync(
+      join(bin.path, "node"),
+      `#!/bin/sh\n[ "$1" = --version ] && { echo v18.19.0; exit 0; }\nexec '${Bun.which("node")}' "$@"\n`
+    )
     chmodSync(join(bin.path, "node"), 0o755)
     const port = freePort()
     const proc = Bun.spawn(["npm", "start"], {
@@ -167,7 +200,11 @@ describe("npm start", () => {
       stderr: "pipe"
     })
     started.add(proc.pid)
-    const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+    const [stdout, stderr, exitCode] = await Promise.all([
+      new Response(proc.stdout).text(),
+      new Response(proc.stderr).text(),
+      proc.exited
+    ])
     expect(exitCode).toBe(1)
     // npm's own notices aside (its banner on stdout, config warnings), the only output is the line.
     expect(stderr.split("\n").filter((line) => line !== "" && !/^npm (warn|notice)/.test(line)))

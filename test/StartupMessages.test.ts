@@ -28,13 +28,23 @@ describe("a start that cannot succeed says why in words a person can act on, and
 
   it("on PostgreSQL, DATABASE_CONNECT_TIMEOUT_SECONDS not below REQUEST_TIMEOUT_SECONDS names both; SQLite opens no connection and is not held to it", async () => {
     const postgres = { DATABASE_URL: `postgres://petstore@127.0.0.1:${freePort()}/petstore` }
-    for (const env of [{ REQUEST_TIMEOUT_SECONDS: "2" }, { REQUEST_TIMEOUT_SECONDS: "4", DATABASE_CONNECT_TIMEOUT_SECONDS: "4" }]) {
+    for (
+      const env of [{ REQUEST_TIMEOUT_SECONDS: "2" }, {
+        REQUEST_TIMEOUT_SECONDS: "4",
+        DATABASE_CONNECT_TIMEOUT_SECONDS: "4"
+      }]
+    ) {
       const { exitCode, output } = await start({ ...postgres, ...env })
       expect(exitCode).toBe(1)
-      expect(output).toContain("Invalid data at DATABASE_CONNECT_TIMEOUT_SECONDS: \\\"must be below REQUEST_TIMEOUT_SECONDS")
+      expect(output).toContain(
+        "Invalid data at DATABASE_CONNECT_TIMEOUT_SECONDS: \\\"must be below REQUEST_TIMEOUT_SECONDS"
+      )
     }
     using folder = temporaryFolder()
-    const sqlite = await runCommand(["src/bin/keys.ts", "list"], { DATABASE_URL: join(folder.path, "petstore.db"), REQUEST_TIMEOUT_SECONDS: "2" })
+    const sqlite = await runCommand(["src/bin/keys.ts", "list"], {
+      DATABASE_URL: join(folder.path, "petstore.db"),
+      REQUEST_TIMEOUT_SECONDS: "2"
+    })
     expect(sqlite.stdout + sqlite.stderr).not.toContain("DATABASE_CONNECT_TIMEOUT_SECONDS")
     expect(sqlite.exitCode).toBe(0)
   })
@@ -43,9 +53,18 @@ describe("a start that cannot succeed says why in words a person can act on, and
     using folder = temporaryFolder()
     const port = freePort()
     const database = { DATABASE_URL: join(folder.path, "petstore.db") }
-    const overlapping = [["127.0.0.1", "127.0.0.1"], ["0.0.0.0", "127.0.0.1"], ["127.0.0.1", "0.0.0.0"], ["::", "127.0.0.1"], ["127.0.0.1", "::"]]
+    const overlapping = [["127.0.0.1", "127.0.0.1"], ["0.0.0.0", "127.0.0.1"], ["127.0.0.1", "0.0.0.0"], [
+      "::",
+      "127.0.0.1"
+    ], ["127.0.0.1", "::"]]
     for (const [host, metricsHost] of overlapping) {
-      const { exitCode, output } = await start({ ...database, HOST: host!, PORT: String(port), METRICS_HOST: metricsHost!, METRICS_PORT: String(port) })
+      const { exitCode, output } = await start({
+        ...database,
+        HOST: host!,
+        PORT: String(port),
+        METRICS_HOST: metricsHost!,
+        METRICS_PORT: String(port)
+      })
       expect(exitCode, `${host} ${metricsHost}`).toBe(1)
       expect(output.trim().split("\n"), `${host} ${metricsHost}`).toEqual([
         expect.stringContaining(
@@ -54,7 +73,12 @@ describe("a start that cannot succeed says why in words a person can act on, and
       ])
     }
     expect(existsSync(database.DATABASE_URL)).toBe(false)
-    const server = await startServer({ ...database, HOST: "127.0.0.1", METRICS_HOST: "127.0.0.2", METRICS_PORT: String(port) }, port)
+    const server = await startServer({
+      ...database,
+      HOST: "127.0.0.1",
+      METRICS_HOST: "127.0.0.2",
+      METRICS_PORT: String(port)
+    }, port)
     try {
       expect((await fetch(`${server.url}/livez`)).status).toBe(200)
       expect((await fetch(`http://127.0.0.2:${port}/metrics`)).status).toBe(200)
@@ -74,7 +98,9 @@ describe("a start that cannot succeed says why in words a person can act on, and
     expect(refused.output).toContain(
       `Cannot connect to the PostgreSQL database at 127.0.0.1:${port} that DATABASE_URL names: connect ECONNREFUSED`
     )
-    const unknownHost = await start({ DATABASE_URL: `postgresql://petstore:${password}@db.nonexistent.invalid/petstore` })
+    const unknownHost = await start({
+      DATABASE_URL: `postgresql://petstore:${password}@db.nonexistent.invalid/petstore`
+    })
     expect(unknownHost.exitCode).toBe(1)
     expect(unknownHost.output).toContain(
       "Cannot connect to the PostgreSQL database at db.nonexistent.invalid:5432 that DATABASE_URL names"
@@ -86,11 +112,22 @@ describe("a start that cannot succeed says why in words a person can act on, and
 /** The service, `keys` and `db` on `env`, each as its one line of output, its exit code and how long it took. */
 const everyCommand = (env: Record<string, string>) =>
   Promise.all(
-    [["src/bin/main.ts"], ["src/bin/keys.ts", "create", "--name", "slip"], ["src/bin/db.ts", "status"]].map(async (args) => {
-      const startedAt = performance.now()
-      const { exitCode, stderr, stdout } = await runCommand(args, { PORT: String(freePort()), METRICS_PORT: "off", ...env })
-      return { command: args[0]!, exitCode, lines: (stdout + stderr).trim().split("\n"), millis: performance.now() - startedAt }
-    })
+    [["src/bin/main.ts"], ["src/bin/keys.ts", "create", "--name", "slip"], ["src/bin/db.ts", "status"]].map(
+      async (args) => {
+        const startedAt = performance.now()
+        const { exitCode, stderr, stdout } = await runCommand(args, {
+          PORT: String(freePort()),
+          METRICS_PORT: "off",
+          ...env
+        })
+        return {
+          command: args[0]!,
+          exitCode,
+          lines: (stdout + stderr).trim().split("\n"),
+          millis: performance.now() - startedAt
+        }
+      }
+    )
   )
 
 describe("DATABASE_URL slips are refused at start, in one line, by the service, keys and db alike, with nothing created", () => {
@@ -102,7 +139,9 @@ describe("DATABASE_URL slips are refused at start, in one line, by the service, 
         expect(exitCode, command).toBe(1)
         expect(lines, command).toHaveLength(1)
         expect(lines[0], command).toContain("DATABASE_URL")
-        expect(lines[0], command).toContain(`names a file in ${missing}, a folder that does not exist: create the folder, or correct the path`)
+        expect(lines[0], command).toContain(
+          `names a file in ${missing}, a folder that does not exist: create the folder, or correct the path`
+        )
         expect(existsSync(join(folder.path, "missing")), command).toBe(false)
       }
     }
@@ -113,8 +152,16 @@ describe("DATABASE_URL slips are refused at start, in one line, by the service, 
     const file = join(folder.path, "database-url")
     writeFileSync(file, `${join(folder.path, "petstore.db")}\n`)
     const refusals = [
-      [{ DATABASE_URL_FILE: file, DATABASE_URL: join(folder.path, "other.db") }, "DATABASE_URL_FILE", "is set as well as DATABASE_URL: set one of them"],
-      [{ DATABASE_URL_FILE: join(folder.path, "missing") }, "DATABASE_URL_FILE", `names ${join(folder.path, "missing")}, which cannot be read (ENOENT: no such file or directory)`]
+      [
+        { DATABASE_URL_FILE: file, DATABASE_URL: join(folder.path, "other.db") },
+        "DATABASE_URL_FILE",
+        "is set as well as DATABASE_URL: set one of them"
+      ],
+      [
+        { DATABASE_URL_FILE: join(folder.path, "missing") },
+        "DATABASE_URL_FILE",
+        `names ${join(folder.path, "missing")}, which cannot be read (ENOENT: no such file or directory)`
+      ]
     ] as const
     for (const [env, name, message] of refusals) {
       for (const { command, exitCode, lines } of await everyCommand(env)) {
@@ -131,7 +178,8 @@ describe("DATABASE_URL slips are refused at start, in one line, by the service, 
     using folder = temporaryFolder()
     const root = join(import.meta.dirname, "..")
     const { DATABASE_URL: _, ...unset } = process.env
-    const run = (args: Array<string>) => Bun.spawnSync(["bun", join(root, args[0]!), ...args.slice(1)], { cwd: folder.path, env: unset })
+    const run = (args: Array<string>) =>
+      Bun.spawnSync(["bun", join(root, args[0]!), ...args.slice(1)], { cwd: folder.path, env: unset })
     const created = run(["src/bin/keys.ts", "create", "--name", "first"])
     expect(created.exitCode, created.stderr.toString()).toBe(0)
     expect(existsSync(join(folder.path, "data", "petstore.db"))).toBe(true)
@@ -143,10 +191,18 @@ describe("DATABASE_URL slips are refused at start, in one line, by the service, 
   it("a PostgreSQL password with an unencoded reserved character: no part of it printed or looked up, refused at once", async () => {
     const urls = [
       { url: "postgres://u:p@ss/w@cr:5432/db", parts: ["p@ss", "ss/w", "@ss", "cr:5432"] },
-      { url: "postgresql://petstore:se#cr?et@db.nonexistent.invalid:5432/petstore", parts: ["se#cr", "cr?et", "#cr", "?et@"] }
+      {
+        url: "postgresql://petstore:se#cr?et@db.nonexistent.invalid:5432/petstore",
+        parts: ["se#cr", "cr?et", "#cr", "?et@"]
+      }
     ]
     for (const { parts, url } of urls) {
-      for (const { command, exitCode, lines, millis } of await everyCommand({ DATABASE_URL: url, DATABASE_START_TIMEOUT_SECONDS: "5" })) {
+      for (
+        const { command, exitCode, lines, millis } of await everyCommand({
+          DATABASE_URL: url,
+          DATABASE_START_TIMEOUT_SECONDS: "5"
+        })
+      ) {
         expect(exitCode, command).toBe(1)
         expect(lines, command).toHaveLength(1)
         expect(lines[0], command).toContain("DATABASE_URL")
@@ -165,7 +221,11 @@ describe("DATABASE_URL slips are refused at start, in one line, by the service, 
 describe("LOG_LEVEL", () => {
   it("warn: no INFO line from the supervisor, its workers or their requests, from start to stop", async () => {
     using folder = temporaryFolder()
-    const server = await startServer({ DATABASE_URL: join(folder.path, "petstore.db"), LOG_LEVEL: "warn", WORKERS: "2" })
+    const server = await startServer({
+      DATABASE_URL: join(folder.path, "petstore.db"),
+      LOG_LEVEL: "warn",
+      WORKERS: "2"
+    })
     try {
       expect((await fetch(`${server.url}/v1/pets`)).status).toBe(401)
     } finally {

@@ -47,7 +47,9 @@ const timeStop = async (server: { readonly proc: Bun.Subprocess }, signal: NodeJ
 }
 
 const workerPids = (logs: string) =>
-  logs.split("\n").filter((line) => line.includes(`"worker started"`)).map((line) => JSON.parse(line).annotations.pid as number)
+  logs.split("\n").filter((line) => line.includes(`"worker started"`)).map((line) =>
+    JSON.parse(line).annotations.pid as number
+  )
 
 const waitFor = async (condition: () => boolean) => {
   for (let attempt = 0; attempt < 200 && !condition(); attempt++) await Bun.sleep(50)
@@ -72,14 +74,17 @@ const callThroughTheStop = async (url: string, key: string, signalledAt: number)
   for (let n = 0; performance.now() - signalledAt < 30_000; n++) {
     const path = paths[n % paths.length]!
     const sentAt = performance.now() - signalledAt
-    const outcome = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${key}` }, keepalive: false }).then(
-      async (response) => ({
-        status: response.status,
-        connection: response.headers.get("connection"),
-        code: response.status === 503 ? ((await response.json()) as { code: string }).code : (await response.arrayBuffer(), undefined)
-      }),
-      () => undefined
-    )
+    const outcome = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${key}` }, keepalive: false })
+      .then(
+        async (response) => ({
+          status: response.status,
+          connection: response.headers.get("connection"),
+          code: response.status === 503
+            ? ((await response.json()) as { code: string }).code
+            : (await response.arrayBuffer(), undefined)
+        }),
+        () => undefined
+      )
     if (outcome === undefined) return { answers, refusedAt: sentAt }
     answers.push({ path, sentAt, ...outcome })
     await Bun.sleep(20)
@@ -93,7 +98,11 @@ describe(`the stop a load balancer expects (STOP_GRACE_SECONDS=${graceSeconds})`
   it("on SIGTERM: /readyz fails at once, the rest is served with Connection: close for the grace, then the listener closes and the process exits 0 with nothing in flight", async () => {
     using folder = temporaryFolder()
     // A drain far longer than the grace: an exit before it shows that the stop waits for no quiet moment.
-    const env = { DATABASE_URL: join(folder.path, "petstore.db"), STOP_GRACE_SECONDS: String(graceSeconds), DRAIN_TIMEOUT_SECONDS: "10" }
+    const env = {
+      DATABASE_URL: join(folder.path, "petstore.db"),
+      STOP_GRACE_SECONDS: String(graceSeconds),
+      DRAIN_TIMEOUT_SECONDS: "10"
+    }
     const key = await createKey(env)
     const server = await startServer(env)
     // A keep-alive connection, idle when the listener closes.
@@ -112,7 +121,9 @@ describe(`the stop a load balancer expects (STOP_GRACE_SECONDS=${graceSeconds})`
       expect(stopping[0]!.sentAt).toBeLessThan(500)
       for (const answer of stopping) {
         expect(answer, "the grace").toMatchObject(
-          answer.path === "/readyz" ? { status: 503, code: "shutting_down", connection: "close" } : { status: 200, connection: "close" }
+          answer.path === "/readyz"
+            ? { status: 503, code: "shutting_down", connection: "close" }
+            : { status: 200, connection: "close" }
         )
       }
       // No connection refused before the grace has run from the signal.
@@ -140,7 +151,8 @@ describe(`the stop a load balancer expects (STOP_GRACE_SECONDS=${graceSeconds})`
     const key = await createKey(env)
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
-      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
+      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2))
+        .toBe(true)
       const workers = workerPids(server.logs())
       const signalledAt = performance.now()
       server.proc.kill("SIGTERM")
@@ -148,7 +160,9 @@ describe(`the stop a load balancer expects (STOP_GRACE_SECONDS=${graceSeconds})`
       const stopping = answers.slice(answers.findIndex((answer) => answer.path === "/readyz" && answer.status === 503))
       for (const answer of stopping) {
         expect(answer).toMatchObject(
-          answer.path === "/readyz" ? { status: 503, code: "shutting_down", connection: "close" } : { status: 200, connection: "close" }
+          answer.path === "/readyz"
+            ? { status: 503, code: "shutting_down", connection: "close" }
+            : { status: 200, connection: "close" }
         )
       }
       // Both workers had begun: each took some of the /readyz calls (the kernel spreads connections).
@@ -157,7 +171,10 @@ describe(`the stop a load balancer expects (STOP_GRACE_SECONDS=${graceSeconds})`
       expect(await server.proc.exited).toBe(0)
       expect(performance.now() - signalledAt).toBeLessThan((graceSeconds + drainSeconds + 2) * 1000)
       expect(workers.filter(isRunning)).toEqual([])
-      expect(server.logs().split("\n").filter((line) => line.includes(`"stopping: not ready; serving on for the grace"`)).length).toBe(2)
+      expect(
+        server.logs().split("\n").filter((line) => line.includes(`"stopping: not ready; serving on for the grace"`))
+          .length
+      ).toBe(2)
     } finally {
       server.proc.kill("SIGKILL")
       for (const pid of workerPids(server.logs())) if (isRunning(pid)) process.kill(pid, "SIGKILL")
@@ -168,7 +185,11 @@ describe(`the stop a load balancer expects (STOP_GRACE_SECONDS=${graceSeconds})`
 describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SECONDS=${drainSeconds})`, () => {
   it("under continuous keep-alive traffic, and exits 0", async () => {
     using folder = temporaryFolder()
-    const env = { ...noGrace, DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const env = {
+      ...noGrace,
+      DATABASE_URL: join(folder.path, "petstore.db"),
+      DRAIN_TIMEOUT_SECONDS: String(drainSeconds)
+    }
     const server = await startServer(env)
     try {
       const stopTraffic = traffic(server.url, await createKey(env))
@@ -184,7 +205,11 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
 
   it("while a request is still running at the drain's end (its body never finishes)", async () => {
     using folder = temporaryFolder()
-    const env = { ...noGrace, DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const env = {
+      ...noGrace,
+      DATABASE_URL: join(folder.path, "petstore.db"),
+      DRAIN_TIMEOUT_SECONDS: String(drainSeconds)
+    }
     const server = await startServer(env)
     const key = await createKey(env)
     const socket = connect(Number(new URL(server.url).port), "127.0.0.1")
@@ -205,11 +230,16 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
 
   it("with WORKERS=2 under traffic: the supervisor and every worker are gone", async () => {
     using folder = temporaryFolder()
-    const env = { ...noGrace, DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const env = {
+      ...noGrace,
+      DATABASE_URL: join(folder.path, "petstore.db"),
+      DRAIN_TIMEOUT_SECONDS: String(drainSeconds)
+    }
     const key = await createKey(env)
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
-      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
+      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2))
+        .toBe(true)
       const workers = workerPids(server.logs())
       const stopTraffic = traffic(server.url, key)
       await Bun.sleep(500)
@@ -225,7 +255,11 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
 
   it("on SIGHUP as on SIGTERM: logged, drained and exit 0, for one process and for a supervisor with its workers", async () => {
     using folder = temporaryFolder()
-    const env = { ...noGrace, DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const env = {
+      ...noGrace,
+      DATABASE_URL: join(folder.path, "petstore.db"),
+      DRAIN_TIMEOUT_SECONDS: String(drainSeconds)
+    }
     const key = await createKey(env)
     const single = await startServer(env)
     try {
@@ -241,13 +275,18 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
     }
     const supervisor = await startServer({ ...env, WORKERS: "2" })
     try {
-      expect(await waitFor(() => supervisor.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
+      expect(
+        await waitFor(() => supervisor.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)
+      ).toBe(true)
       const workers = workerPids(supervisor.logs())
       const { code, millis } = await timeStop(supervisor, "SIGHUP")
       expect(code).toBe(0)
       expect(millis).toBeLessThan(boundMillis)
       expect(workers.filter(isRunning)).toEqual([])
-      expect(supervisor.logs().split("\n").filter((line) => line.includes(`"stopping: finishing the requests in flight"`)).length).toBe(2)
+      expect(
+        supervisor.logs().split("\n").filter((line) => line.includes(`"stopping: finishing the requests in flight"`))
+          .length
+      ).toBe(2)
     } finally {
       supervisor.proc.kill("SIGKILL")
       for (const pid of workerPids(supervisor.logs())) if (isRunning(pid)) process.kill(pid, "SIGKILL")
@@ -256,10 +295,15 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
 
   it("with WORKERS=2 and a worker that does not stop (SIGSTOP): the supervisor kills it in time", async () => {
     using folder = temporaryFolder()
-    const env = { ...noGrace, DATABASE_URL: join(folder.path, "petstore.db"), DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
+    const env = {
+      ...noGrace,
+      DATABASE_URL: join(folder.path, "petstore.db"),
+      DRAIN_TIMEOUT_SECONDS: String(drainSeconds)
+    }
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
-      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
+      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2))
+        .toBe(true)
       const workers = workerPids(server.logs())
       process.kill(workers[0]!, "SIGSTOP")
       const { millis } = await timeStop(server)
@@ -276,7 +320,8 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
     const postmaster = Number(readFileSync(join(cluster.dataDirectory, "postmaster.pid"), "utf8").split("\n")[0])
     const processes = () => [
       postmaster,
-      ...spawnSync("pgrep", ["-P", String(postmaster)], { encoding: "utf8" }).stdout.split("\n").filter((l) => l !== "").map(Number)
+      ...spawnSync("pgrep", ["-P", String(postmaster)], { encoding: "utf8" }).stdout.split("\n").filter((l) => l !== "")
+        .map(Number)
     ]
     const env = { ...noGrace, DATABASE_URL: cluster.url, DRAIN_TIMEOUT_SECONDS: String(drainSeconds) }
     const server = await startServer(env)
@@ -303,7 +348,12 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
     using folder = temporaryFolder()
     const path = join(folder.path, "petstore.db")
     // A lock wait far longer than the drain: the drain must cut the waits.
-    const env = { ...noGrace, DATABASE_URL: path, DRAIN_TIMEOUT_SECONDS: String(drainSeconds), DATABASE_STATEMENT_TIMEOUT_SECONDS: "9" }
+    const env = {
+      ...noGrace,
+      DATABASE_URL: path,
+      DRAIN_TIMEOUT_SECONDS: String(drainSeconds),
+      DATABASE_STATEMENT_TIMEOUT_SECONDS: "9"
+    }
     const key = await createKey(env)
     const server = await startServer(env)
     const other = new Database(path)

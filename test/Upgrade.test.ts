@@ -4,8 +4,8 @@ import { SqlClient } from "effect/sql"
 import { spawnSync } from "node:child_process"
 import { copyFileSync, readFileSync } from "node:fs"
 import { join } from "node:path"
-import { AppConfig } from "../src/Config/AppConfig.js"
 import { ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
+import { AppConfig } from "../src/Config/AppConfig.js"
 import { Cursors } from "../src/Pets/Cursors.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
 import { DatabaseLive } from "../src/Sql/DatabaseFromUrl.js"
@@ -25,7 +25,12 @@ interface Made {
   readonly revokedKey: string
   readonly pets: ReadonlyArray<{ readonly id: number; readonly name: string; readonly categoryId: number }>
   readonly cursorAfterFirst: string
-  readonly idempotency: { readonly apiKeyId: number; readonly key: string; readonly fingerprint: string; readonly pet: unknown }
+  readonly idempotency: {
+    readonly apiKeyId: number
+    readonly key: string
+    readonly fingerprint: string
+    readonly pet: unknown
+  }
 }
 
 const keepsWorking = (made: Made) =>
@@ -37,7 +42,9 @@ const keepsWorking = (made: Made) =>
     expect(applied.map(({ migration_id, name }) => `${migration_id} ${name}`))
       .toEqual((yield* migrations).map(([id, name]) => `${id} ${name}`))
     const keys = yield* ApiKeys
-    expect(yield* keys.findActiveByHash(hashKey(made.key))).toStrictEqual(Option.some({ keyId: 1, name: "made by 8069bce" }))
+    expect(yield* keys.findActiveByHash(hashKey(made.key))).toStrictEqual(
+      Option.some({ keyId: 1, name: "made by 8069bce" })
+    )
     expect(yield* keys.findActiveByHash(hashKey(made.revokedKey))).toStrictEqual(Option.none())
     const pets = yield* PetRepository
     expect((yield* pets.list({ limit: 10 })).pets).toStrictEqual(made.pets)
@@ -56,7 +63,8 @@ const stores = Layer.mergeAll(PetRepository.Sql, ApiKeys.Sql, Cursors.Sql)
 describe("a store made by 8069bce opens and keeps working", () => {
   it.effect("SQLite", () =>
     Effect.gen(function*() {
-      const folder = yield* Effect.acquireRelease(Effect.sync(temporaryFolder), (folder) => Effect.sync(() => folder[Symbol.dispose]()))
+      const folder = yield* Effect.acquireRelease(Effect.sync(temporaryFolder), (folder) =>
+        Effect.sync(() => folder[Symbol.dispose]()))
       const databaseUrl = join(folder.path, "petstore.db")
       copyFileSync(fixture("store-8069bce.db"), databaseUrl)
       const made: Made = JSON.parse(readFileSync(fixture("store-8069bce-sqlite.json"), "utf8"))
@@ -68,7 +76,14 @@ describe("a store made by 8069bce opens and keeps working", () => {
   it.effect("PostgreSQL", () =>
     Effect.gen(function*() {
       const databaseUrl = yield* temporaryDatabase
-      const restore = spawnSync("psql", [databaseUrl, "-v", "ON_ERROR_STOP=1", "-q", "-f", fixture("store-8069bce-postgres.sql")], {
+      const restore = spawnSync("psql", [
+        databaseUrl,
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-q",
+        "-f",
+        fixture("store-8069bce-postgres.sql")
+      ], {
         encoding: "utf8"
       })
       expect(restore.status, restore.stderr).toBe(0)

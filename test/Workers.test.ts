@@ -17,16 +17,19 @@ describe("WORKERS: several server processes on one port", () => {
   it("on SQLite: serve together, hold the rate limit together, are restarted when they die, and all stop on SIGTERM", async () => {
     using folder = temporaryFolder()
     const env = { DATABASE_URL: join(folder.path, "petstore.db"), RATE_LIMIT_PER_SECOND: "0.01", RATE_LIMIT_BURST: "6" }
-    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "workers"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "workers"], env)).stdout.trim().split("\n")
+      .at(-1)!
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
-      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)).toBe(true)
+      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2))
+        .toBe(true)
       const [first, second] = workerPids(server.logs())
       expect([first, second].every((pid) => pid !== undefined && isRunning(pid))).toBe(true)
 
       // Each request on a new connection, so the kernel spreads them over both workers; each worker
       // enforces half of the burst of 6, so together they never allow more than 6.
-      const call = () => fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}`, connection: "close" } })
+      const call = () =>
+        fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}`, connection: "close" } })
       const statuses = await Promise.all(Array.from({ length: 16 }, call)).then((all) => all.map((r) => r.status))
       expect(statuses.filter((status) => status === 200).length).toBeGreaterThanOrEqual(3)
       expect(statuses.filter((status) => status === 200).length).toBeLessThanOrEqual(6)
@@ -65,7 +68,9 @@ describe("WORKERS: several server processes on one port", () => {
         stderr: "ignore"
       })
       let output = ""
-      void proc.stdout.pipeTo(new WritableStream({ write: (chunk) => void (output += new TextDecoder().decode(chunk)) }))
+      void proc.stdout.pipeTo(
+        new WritableStream({ write: (chunk) => void (output += new TextDecoder().decode(chunk)) })
+      )
       const listening = () => output.split("\n").filter((line) => line.includes(`"listening"`)).length
       try {
         // From the start until every one serves, calls from four clients, each on a new connection: refused, or answered 200.
@@ -106,13 +111,20 @@ describe("WORKERS: several server processes on one port", () => {
   it("on PostgreSQL: the workers serve one database", async () => {
     await using database = await createTestDatabase()
     const env = { DATABASE_URL: database.url }
-    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "workers"], env)).stdout.trim().split("\n").at(-1)!
+    const key = (await runCommand(["src/bin/keys.ts", "create", "--name", "workers"], env)).stdout.trim().split("\n")
+      .at(-1)!
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
       const headers = { authorization: `Bearer ${key}`, "content-type": "application/json", connection: "close" }
-      const created = await Promise.all(Array.from({ length: 20 }, (_, i) =>
-        fetch(`${server.url}/v1/pets`, { method: "POST", headers, body: JSON.stringify({ name: `p${i}`, categoryId: i }) })
-          .then((r) => r.json())))
+      const created = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          fetch(`${server.url}/v1/pets`, {
+            method: "POST",
+            headers,
+            body: JSON.stringify({ name: `p${i}`, categoryId: i })
+          })
+            .then((r) => r.json()))
+      )
       expect(new Set(created.map((pet) => pet.id)).size).toBe(20)
       const listed = await (await fetch(`${server.url}/v1/pets?limit=100`, { headers })).json()
       expect(listed).toHaveLength(20)

@@ -41,7 +41,15 @@ export const measureAb = async (refs: readonly [string, string]) => {
   if (only !== "postgres") {
     const key = seedSqlite(join(folder, "seed.db"), a.folder)
     for (const side of ["A", "B"]) copyFileSync(join(folder, "seed.db"), join(folder, `${side}.db`))
-    rows.push(...await compare("SQLite", key, sides([join(folder, "A.db"), join(folder, "B.db")]), [["B", "A"]], workloads(key, "sqlite")))
+    rows.push(
+      ...await compare(
+        "SQLite",
+        key,
+        sides([join(folder, "A.db"), join(folder, "B.db")]),
+        [["B", "A"]],
+        workloads(key, "sqlite")
+      )
+    )
   }
   if (only !== "sqlite") {
     const cluster = startPostgresCluster(3930)

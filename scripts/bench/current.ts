@@ -5,7 +5,17 @@
 import { copyFileSync } from "node:fs"
 import { join } from "node:path"
 import { startPostgresCluster } from "../../test/support/PostgresCluster.js"
-import { allCores, folder, loadCore, only, seedPostgres, seedSqlite, serverCore, startServer, workloads } from "./setup.js"
+import {
+  allCores,
+  folder,
+  loadCore,
+  only,
+  seedPostgres,
+  seedSqlite,
+  serverCore,
+  startServer,
+  workloads
+} from "./setup.js"
 import { fixed, perWorkload, printTable } from "./wrk.js"
 
 const settings = `wrk 1 thread, 32 connections, medians of the rounds after a dropped one`
@@ -17,15 +27,24 @@ const onSqlite = async () => {
   const one = await perWorkload(workloads(key, "sqlite"), [service])
   await service.stop()
   // The supervisor, both workers and wrk on every core: there is no core to spare.
-  const workers = await startServer("workers", 3902, key, { DATABASE_URL: join(folder, "workers.db"), WORKERS: "2" }, { cores: allCores })
+  const workers = await startServer("workers", 3902, key, { DATABASE_URL: join(folder, "workers.db"), WORKERS: "2" }, {
+    cores: allCores
+  })
   const two = await perWorkload(workloads(key, "sqlite"), [workers], allCores)
   await workers.stop()
   printTable(
     `SQLite, one process on core ${serverCore}, wrk on core ${loadCore}; WORKERS=2 and wrk on every core (${settings})`,
     ["workload", "rps", "p50 ms", "p99 ms", "µs/request", "2 workers rps", "×", "p99 ms", "µs/request"],
     one.map((row, i) => [
-      row.workload, fixed(row.rps, 0), fixed(row.p50, 2), fixed(row.p99, 2), fixed(row.cpuUs, 1),
-      fixed(two[i]!.rps, 0), fixed(two[i]!.rps / row.rps, 2), fixed(two[i]!.p99, 2), fixed(two[i]!.cpuUs, 1)
+      row.workload,
+      fixed(row.rps, 0),
+      fixed(row.p50, 2),
+      fixed(row.p99, 2),
+      fixed(row.cpuUs, 1),
+      fixed(two[i]!.rps, 0),
+      fixed(two[i]!.rps / row.rps, 2),
+      fixed(two[i]!.p99, 2),
+      fixed(two[i]!.cpuUs, 1)
     ])
   )
   return { sqlite: one, twoWorkers: two }
@@ -47,8 +66,14 @@ const onPostgres = async (sqliteRps: (workload: string) => number) => {
       `PostgreSQL (its cluster on core ${loadCore} with wrk, the service on core ${serverCore}); two instances on the same core (${settings})`,
       ["workload", "rps", "of SQLite", "µs/request", "p99 ms", "2 instances rps", "µs/request", "µs ×"],
       one.map((row, i) => [
-        row.workload, fixed(row.rps, 0), fixed(row.rps / sqliteRps(row.workload), 2), fixed(row.cpuUs, 1),
-        fixed(row.p99, 2), fixed(two[i]!.rps, 0), fixed(two[i]!.cpuUs, 1), fixed(two[i]!.cpuUs / row.cpuUs, 2)
+        row.workload,
+        fixed(row.rps, 0),
+        fixed(row.rps / sqliteRps(row.workload), 2),
+        fixed(row.cpuUs, 1),
+        fixed(row.p99, 2),
+        fixed(two[i]!.rps, 0),
+        fixed(two[i]!.cpuUs, 1),
+        fixed(two[i]!.cpuUs / row.cpuUs, 2)
       ])
     )
     return { postgres: one, twoInstances: two }

@@ -11,11 +11,24 @@ import { createDatabase, folder, numberOption, root, seedSqlite } from "./setup.
 /** Runs the db command; its output, wall time and the process's peak resident memory. */
 const dbCommand = async (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
   const startedAt = performance.now()
-  const proc = Bun.spawn(["bun", "src/bin/db.ts", ...args], { cwd: root, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" })
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  const proc = Bun.spawn(["bun", "src/bin/db.ts", ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdout: "pipe",
+    stderr: "pipe"
+  })
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited
+  ])
   if (exitCode !== 0) throw new Error(`db ${args[0]} failed: ${stderr}`)
   // Bun reports the peak in bytes.
-  return { stdout, seconds: (performance.now() - startedAt) / 1000, maxRssMiB: (proc.resourceUsage()?.maxRSS ?? 0) / 1024 / 1024 }
+  return {
+    stdout,
+    seconds: (performance.now() - startedAt) / 1000,
+    maxRssMiB: (proc.resourceUsage()?.maxRSS ?? 0) / 1024 / 1024
+  }
 }
 
 export const measureMove = async () => {
@@ -52,18 +65,36 @@ export const measureMove = async () => {
       }
     })()
     await dbCommand(["read-only", "on"], { DATABASE_URL: source })
-    const runbookCopy = await dbCommand(["copy", "--from", source, "--to-env", "TARGET_URL"], { TARGET_URL: runbookTarget })
+    const runbookCopy = await dbCommand(["copy", "--from", source, "--to-env", "TARGET_URL"], {
+      TARGET_URL: runbookTarget
+    })
     const fresh = await startServer({ DATABASE_URL: runbookTarget, ...unlimited })
     current.url = fresh.url
     const outageMs = await outage
     await Promise.all([old.stop(), fresh.stop()])
 
     const summary = (stdout: string) => stdout.trim().split("\n").at(-1)!
-    console.log(`move of ${pets.toLocaleString("en")} pets (load average ${(await Bun.file("/proc/loadavg").text()).split(" ")[0]})`)
-    console.log(`SQLite → PostgreSQL  ${toPostgres.seconds.toFixed(1)} s wall, peak ${toPostgres.maxRssMiB.toFixed(0)} MiB: ${summary(toPostgres.stdout)}`)
-    console.log(`PostgreSQL → SQLite  ${toSqlite.seconds.toFixed(1)} s wall, peak ${toSqlite.maxRssMiB.toFixed(0)} MiB: ${summary(toSqlite.stdout)}`)
+    console.log(
+      `move of ${pets.toLocaleString("en")} pets (load average ${
+        (await Bun.file("/proc/loadavg").text()).split(" ")[0]
+      })`
+    )
+    console.log(
+      `SQLite → PostgreSQL  ${toPostgres.seconds.toFixed(1)} s wall, peak ${toPostgres.maxRssMiB.toFixed(0)} MiB: ${
+        summary(toPostgres.stdout)
+      }`
+    )
+    console.log(
+      `PostgreSQL → SQLite  ${toSqlite.seconds.toFixed(1)} s wall, peak ${toSqlite.maxRssMiB.toFixed(0)} MiB: ${
+        summary(toSqlite.stdout)
+      }`
+    )
     console.log(`verify round trip    ${verify.seconds.toFixed(1)} s wall, peak ${verify.maxRssMiB.toFixed(0)} MiB`)
-    console.log(`runbook write outage ${(outageMs / 1000).toFixed(1)} s (copy ${runbookCopy.seconds.toFixed(1)} s of it); reads served throughout`)
+    console.log(
+      `runbook write outage ${(outageMs / 1000).toFixed(1)} s (copy ${
+        runbookCopy.seconds.toFixed(1)
+      } s of it); reads served throughout`
+    )
     return { pets, toPostgres, toSqlite, verify, runbookCopy, outageSeconds: outageMs / 1000 }
   } finally {
     cluster.stop()

@@ -13,14 +13,27 @@ const variants = (sink: string) => {
   return [
     ...["plain", "plain2"].map((name) => ({ name, env: { METRICS_PORT: "off" } })),
     { name: "metrics", env: {} },
-    { name: "sampled", env: { ...traced, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.01" } },
+    {
+      name: "sampled",
+      env: { ...traced, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.01" }
+    },
     { name: "traced", env: traced },
-    { name: "ratio0", env: { ...traced, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0" } },
+    {
+      name: "ratio0",
+      env: { ...traced, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0" }
+    },
     // Nothing listens on this port: a collector that is down.
     { name: "away", env: { ...traced, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:3939" } }
   ]
 }
-const pairs: Array<[string, string]> = [["plain2", "plain"], ["metrics", "plain"], ["sampled", "plain"], ["traced", "plain"], ["ratio0", "plain"], ["away", "traced"]]
+const pairs: Array<[string, string]> = [
+  ["plain2", "plain"],
+  ["metrics", "plain"],
+  ["sampled", "plain"],
+  ["traced", "plain"],
+  ["ratio0", "plain"],
+  ["away", "traced"]
+]
 const measured = ["get by id", "list, limit 20", "create"]
 
 export const measureObservability = async () => {
@@ -36,7 +49,13 @@ export const measureObservability = async () => {
   const key = seedSqlite(join(folder, "seed.db"))
   for (const { name } of configured) copyFileSync(join(folder, "seed.db"), join(folder, `${name}.db`))
   const specs = configured.map(({ env, name }) => ({ name, env: { DATABASE_URL: join(folder, `${name}.db`), ...env } }))
-  const rows = await compare("SQLite", key, specs, pairs, workloads(key, "sqlite").filter(({ name }) => measured.includes(name)))
+  const rows = await compare(
+    "SQLite",
+    key,
+    specs,
+    pairs,
+    workloads(key, "sqlite").filter(({ name }) => measured.includes(name))
+  )
   await receiver.stop(true)
   printComparison(rows)
   console.log(`\nthe OTLP receiving end took ${sink.exports} exports, ${(sink.bytes / 1e6).toFixed(1)} MB`)

@@ -1,10 +1,10 @@
 /** What every mode of the benchmark shares: its options, a temporary folder, seeded stores, servers. */
-import { Database } from "bun:sqlite"
 import type { Subprocess } from "bun"
+import { Database } from "bun:sqlite"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { parseArgs } from "node:util"
 import { join } from "node:path"
+import { parseArgs } from "node:util"
 
 export const root = new URL("../..", import.meta.url).pathname
 
@@ -14,8 +14,20 @@ const flag = { type: "boolean" } as const
 const { positionals, values } = parseArgs({
   allowPositionals: true,
   options: {
-    rounds: text, duration: text, "warm-up": text, only: text, workload: text, variants: text, pets: text, requests: text,
-    ab: flag, "at-once": flag, fresh: flag, move: flag, startup: flag, "address-flood": flag
+    rounds: text,
+    duration: text,
+    "warm-up": text,
+    only: text,
+    workload: text,
+    variants: text,
+    pets: text,
+    requests: text,
+    ab: flag,
+    "at-once": flag,
+    fresh: flag,
+    move: flag,
+    startup: flag,
+    "address-flood": flag
   }
 })
 export const has = (name: keyof typeof values) => values[name] === true
@@ -120,21 +132,38 @@ export const workloads = (key: string, tag: string): Array<Workload> => {
   ].filter(({ name }) => option("workload") === undefined || name.includes(option("workload")!))
 }
 
-export type Server = { readonly name: string; readonly url: string; readonly pid: number; readonly stop: () => Promise<number> }
+export type Server = {
+  readonly name: string
+  readonly url: string
+  readonly pid: number
+  readonly stop: () => Promise<number>
+}
 type StartOptions = { readonly command?: Array<string>; readonly cores?: string; readonly cwd?: string | undefined }
 
 /** `command` (the build in `cwd` as `npm start` runs it, by default) on `cores`, once it lists pets with `key`. */
-export const startServer = async (name: string, port: number, key: string, env: Record<string, string>, options: StartOptions = {}) => {
+export const startServer = async (
+  name: string,
+  port: number,
+  key: string,
+  env: Record<string, string>,
+  options: StartOptions = {}
+) => {
   const { command = ["bun", "dist/main.js"], cores = serverCore, cwd = root } = options
   const proc = Bun.spawn(["taskset", "-c", cores, ...command], {
     cwd,
     env: {
       ...process.env,
-      PETSTORE_ENV: "production", HOST: "127.0.0.1", PORT: String(port), PUBLIC_BASE_URL: `http://localhost:${port}`,
+      PETSTORE_ENV: "production",
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      PUBLIC_BASE_URL: `http://localhost:${port}`,
       // One key carries the whole load: its limits are raised so the limiter is measured, not hit.
-      RATE_LIMIT_PER_SECOND: "1000000", RATE_LIMIT_BURST: "1000000", AUTH_FAILURES_PER_MINUTE: "100000000",
+      RATE_LIMIT_PER_SECOND: "1000000",
+      RATE_LIMIT_BURST: "1000000",
+      AUTH_FAILURES_PER_MINUTE: "100000000",
       // Metrics on, as by default, on a port of the server's own; no load balancer to wait for at a stop.
-      METRICS_PORT: String(port + 40), STOP_GRACE_SECONDS: "0",
+      METRICS_PORT: String(port + 40),
+      STOP_GRACE_SECONDS: "0",
       ...env
     },
     stdout: Bun.file(join(folder, `${name}-${port}.log`)),
@@ -142,7 +171,11 @@ export const startServer = async (name: string, port: number, key: string, env: 
   })
   running.add(proc)
   const url = `http://127.0.0.1:${port}`
-  const answers = () => fetch(`${url}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status === 200, () => false)
+  const answers = () =>
+    fetch(`${url}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } }).then(
+      (r) => r.status === 200,
+      () => false
+    )
   while (!(await answers())) {
     if (proc.exitCode !== null) throw new Error(`${name} did not start (its log is in ${folder})`)
     await Bun.sleep(2)
@@ -156,13 +189,26 @@ export const startServer = async (name: string, port: number, key: string, env: 
 }
 
 /** Resident memory of a process, in MiB. */
-export const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024
+export const rssMiB = (pid: number) =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024
 
 /** With a file named on the command line, the results written there as JSON, with the run's settings. */
 export const writeResults = (mode: string, results: unknown) => {
   if (output === undefined) return
   const commit = run(["git", "rev-parse", "--short", "HEAD"])
-  const settings = { threads: 1, connections: 32, durationSeconds: duration, rounds, atOnce, fresh, serverCore, loadCore }
-  writeFileSync(output, JSON.stringify({ date: new Date().toISOString(), commit, mode, settings, results }, null, 2) + "\n")
+  const settings = {
+    threads: 1,
+    connections: 32,
+    durationSeconds: duration,
+    rounds,
+    atOnce,
+    fresh,
+    serverCore,
+    loadCore
+  }
+  writeFileSync(
+    output,
+    JSON.stringify({ date: new Date().toISOString(), commit, mode, settings, results }, null, 2) + "\n"
+  )
   console.log(`\nwrote ${output}`)
 }

@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { freePort } from "../../test/support/ServerProcess.js"
-import { allCores, folder, rounds, root, run, startServer } from "./setup.js"
+import { allCores, folder, root, rounds, run, startServer } from "./setup.js"
 import { median } from "./wrk.js"
 
 export const measureStartup = async () => {
@@ -17,13 +17,20 @@ export const measureStartup = async () => {
   const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`
   console.log(`start to first answer (spawn to GET /v1/pets?limit=1 with a key answered 200), ${rounds} starts each:`)
   const results: Record<string, Array<number>> = {}
-  const commands: Array<[string, Array<string>]> = [["dist/petstore", [executable]], ["bun dist/main.js", [process.execPath, join(root, "dist/main.js")]]]
+  const commands: Array<[string, Array<string>]> = [["dist/petstore", [executable]], ["bun dist/main.js", [
+    process.execPath,
+    join(root, "dist/main.js")
+  ]]]
   for (const [name, command] of commands) {
     const times: Array<number> = []
     for (let round = 0; round < rounds; round++) {
       const startedAt = performance.now()
       // Not pinned: a start may use every core, as it would in service.
-      const server = await startServer("startup", freePort(), key, { ...env, METRICS_PORT: String(freePort()) }, { command, cores: allCores, cwd: folder })
+      const server = await startServer("startup", freePort(), key, { ...env, METRICS_PORT: String(freePort()) }, {
+        command,
+        cores: allCores,
+        cwd: folder
+      })
       times.push(performance.now() - startedAt)
       if ((await server.stop()) !== 0) throw new Error(`${name} did not stop with exit code 0`)
     }

@@ -1,12 +1,25 @@
 /** Loading servers with wrk, reading their CPU time from /proc, and comparing them round by round. */
 import { readFileSync } from "node:fs"
-import { atOnce, duration, fresh, loadCore, rounds, serverCore, startServer, warmUp, type Server, type Workload } from "./setup.js"
+import {
+  atOnce,
+  duration,
+  fresh,
+  loadCore,
+  rounds,
+  type Server,
+  serverCore,
+  startServer,
+  warmUp,
+  type Workload
+} from "./setup.js"
 
 type Target = { readonly url: string; readonly script: string; readonly pids: ReadonlyArray<number> }
 
 /** A workload on a server, watching the CPU of the server and of the processes it started (WORKERS). */
 const target = (server: Server, workload: Workload): Target => {
-  const children = Bun.spawnSync(["pgrep", "-P", String(server.pid)]).stdout.toString().split("\n").filter(Boolean).map(Number)
+  const children = Bun.spawnSync(["pgrep", "-P", String(server.pid)]).stdout.toString().split("\n").filter(Boolean).map(
+    Number
+  )
   return { url: server.url + workload.path, script: workload.script, pids: [server.pid, ...children] }
 }
 
@@ -38,10 +51,27 @@ export type Measure = ReturnType<typeof parse> & { readonly cpuUs: number }
  * wrk (1 thread, `connections` connections, the run's duration) on every target at the same
  * moment, from `cores`: each target's figures, with its servers' CPU time per request.
  */
-export const load = async (targets: ReadonlyArray<Target>, connections = 32, cores = loadCore, seconds = duration): Promise<Array<Measure>> => {
+export const load = async (
+  targets: ReadonlyArray<Target>,
+  connections = 32,
+  cores = loadCore,
+  seconds = duration
+): Promise<Array<Measure>> => {
   const before = targets.map(({ pids }) => cpuMicros(pids))
   const outputs = await Promise.all(targets.map(({ script, url }) => {
-    const command = ["taskset", "-c", cores, "wrk", "-t1", `-c${connections}`, `-d${seconds}s`, "--latency", "-s", script, url]
+    const command = [
+      "taskset",
+      "-c",
+      cores,
+      "wrk",
+      "-t1",
+      `-c${connections}`,
+      `-d${seconds}s`,
+      "--latency",
+      "-s",
+      script,
+      url
+    ]
     return new Response(Bun.spawn(command, { stdout: "pipe" }).stdout).text()
   }))
   return outputs.map((output, i) => {
@@ -59,7 +89,13 @@ export const median = (values: ReadonlyArray<number>) => {
 /** The median of each figure over a series of runs. */
 export const summary = (runs: ReadonlyArray<Measure>) => {
   const of = (figure: (run: Measure) => number) => median(runs.map(figure))
-  return { rps: of((run) => run.rps), p50: of((run) => run.p50), p99: of((run) => run.p99), cpuUs: of((run) => run.cpuUs), rounds: runs }
+  return {
+    rps: of((run) => run.rps),
+    p50: of((run) => run.p50),
+    p99: of((run) => run.p99),
+    cpuUs: of((run) => run.cpuUs),
+    rounds: runs
+  }
 }
 
 /** Runs over the same seconds taken as one: requests added up, the worst latency, CPU per request over all. */
@@ -101,15 +137,29 @@ export type Spec = { readonly name: string; readonly env: Record<string, string>
  * anew and warms each up for as long as its run: a process keeps for its life what its start left
  * it, so only new processes make independent rounds. `--warm-up S` loads each started alone, S s a workload.
  */
-export const compare = async (engine: string, key: string, specs: Array<Spec>, named: Array<readonly [string, string]>, list: Array<Workload>) => {
+export const compare = async (
+  engine: string,
+  key: string,
+  specs: Array<Spec>,
+  named: Array<readonly [string, string]>,
+  list: Array<Workload>
+) => {
   const start = async () => {
     const servers = []
-    for (const [i, { cwd, env, name }] of specs.entries()) servers.push(await startServer(name, 3931 + i, key, env, { cwd }))
-    if (warmUp > 0) for (const server of servers) for (const workload of list) await load([target(server, workload)], 32, loadCore, warmUp)
+    for (const [i, { cwd, env, name }] of specs.entries()) {
+      servers.push(await startServer(name, 3931 + i, key, env, { cwd }))
+    }
+    if (warmUp > 0) {
+      for (const server of servers) {
+        for (const workload of list) await load([target(server, workload)], 32, loadCore, warmUp)
+      }
+    }
     return servers
   }
   const index = (name: string) => specs.findIndex((spec) => spec.name === name)
-  const pairs = named.filter(([of, to]) => index(of) !== -1 && index(to) !== -1).map(([of, to]) => [index(of), index(to)])
+  const pairs = named.filter(([of, to]) => index(of) !== -1 && index(to) !== -1).map((
+    [of, to]
+  ) => [index(of), index(to)])
   // By workload, then by round: each pair's two runs.
   const measured = list.map((): Array<Array<readonly [Measure, Measure]>> => [])
   let servers = await start()
@@ -149,10 +199,15 @@ export const compare = async (engine: string, key: string, specs: Array<Spec>, n
       const ratios = (figure: (run: Measure) => number) => runs.map(([a, b]) => figure(a) / figure(b))
       const rpsRatios = ratios((run) => run.rps)
       return {
-        engine, workload: workload.name, pair: `${servers[of]!.name}/${servers[to]!.name}`,
-        of: summary(runs.map(([a]) => a)), to: summary(runs.map(([, b]) => b)),
+        engine,
+        workload: workload.name,
+        pair: `${servers[of]!.name}/${servers[to]!.name}`,
+        of: summary(runs.map(([a]) => a)),
+        to: summary(runs.map(([, b]) => b)),
         // The median of the rounds' own ratios, and how far they spread: the figure is no surer than that.
-        ratio: median(rpsRatios), lowest: Math.min(...rpsRatios), highest: Math.max(...rpsRatios),
+        ratio: median(rpsRatios),
+        lowest: Math.min(...rpsRatios),
+        highest: Math.max(...rpsRatios),
         cpuRatio: median(ratios((run) => run.cpuUs))
       }
     })
@@ -164,7 +219,9 @@ export const printTable = (title: string, header: Array<string>, rows: Array<Arr
   const widths = header.map((name, c) => Math.max(name.length, ...rows.map((row) => row[c]!.length)))
   console.log(`\n${title}\n`)
   for (const row of [header, ...rows]) {
-    console.log(row.map((cell, c) => (c < textColumns ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join("  "))
+    console.log(
+      row.map((cell, c) => (c < textColumns ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join("  ")
+    )
   }
 }
 
@@ -177,8 +234,16 @@ export const printComparison = (rows: ReadonlyArray<Compared>) =>
       `× is the median of the rounds' own ratios; servers on core ${serverCore}, wrk on core ${loadCore}`,
     ["engine", "workload", "X/Y", "X rps", "Y rps", "×", "rounds", "X µs/req", "Y µs/req", "µs ×"],
     rows.map((row) => [
-      row.engine, row.workload, row.pair, fixed(row.of.rps, 0), fixed(row.to.rps, 0), fixed(row.ratio, 3),
-      `${fixed(row.lowest, 2)}–${fixed(row.highest, 2)}`, fixed(row.of.cpuUs, 1), fixed(row.to.cpuUs, 1), fixed(row.cpuRatio, 3)
+      row.engine,
+      row.workload,
+      row.pair,
+      fixed(row.of.rps, 0),
+      fixed(row.to.rps, 0),
+      fixed(row.ratio, 3),
+      `${fixed(row.lowest, 2)}–${fixed(row.highest, 2)}`,
+      fixed(row.of.cpuUs, 1),
+      fixed(row.to.cpuUs, 1),
+      fixed(row.cpuRatio, 3)
     ]),
     3
   )

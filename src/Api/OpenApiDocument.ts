@@ -87,4 +87,3 @@ const withCommonHeaders = (spec: Json): Json => {
 
 /** The finishing touches of the generated document, in order. */
 export const finishDocument = (spec: Json): Json => withCommonHeaders(withParameterDescriptions(spec))
-

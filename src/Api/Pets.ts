@@ -156,10 +156,14 @@ export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {
       withResponseHeaders({
         "*": {
           Deprecation: { description: "When this endpoint was deprecated (RFC 9745).", example: "@1767225600" },
-          Sunset: { description: "When this endpoint is removed (RFC 8594).", example: "Thu, 05 Dec 2030 00:00:00 GMT" },
+          Sunset: {
+            description: "When this endpoint is removed (RFC 8594).",
+            example: "Thu, 05 Dec 2030 00:00:00 GMT"
+          },
           Link: {
             description: "The documentation of the replacement, `GET /v1/pets` with the status filter.",
-            example: `<https://petstore.example.com/docs${getPetReplacementFragment}>; rel="deprecation"; type="text/html"`
+            example:
+              `<https://petstore.example.com/docs${getPetReplacementFragment}>; rel="deprecation"; type="text/html"`
           }
         }
       })

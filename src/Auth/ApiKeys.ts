@@ -2,8 +2,8 @@ import { Context, Data, Effect, Layer, Option, Redacted, Ref, Schema } from "eff
 import { SqlClient } from "effect/sql"
 import { hash, randomBytes } from "node:crypto"
 import { AppConfig, type Environment } from "../Config/AppConfig.js"
-import { waitingOnDatabase } from "../Request/Unavailable.js"
 import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
+import { waitingOnDatabase } from "../Request/Unavailable.js"
 import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import { RecentMap } from "./RecentMap.js"
 
@@ -105,10 +105,14 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             return [Effect.succeed(record), all.map((entry) => entry === found ? { ...entry, record } : entry)]
           })),
         findActiveByHash: (hash) =>
-          Effect.map(Ref.get(keys), (all) =>
-            Option.fromUndefinedOr(all.find((entry) => entry.hash === hash && Option.isNone(entry.record.revokedAt))).pipe(
-              Option.map(({ record }) => ({ keyId: record.id, name: record.name }))
-            ))
+          Effect.map(
+            Ref.get(keys),
+            (all) =>
+              Option.fromUndefinedOr(all.find((entry) => entry.hash === hash && Option.isNone(entry.record.revokedAt)))
+                .pipe(
+                  Option.map(({ record }) => ({ keyId: record.id, name: record.name }))
+                )
+          )
       })
     })
   )
@@ -136,7 +140,9 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       )
       const activeByHash = (hash: string) =>
         unavailableOrDie(Effect.map(
-          sql<{ id: unknown; name: string }>`SELECT id, name FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`,
+          sql<
+            { id: unknown; name: string }
+          >`SELECT id, name FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`,
           (rows): Option.Option<KeyHolder> =>
             rows.length === 0 ? Option.none() : Option.some({ keyId: Number(rows[0]!.id), name: rows[0]!.name })
         ))

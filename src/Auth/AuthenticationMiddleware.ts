@@ -4,12 +4,12 @@ import { Authentication } from "../Api/Authentication.js"
 import { AppConfig } from "../Config/AppConfig.js"
 import { codesOf, type ServiceUnavailable, TooManyRequests, Unauthorized } from "../Domain/ApiError.js"
 import { CurrentCaller } from "../Domain/Caller.js"
+import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { failedAuthenticationCounter, rateLimitedCounter } from "../Observability/Metrics.js"
 import { type ClientAddress, makeClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest, noteResponseHeadersOn, type RequestRecord } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
 import { orUnavailable } from "../Request/Unavailable.js"
-import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { ApiKeys, hashKey, type KeyHolder } from "./ApiKeys.js"
 import { RateLimiter, rateLimitHeaders, type RateLimitPolicy } from "./RateLimiter.js"
 
@@ -116,7 +116,11 @@ export const AuthenticationLive = Layer.effect(
         if (Option.isNone(holder)) return refuse(client(), unknownKey)
         return Effect.flatMap(limiter.take(perKey, String(holder.value.keyId)), (
           decision
-        ): Effect.Effect<KeyHolder | HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest> => {
+        ): Effect.Effect<
+          KeyHolder | HttpServerResponse.HttpServerResponse,
+          never,
+          HttpServerRequest.HttpServerRequest
+        > => {
           const headers = rateLimitHeaders(decision)
           if (decision.allowed) return Effect.as(noteResponseHeadersOn(current, headers), holder.value)
           countOverRate()

@@ -89,7 +89,8 @@ export const makeInMemory = (options: { readonly maxBuckets?: number } = {}): Ra
     return decision(policy, allowed, Math.max(0, tokens))
   }
   return {
-    take: (policy, key) => Effect.clockWith((clock) => Effect.succeed(decide(policy, key, clock.currentTimeMillisUnsafe())))
+    take: (policy, key) =>
+      Effect.clockWith((clock) => Effect.succeed(decide(policy, key, clock.currentTimeMillisUnsafe())))
   }
 }
 

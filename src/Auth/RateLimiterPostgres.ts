@@ -1,16 +1,16 @@
 import { Clock, Deferred, type Duration, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { readAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { waitingOnDatabase } from "../Request/Unavailable.js"
-import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import {
   decision,
   defaultMaxBuckets,
   makeInMemory,
-  RateLimiter,
   type RateLimitDecision,
+  RateLimiter,
   type RateLimitPolicy
 } from "./RateLimiter.js"
 import { RecentMap } from "./RecentMap.js"
@@ -163,7 +163,10 @@ export const RateLimiterPostgres = (
           }
           if (now < lease.emptyUntil) return Effect.succeed(decision(policy, false, estimate(policy, lease, now)))
           if (lease.pending !== undefined) {
-            return Effect.andThen(waitingOnDatabase(Deferred.await(lease.pending)), Effect.suspend(() => take(policy, key, now)))
+            return Effect.andThen(
+              waitingOnDatabase(Deferred.await(lease.pending)),
+              Effect.suspend(() => take(policy, key, now))
+            )
           }
         } else {
           lease = { tokens: 0, sharedTokens: policy.burst, sharedAt: now, emptyUntil: 0, pending: undefined }

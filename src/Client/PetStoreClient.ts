@@ -45,39 +45,41 @@ const retryAfterOf = (response: HttpClientResponse.HttpClientResponse): Option.O
  * retries run out, or when it asks for a longer wait than `maxRetryAfter`. (`HttpClient.retryTransient`
  * also retries 408, 429 and 500, takes `Retry-After` as a least wait and has no such bound.)
  */
-const retryTransient = (retries: number, baseDelay: Duration.Input, maxRetryAfter: Duration.Input) =>
-(client: HttpClient.HttpClient): HttpClient.HttpClient => {
-  const schedule = Schedule.exponential(baseDelay).pipe(
-    Schedule.jittered,
-    Schedule.setInputType<Failure>(),
-    Schedule.modifyDelay(({ duration, input }) =>
-      Effect.succeed(
-        input._tag === "TransientStatus" ? Option.getOrElse(retryAfterOf(input.response), () => duration) : duration
+const retryTransient =
+  (retries: number, baseDelay: Duration.Input, maxRetryAfter: Duration.Input) =>
+  (client: HttpClient.HttpClient): HttpClient.HttpClient => {
+    const schedule = Schedule.exponential(baseDelay).pipe(
+      Schedule.jittered,
+      Schedule.setInputType<Failure>(),
+      Schedule.modifyDelay(({ duration, input }) =>
+        Effect.succeed(
+          input._tag === "TransientStatus" ? Option.getOrElse(retryAfterOf(input.response), () => duration) : duration
+        )
       )
     )
-  )
-  const longestWait = Duration.fromInputUnsafe(maxRetryAfter)
-  const waitsTooLong = (error: Failure) =>
-    error._tag === "TransientStatus" &&
-    Option.exists(retryAfterOf(error.response), (wait) => Duration.isGreaterThan(wait, longestWait))
-  const isTransient = (error: Failure) =>
-    (error._tag === "TransientStatus" && !waitsTooLong(error)) ||
-    (error._tag === "HttpClientError" && error.reason._tag === "TransportError")
-  return HttpClient.transform(client, (effect, request) => {
-    const safe = request.method === "GET" || (request.method === "POST" && request.headers["idempotency-key"] !== undefined)
-    if (!safe) return effect
-    return effect.pipe(
-      Effect.flatMap((response) =>
-        transientStatuses.has(response.status) ? Effect.fail(new TransientStatus(response)) : Effect.succeed(response)
-      ),
-      Effect.retry({ schedule, times: retries, while: isTransient }),
-      Effect.catchIf(
-        (error): error is TransientStatus => error._tag === "TransientStatus",
-        (error) => Effect.succeed(error.response)
+    const longestWait = Duration.fromInputUnsafe(maxRetryAfter)
+    const waitsTooLong = (error: Failure) =>
+      error._tag === "TransientStatus" &&
+      Option.exists(retryAfterOf(error.response), (wait) => Duration.isGreaterThan(wait, longestWait))
+    const isTransient = (error: Failure) =>
+      (error._tag === "TransientStatus" && !waitsTooLong(error)) ||
+      (error._tag === "HttpClientError" && error.reason._tag === "TransportError")
+    return HttpClient.transform(client, (effect, request) => {
+      const safe = request.method === "GET" ||
+        (request.method === "POST" && request.headers["idempotency-key"] !== undefined)
+      if (!safe) return effect
+      return effect.pipe(
+        Effect.flatMap((response) =>
+          transientStatuses.has(response.status) ? Effect.fail(new TransientStatus(response)) : Effect.succeed(response)
+        ),
+        Effect.retry({ schedule, times: retries, while: isTransient }),
+        Effect.catchIf(
+          (error): error is TransientStatus => error._tag === "TransientStatus",
+          (error) => Effect.succeed(error.response)
+        )
       )
-    )
-  })
-}
+    })
+  }
 
 const nextCursor = (link: string | undefined): Option.Option<string> => {
   const url = link === undefined ? undefined : /<([^>]+)>\s*;\s*rel="next"/.exec(link)?.[1]
@@ -99,7 +101,11 @@ const make = (options: PetStoreClientOptions) =>
       )
     const httpClient = (yield* HttpClient.HttpClient).pipe(
       HttpClient.mapRequest(HttpClientRequest.bearerToken(Redacted.value(options.apiKey))),
-      retryTransient(options.retries ?? 3, options.retryBaseDelay ?? "100 millis", options.maxRetryAfter ?? "30 seconds")
+      retryTransient(
+        options.retries ?? 3,
+        options.retryBaseDelay ?? "100 millis",
+        options.maxRetryAfter ?? "30 seconds"
+      )
     )
     const api = yield* HttpApiClient.makeWith(PetStoreApi, { httpClient, baseUrl: baseUrl.replace(/\/+$/, "") })
     let warnedOfSunset = false
@@ -170,7 +176,8 @@ export class PetStoreClient extends Context.Service<PetStoreClient, Effect.Succe
   "petstore/PetStoreClient"
 ) {
   /** A client over the given `HttpClient` (for tests, or another transport). */
-  static readonly layerWithoutHttpClient = (options: PetStoreClientOptions) => Layer.effect(PetStoreClient, make(options))
+  static readonly layerWithoutHttpClient = (options: PetStoreClientOptions) =>
+    Layer.effect(PetStoreClient, make(options))
 
   /** A client over `fetch`: works under Bun, Node.js and in browsers. */
   static readonly layer = (options: PetStoreClientOptions) =>

@@ -44,7 +44,11 @@ export const createPetStoreClient = (options: PromiseClientOptions) => {
     ): AsyncGenerator<Pet, void, undefined> {
       let cursor: string | undefined
       do {
-        const page = await listPets({ ...params.status ? { status: params.status } : {}, ...params.pageSize ? { limit: params.pageSize } : {}, cursor })
+        const page = await listPets({
+          ...params.status ? { status: params.status } : {},
+          ...params.pageSize ? { limit: params.pageSize } : {},
+          cursor
+        })
         yield* page.pets
         cursor = page.nextCursor
       } while (cursor !== undefined)

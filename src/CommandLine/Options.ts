@@ -49,7 +49,9 @@ export const urlOption = (name: string) =>
   Flag.String(name).pipe(
     Flag.withMetavar("url"),
     Flag.mapEffect((value) =>
-      isHttpUrl(value) ? Effect.succeed(value) : Effect.fail(invalid(`--${name}`, "must be an absolute http(s) URL", value))
+      isHttpUrl(value)
+        ? Effect.succeed(value)
+        : Effect.fail(invalid(`--${name}`, "must be an absolute http(s) URL", value))
     )
   )
 

@@ -15,7 +15,10 @@ const cell = (value: unknown): string =>
 
 /** Pets as the command line prints them without `--json`: a header line, then a line per pet, in aligned columns. */
 export const petTable = (pets: ReadonlyArray<Pet>): string => {
-  const rows: ReadonlyArray<ReadonlyArray<string>> = [fields, ...pets.map((pet) => fields.map((field) => cell(pet[field])))]
+  const rows: ReadonlyArray<ReadonlyArray<string>> = [
+    fields,
+    ...pets.map((pet) => fields.map((field) => cell(pet[field])))
+  ]
   const widths = fields.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
   return rows.map((row) => row.map((text, column) => text.padEnd(widths[column]!)).join("  ").trimEnd()).join("\n")
 }

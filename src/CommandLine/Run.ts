@@ -115,7 +115,9 @@ export const describeFailure = (error: unknown, fields: Readonly<Record<string, 
   if (error instanceof Config.ConfigError) {
     if (!Schema.isSchemaError(error.cause)) return oneLine(error.cause.message)
     const issue = firstIssue(error.cause.issue)
-    return issue === undefined ? oneLine(error.message) : `${(issue.path ?? []).map(String).join(".")}: ${issue.message}`
+    return issue === undefined
+      ? oneLine(error.message)
+      : `${(issue.path ?? []).map(String).join(".")}: ${issue.message}`
   }
   if (Schema.isSchemaError(error)) {
     const issue = firstIssue(error.issue)
@@ -163,10 +165,11 @@ export const run = <E>(
   }
   if (interrupted !== undefined) {
     // Unref'd: a stop that ends in time exits on its own, with its own code.
-    const arm = () => void setTimeout(() => {
-      tell()
-      process.exit(1)
-    }, interrupted.withinMillis).unref()
+    const arm = () =>
+      void setTimeout(() => {
+        tell()
+        process.exit(1)
+      }, interrupted.withinMillis).unref()
     process.once("SIGINT", arm)
     process.once("SIGTERM", arm)
   }

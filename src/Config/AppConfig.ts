@@ -195,7 +195,11 @@ export class AppConfig extends Context.Service<AppConfig, {
     productionUrl: httpUrl("PETSTORE_PRODUCTION_URL").pipe(Config.withDefault("https://petstore.example.com")),
     stagingUrl: httpUrl("PETSTORE_STAGING_URL").pipe(Config.withDefault("https://staging.petstore.example.com")),
     rateLimit: Config.all({
-      perSecond: checked("RATE_LIMIT_PER_SECOND", Schema.NumberFromString, rule("must be a positive number", (n) => n > 0))
+      perSecond: checked(
+        "RATE_LIMIT_PER_SECOND",
+        Schema.NumberFromString,
+        rule("must be a positive number", (n) => n > 0)
+      )
         .pipe(Config.withDefault(100)),
       burst: checked(
         "RATE_LIMIT_BURST",
@@ -287,7 +291,9 @@ export class AppConfig extends Context.Service<AppConfig, {
         : invalidAt(
           "DATABASE_CONNECT_TIMEOUT_SECONDS",
           `must be below REQUEST_TIMEOUT_SECONDS (${Duration.toSeconds(config.requestTimeout)} s; it is ` +
-            `${Duration.toSeconds(config.databaseConnectTimeout)} s), so that a request waiting for a database connection ` +
+            `${
+              Duration.toSeconds(config.databaseConnectTimeout)
+            } s), so that a request waiting for a database connection ` +
             "is answered database_unavailable before its deadline"
         )
     ),
@@ -345,15 +351,21 @@ const overlap = (a: string, b: string) => {
  * The API's and the metrics' listeners apart: one port on overlapping addresses is refused at
  * start naming both settings, where the second listener would fail with Bun's "Is port … in use?".
  */
-export const listenersApart: Config.Config<void> = Config.all({ port: portSetting, host: hostSetting, metrics: metricsListener })
-  .pipe(Config.flatMap(({ host, metrics, port }) =>
-    Option.isSome(metrics) && metrics.value.port === port && overlap(metrics.value.host, host)
-      ? invalidAt(
-        "METRICS_PORT",
-        `must differ from PORT where METRICS_HOST (${metrics.value.host}) and HOST (${host}) overlap; both are ${port}`
-      )
-      : Config.succeed(undefined)
-  ))
+export const listenersApart: Config.Config<void> = Config.all({
+  port: portSetting,
+  host: hostSetting,
+  metrics: metricsListener
+})
+  .pipe(
+    Config.flatMap(({ host, metrics, port }) =>
+      Option.isSome(metrics) && metrics.value.port === port && overlap(metrics.value.host, host)
+        ? invalidAt(
+          "METRICS_PORT",
+          `must differ from PORT where METRICS_HOST (${metrics.value.host}) and HOST (${host}) overlap; both are ${port}`
+        )
+        : Config.succeed(undefined)
+    )
+  )
 
 /**
  * A configuration error in one line naming the variable and its rule:
@@ -396,7 +408,8 @@ const hasAmbiguousUserinfo = (value: string): boolean => {
  */
 export const databaseUrlProblem = (value: string): string | undefined => {
   if (isPostgresUrl(value)) {
-    const invalid = "is not a valid postgres:// URL (a password's reserved characters, such as @ / ? #, must be percent-encoded)"
+    const invalid =
+      "is not a valid postgres:// URL (a password's reserved characters, such as @ / ? #, must be percent-encoded)"
     if (hasAmbiguousUserinfo(value)) return invalid
     try {
       new URL(value)
@@ -410,9 +423,13 @@ export const databaseUrlProblem = (value: string): string | undefined => {
   try {
     found = statSync(folder, { throwIfNoEntry: false })
   } catch (cause) {
-    return `names a file in ${folder}, which cannot be reached (${cause instanceof Error ? cause.message : String(cause)})`
+    return `names a file in ${folder}, which cannot be reached (${
+      cause instanceof Error ? cause.message : String(cause)
+    })`
   }
-  if (found === undefined) return `names a file in ${folder}, a folder that does not exist: create the folder, or correct the path`
+  if (found === undefined) {
+    return `names a file in ${folder}, a folder that does not exist: create the folder, or correct the path`
+  }
   return found.isDirectory() ? undefined : `names a file in ${folder}, which is not a folder: correct the path`
 }
 

@@ -97,10 +97,14 @@ export const retryAfterSeconds: { readonly [Code in ServiceUnavailable["code"]]:
 }
 
 /** The `Retry-After` header a 503 with `code` is sent with. */
-export const retryAfterHeader = (code: ServiceUnavailable["code"]) => ({ "retry-after": String(retryAfterSeconds[code]) })
+export const retryAfterHeader = (code: ServiceUnavailable["code"]) => ({
+  "retry-after": String(retryAfterSeconds[code])
+})
 
 /** The codes an error of this file may carry, as its schema declares them. */
-export const codesOf = <Code extends string>(error: { readonly fields: { readonly code: Schema.Codec<Code> } }): ReadonlyArray<Code> => {
+export const codesOf = <Code extends string>(
+  error: { readonly fields: { readonly code: Schema.Codec<Code> } }
+): ReadonlyArray<Code> => {
   const { ast } = error.fields.code
   return (SchemaAST.isUnion(ast) ? ast.types : [ast]).flatMap((member) =>
     SchemaAST.isLiteral(member) ? [member.literal as Code] : []
@@ -135,7 +139,10 @@ export const ErrorBody = <
   description: string
 ) => {
   const { _tag, code, message, status } = error.fields
-  const wire = Schema.Struct({ code, message, status }).annotate({ identifier: `${_tag.schema.literal}Error`, description })
+  const wire = Schema.Struct({ code, message, status }).annotate({
+    identifier: `${_tag.schema.literal}Error`,
+    description
+  })
   return wire.pipe(
     Schema.decodeTo(
       Schema.toType(error),

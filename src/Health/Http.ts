@@ -24,7 +24,10 @@ const freshWait = "100 millis"
  * wait for it. A probe runs as the service's own, with the layer's services, not as the request
  * that started it: its spans, logs and database waits belong to no request.
  */
-const makeProbe = (check: Effect.Effect<Readiness>, fork: (probe: Effect.Effect<Readiness>) => Fiber.Fiber<Readiness>) => {
+const makeProbe = (
+  check: Effect.Effect<Readiness>,
+  fork: (probe: Effect.Effect<Readiness>) => Fiber.Fiber<Readiness>
+) => {
   let last: Readiness = "ready"
   let running: Fiber.Fiber<Readiness> | undefined
   const probe = check.pipe(
@@ -42,8 +45,10 @@ const makeProbe = (check: Effect.Effect<Readiness>, fork: (probe: Effect.Effect<
       })
       : Effect.succeed(running)
   )
-  return Effect.flatMap(started, (fiber) =>
-    Effect.timeoutOrElse(Fiber.join(fiber), { duration: freshWait, orElse: () => Effect.sync(() => last) }))
+  return Effect.flatMap(
+    started,
+    (fiber) => Effect.timeoutOrElse(Fiber.join(fiber), { duration: freshWait, orElse: () => Effect.sync(() => last) })
+  )
 }
 
 const ok = { status: "ok" } as const

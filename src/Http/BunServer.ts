@@ -64,7 +64,9 @@ export const make = (options: ServeOptions) =>
       // finalizer runs uninterruptibly.
       Effect.interruptible(Effect.promise(closeListener)).pipe(
         Effect.timeoutOption("500 millis"),
-        Effect.andThen(Effect.interruptible(Effect.promise(() => server.stop(true))).pipe(Effect.timeoutOption("1 second")))
+        Effect.andThen(
+          Effect.interruptible(Effect.promise(() => server.stop(true))).pipe(Effect.timeoutOption("1 second"))
+        )
       )
     )
 
@@ -90,7 +92,11 @@ export const make = (options: ServeOptions) =>
               })
               // Added over the server's context rather than copied into a map of its own: the
               // request's fiber then keeps the cache of references the server's context built.
-              const context = Context.add(Context.add(services, HttpServerRequest.HttpServerRequest, request), Respond, resolve)
+              const context = Context.add(
+                Context.add(services, HttpServerRequest.HttpServerRequest, request),
+                Respond,
+                resolve
+              )
               const fiber = Effect.runForkWith(context)(httpEffect)
               // Answered already (a request that waited for nothing): no client can have gone
               // away meanwhile, and Bun makes a request's abort signal only when asked for it (7 µs

@@ -13,11 +13,14 @@ export const docsCacheControl = "public, max-age=300"
  * where the links already given out (getPet's `Link: …; rel="deprecation"`) spell it in lower
  * case, which it would not open: the fragment is respelled before the viewer reads it.
  */
-const respellFragment = "<script>if (/^#tag[/][^/]+[/][a-z]+[/]/.test(location.hash)) history.replaceState(null, \"\", " +
+const respellFragment =
+  "<script>if (/^#tag[/][^/]+[/][a-z]+[/]/.test(location.hash)) history.replaceState(null, \"\", " +
   "location.hash.replace(/^(#tag[/][^/]+[/])([a-z]+)[/]/, (_, tag, method) => tag + method.toUpperCase() + \"/\"))</script>"
 
 /** Scalar's page for the API, rendered once through its own route; its fonts are the system's, so it needs no network. */
-const renderScalarPage = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) =>
+const renderScalarPage = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  api: HttpApi.HttpApi<Id, Groups>
+) =>
   Effect.promise(async () => {
     const { dispose, handler } = HttpRouter.toWebHandler(
       HttpApiScalar.layer(api, { path: docsPath, scalar: { withDefaultFonts: false } }),

@@ -1,9 +1,9 @@
 import { Effect, Layer } from "effect"
 import { petsCreatedCounter } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
+import { PetRepository } from "../Pets/PetRepository.js"
 import { inRequestSpan } from "../Request/RequestSpans.js"
 import { waitingOnDatabase } from "../Request/Unavailable.js"
-import { PetRepository } from "../Pets/PetRepository.js"
 
 const inSpan = (spanName: string, functionName: string) =>
   inRequestSpan(spanName, { "code.function.name": functionName })
@@ -52,4 +52,3 @@ export const ObservedPetRepository = Layer.effect(
     })
   })
 )
-

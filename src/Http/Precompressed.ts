@@ -79,10 +79,15 @@ export const precompressed = (body: Uint8Array, contentType: string, headers: Re
         identity: representation("identity", body)
       }))
     ))
-    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-      Effect.map(Fiber.join(compressing), (representations) => {
-        const { etag, notModified, ok } = representations[chooseEncoding(request.headers["accept-encoding"])]
-        const ifNoneMatch = request.headers["if-none-match"]
-        return ifNoneMatch !== undefined && matchesEntityTag(ifNoneMatch, etag) ? notModified : ok
-      }))
+    // The handler is the result: an effect each request runs.
+    // @effect-diagnostics-next-line returnEffectInGen:off
+    return Effect.flatMap(
+      HttpServerRequest.HttpServerRequest,
+      (request) =>
+        Effect.map(Fiber.join(compressing), (representations) => {
+          const { etag, notModified, ok } = representations[chooseEncoding(request.headers["accept-encoding"])]
+          const ifNoneMatch = request.headers["if-none-match"]
+          return ifNoneMatch !== undefined && matchesEntityTag(ifNoneMatch, etag) ? notModified : ok
+        })
+    )
   })

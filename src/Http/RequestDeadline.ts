@@ -51,7 +51,9 @@ const compactAfter = 4096
 export const makeDeadline = (deadline: Duration.Duration) =>
   Effect.gen(function*() {
     const millis = Duration.toMillis(deadline)
-    const databaseSilent = `The database did not answer within the request's deadline, ${Duration.format(deadline)} (REQUEST_TIMEOUT_SECONDS)`
+    const databaseSilent = `The database did not answer within the request's deadline, ${
+      Duration.format(deadline)
+    } (REQUEST_TIMEOUT_SECONDS)`
     const queue: Array<Due> = []
     let head = 0
     // Closed while nothing is queued; a request queued then opens it.
@@ -105,11 +107,19 @@ export const makeDeadline = (deadline: Duration.Duration) =>
               queued.openUnsafe()
             }
             return Effect.flatMap(
-              Effect.onExit(Effect.interruptible(Fiber.await(work)), () => Effect.sync(() => void (due.work = undefined))),
+              Effect.onExit(Effect.interruptible(Fiber.await(work)), () =>
+                Effect.sync(() => void (due.work = undefined))),
               (exit) => {
-                if (due.interrupted === undefined || Exit.isSuccess(exit) || !Cause.hasInterrupts(exit.cause)) return exit
-                if (due.interrupted === "elsewhere") return answeredEarly(timedOut)
-                return Effect.andThen(warnUnavailable(record?.id, databaseSilent), answeredEarly(databaseUnavailableResponse))
+                if (due.interrupted === undefined || Exit.isSuccess(exit) || !Cause.hasInterrupts(exit.cause)) {
+                  return exit
+                }
+                if (due.interrupted === "elsewhere") {
+                  return answeredEarly(timedOut)
+                }
+                return Effect.andThen(
+                  warnUnavailable(record?.id, databaseSilent),
+                  answeredEarly(databaseUnavailableResponse)
+                )
               }
             )
           }

@@ -79,6 +79,9 @@ export const makeRequestObserver = (options: {
     if (!observed) return Effect.provideService(app, CurrentRequest, current)
     if (metrics) adjustActiveRequests(1)
     // However the request ends, its client gone included.
-    return Effect.onExit(Effect.provideService(app, CurrentRequest, current), (exit) => Effect.sync(() => answered(current, exit)))
+    return Effect.onExit(
+      Effect.provideService(app, CurrentRequest, current),
+      (exit) => Effect.sync(() => answered(current, exit))
+    )
   }
 }

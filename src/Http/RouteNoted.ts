@@ -9,13 +9,15 @@ import { InFlightRequests } from "./InFlightRequests.js"
  * answered (`RequestObserver.ts`); then, once the stop has closed the listener, the refusal.
  */
 export const RouteNoted = HttpRouter.middleware(
-  Effect.map(Effect.service(InFlightRequests), ({ refusingWhenClosed }) =>
-  <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) => {
-    const refusing = refusingWhenClosed(handler)
-    return Effect.withFiber((fiber) => {
-      const current = fiber.getRef(CurrentRequest)
-      if (current !== undefined) current.route = Context.getUnsafe(fiber.context, HttpRouter.RouteContext).route
-      return refusing
-    })
-  })
+  Effect.map(
+    Effect.service(InFlightRequests),
+    ({ refusingWhenClosed }) => <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) => {
+      const refusing = refusingWhenClosed(handler)
+      return Effect.withFiber((fiber) => {
+        const current = fiber.getRef(CurrentRequest)
+        if (current !== undefined) current.route = Context.getUnsafe(fiber.context, HttpRouter.RouteContext).route
+        return refusing
+      })
+    }
+  )
 ).layer

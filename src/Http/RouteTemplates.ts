@@ -35,7 +35,9 @@ export const makeRouteLabels = (exported = false) => {
     const key = `${method} ${route}`
     const found = made.get(key)
     if (found !== undefined) return found
-    const byStatus = new Map(exported ? statuses.map((status) => [status, requestDurationOf(method, route, status)]) : [])
+    const byStatus = new Map(
+      exported ? statuses.map((status) => [status, requestDurationOf(method, route, status)]) : []
+    )
     const recordDuration = (status: number, seconds: number) => {
       let record = byStatus.get(status)
       if (record === undefined) byStatus.set(status, record = requestDurationOf(method, route, status))
@@ -45,7 +47,7 @@ export const makeRouteLabels = (exported = false) => {
     made.set(key, routeLabels)
     return routeLabels
   }
-  if (exported) for (const { method, path, statuses } of routes) labels(method, templateOf(path), statuses)
+  if (exported) { for (const { method, path, statuses } of routes) labels(method, templateOf(path), statuses) }
   // The router's routes, made once at start: a few dozen entries.
   const byRoute = new Map<HttpRouter.Route<any, any>, RouteLabels>()
   return (method: string, route: HttpRouter.Route<any, any> | undefined): RouteLabels => {

@@ -59,7 +59,8 @@ export const routes: ReadonlyArray<Route> = (() => {
 export const makeAllowedMethods = () => {
   const matcher = FindMyWay.make<true>(exactRoutes)
   for (const { method, path } of routes) matcher.on(method, path as FindMyWay.PathInput, true)
-  return (path: string): ReadonlyArray<string> => routeMethods.filter((method) => matcher.find(method, path) !== undefined)
+  return (path: string): ReadonlyArray<string> =>
+    routeMethods.filter((method) => matcher.find(method, path) !== undefined)
 }
 
 /** Every method some route answers: what `Allow` may name, and what CORS lets a browser send. */

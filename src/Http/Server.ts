@@ -6,8 +6,8 @@ import { AuthenticationLive } from "../Auth/AuthenticationMiddleware.js"
 import { AppConfig } from "../Config/AppConfig.js"
 import { HealthHttpLive } from "../Health/Http.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
-import { makeSampler } from "../Observability/Sampler.js"
 import { SpanRecorder } from "../Observability/RequestTrace.js"
+import { makeSampler } from "../Observability/Sampler.js"
 import { TracingLive } from "../Observability/Tracing.js"
 import { PetsHttpLive, SunsetPolicyLive } from "../Pets/Http.js"
 import { makeClientAddress } from "../Request/ClientAddress.js"
@@ -19,8 +19,8 @@ import { ObservedPetRepository } from "./ObservedServices.js"
 import { makeDeadline } from "./RequestDeadline.js"
 import { makeRequestLog, RequestLines } from "./RequestLog.js"
 import { makeRequestObserver } from "./RequestObserver.js"
-import { RouteNoted } from "./RouteNoted.js"
 import { withResponseHeaders } from "./ResponseHeaders.js"
+import { RouteNoted } from "./RouteNoted.js"
 import { ExactRoutes, isCanonicalPath, pathOf, routeMethods } from "./Routes.js"
 
 type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
@@ -96,7 +96,8 @@ export const serverMiddleware = Effect.gen(function*() {
     metrics: Option.isSome(metrics),
     tracing: Option.match(tracing, {
       onNone: () => undefined,
-      onSome: ({ ratio, sampler }) => recorder === undefined ? undefined : { sample: makeSampler(sampler, ratio), recorder }
+      onSome: ({ ratio, sampler }) =>
+        recorder === undefined ? undefined : { sample: makeSampler(sampler, ratio), recorder }
     }),
     ended: LogLevel.isGreaterThan(logLevel, "Info") ? undefined : makeRequestLog((yield* RequestLines).add)
   })

@@ -36,7 +36,8 @@ export const backup = (store: Store, file: string) => {
   return Effect.gen(function*() {
     if (store.engine !== "sqlite") {
       return yield* new MoveError({
-        message: `backup: ${store.label} is PostgreSQL; back it up with pg_dump, or copy it to a SQLite file with db copy`
+        message:
+          `backup: ${store.label} is PostgreSQL; back it up with pg_dump, or copy it to a SQLite file with db copy`
       })
     }
     if (existsSync(file)) return yield* new MoveError({ message: `backup: ${file} already exists; name a new file` })
@@ -54,7 +55,11 @@ export const backup = (store: Store, file: string) => {
     const startedAt = performance.now()
     yield* Effect.scoped(Effect.flatMap(
       connect(store, { role: "source", mode: "read" }),
-      (sql) => Effect.mapError(sql`VACUUM INTO ${partial}`, (error) => writeFailures.some((code) => codeOf(error).startsWith(code)) ? onBackup(error) : error)
+      (sql) =>
+        Effect.mapError(
+          sql`VACUUM INTO ${partial}`,
+          (error) => writeFailures.some((code) => codeOf(error).startsWith(code)) ? onBackup(error) : error
+        )
     )).pipe(Effect.mapError((error) => describeStoreFailure(store, "source", error)))
     const counts = yield* Effect.scoped(Effect.gen(function*() {
       const sql = yield* connect(written, { role: "backup", mode: "read" })

@@ -24,7 +24,8 @@ export interface Created {
  * answers within it, and one that stopped answering is not waited for (the copy has already
  * waited a statement's deadline for it). Interrupted, within the stop's bound.
  */
-const boundMillis = (interrupted: boolean, connectMillis: number) => interrupted ? 1_000 : Math.min(5_000, connectMillis)
+const boundMillis = (interrupted: boolean, connectMillis: number) =>
+  interrupted ? 1_000 : Math.min(5_000, connectMillis)
 
 /**
  * Removes what a failed copy created: the file it made, or the tables its migrations made. The
@@ -48,7 +49,10 @@ export const cleanUp = (store: Store, created: Created, cause: Cause.Cause<unkno
       Effect.flatMap((sql) =>
         Effect.forEach(
           created.tables,
-          (name) => sql.unsafe(`DROP TABLE IF EXISTS "${name}"${sql.onDialectOrElse({ pg: () => " CASCADE", orElse: () => "" })}`),
+          (name) =>
+            sql.unsafe(
+              `DROP TABLE IF EXISTS "${name}"${sql.onDialectOrElse({ pg: () => " CASCADE", orElse: () => "" })}`
+            ),
           { discard: true }
         )
       ),
@@ -61,7 +65,8 @@ export const cleanUp = (store: Store, created: Created, cause: Cause.Cause<unkno
     // already interrupted), where the bound could not cut the wait short.
     const removed = yield* Effect.flatMap(Effect.forkDetach(removal, { uninterruptible: false }), Fiber.join)
     if (removed) return asBefore()
-    interruption.line = `interrupted: nothing was committed; ${store.label} did not answer in time to remove the empty ` +
+    interruption.line =
+      `interrupted: nothing was committed; ${store.label} did not answer in time to remove the empty ` +
       "tables this copy made in it, and a copy into it again works"
   })
 

@@ -1,5 +1,5 @@
-import type { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
 import { describeStoreFailure, MoveError, type Store } from "./Store.js"
 import { type Column, type ColumnKind, type CopiedTable, tables } from "./Tables.js"
 
@@ -52,7 +52,9 @@ const columnsOf = (sql: SqlClient.SqlClient, table: string): Effect.Effect<Reado
       ),
     orElse: () =>
       Effect.map(
-        sql<{ name: string; type: string; key: number }>`SELECT name, type, pk AS key FROM pragma_table_info(${table}) ORDER BY cid`,
+        sql<
+          { name: string; type: string; key: number }
+        >`SELECT name, type, pk AS key FROM pragma_table_info(${table}) ORDER BY cid`,
         (rows) => rows.map(({ key, name, type }) => ({ name, type, kind: sqliteKind(type), key: Number(key) }))
       )
   })
@@ -96,10 +98,14 @@ export const columnsOnBothSides = (
     const problems: Array<string> = []
     const copied: Array<CopiedTable> = []
     for (const table of tables) {
-      const onSource = yield* Effect.mapError(columnsOf(source.sql, table.name), (error) => describeStoreFailure(source.store, "source", error))
-      const onTarget = yield* Effect.mapError(columnsOf(target.sql, table.name), (error) => describeStoreFailure(target.store, "target", error))
+      const onSource = yield* Effect.mapError(columnsOf(source.sql, table.name), (error) =>
+        describeStoreFailure(source.store, "source", error))
+      const onTarget = yield* Effect.mapError(columnsOf(target.sql, table.name), (error) =>
+        describeStoreFailure(target.store, "target", error))
       const targetColumns = new Map(onTarget.map((column) => [column.name, column]))
-      const sourceNames = new Set(onSource.map((column) => column.name))
+      const sourceNames = new Set(onSource.map((column) =>
+        column.name
+      ))
       const columns: Array<Column & { readonly key: number }> = []
       for (const column of onSource) {
         const targetColumn = targetColumns.get(column.name)
@@ -108,13 +114,18 @@ export const columnsOnBothSides = (
           continue
         }
         const common = commonKind(column, targetColumn)
-        if ("kind" in common) columns.push({ name: column.name, kind: common.kind, key: column.key })
-        else problems.push(`${table.name}.${column.name} ${common.problem}`)
+        if ("kind" in common) {
+          columns.push({ name: column.name, kind: common.kind, key: column.key })
+        } else problems.push(`${table.name}.${column.name} ${common.problem}`)
       }
       for (const column of onTarget) {
-        if (!sourceNames.has(column.name)) problems.push(`the source has no ${table.name}.${column.name}`)
+        if (!sourceNames.has(column.name)) {
+          problems.push(`the source has no ${table.name}.${column.name}`)
+        }
       }
-      const key = columns.filter((column) => column.key > 0).sort((a, b) => a.key - b.key)
+      const key = columns.filter((column) =>
+        column.key > 0
+      ).sort((a, b) => a.key - b.key)
       if (key.length === 0 && onSource.length > 0) problems.push(`${table.name} has no primary key on the source`)
       copied.push({
         ...table,

@@ -33,7 +33,8 @@ const prepareTarget = (sql: SqlClient.SqlClient, store: Store) =>
     const version = yield* versionOf(sql)
     if (Option.isNone(version) && before.size > 0) {
       return yield* new MoveError({
-        message: `target ${store.label} holds tables that are not the Pet Store's (${[...before].slice(0, 5).join(", ")}); ` +
+        message:
+          `target ${store.label} holds tables that are not the Pet Store's (${[...before].slice(0, 5).join(", ")}); ` +
           "it was left untouched. Copy into an empty database"
       })
     }
@@ -49,13 +50,16 @@ const prepareTarget = (sql: SqlClient.SqlClient, store: Store) =>
       for (const table of tables) {
         if (!before.has(table.name)) continue
         const rows = table.name === "settings"
-          ? (yield* sql<{ name: string }>`SELECT name FROM settings`).filter(({ name }) => !migrationSettings.has(name)).length
+          ? (yield* sql<{ name: string }>`SELECT name FROM settings`).filter(({ name }) => !migrationSettings.has(name))
+            .length
           : yield* countRows(sql, table)
         if (rows > 0) held.push(`${table.name}: ${rows} rows`)
       }
       if (held.length > 0) {
         return yield* new MoveError({
-          message: `target ${store.label} already holds data (${held.join(", ")}); it was left untouched. Copy into an empty database`
+          message: `target ${store.label} already holds data (${
+            held.join(", ")
+          }); it was left untouched. Copy into an empty database`
         })
       }
     }
@@ -74,7 +78,11 @@ const prepareTarget = (sql: SqlClient.SqlClient, store: Store) =>
  */
 const openTarget = (
   store: Store
-): Effect.Effect<{ readonly sql: SqlClient.SqlClient; readonly copyClient: PostgresSession | undefined }, MoveError, Scope.Scope> =>
+): Effect.Effect<
+  { readonly sql: SqlClient.SqlClient; readonly copyClient: PostgresSession | undefined },
+  MoveError,
+  Scope.Scope
+> =>
   store.engine === "postgres"
     ? openSession(store.url).pipe(
       Effect.map((session) => ({ sql: session.sql, copyClient: session })),
@@ -120,59 +128,74 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
     }
 
     const startedAt = performance.now()
-    const snapshot = yield* onSource(Effect.catchDefect(inSnapshot(
-      source,
-      Effect.gen(function*() {
-        const counts = yield* onSource(Effect.forEach(tables, (table) => countRows(source, table)))
-        const sequences = sequencedTables(tables)
-        const sourceNext = yield* onSource(Effect.forEach(sequences, (table) => nextId(source, table)))
-        const total = counts.reduce((a, b) => a + b, 0)
-        // Each client keeps its own transaction in the fiber: the source's reads stay in its
-        // snapshot inside the target's transaction. A lost connection fails the transaction's
-        // rollback too, which `effect/sql` makes a defect.
-        return yield* onTarget(Effect.catchDefect(target.withTransaction(Effect.gen(function*() {
-          const copying = makeProgress("copying", total)
-          const sourceSums = new Map<string, Checksum>()
-          for (const table of copiedTables) {
-            const checksum = new Checksum()
-            sourceSums.set(table.name, checksum)
-            // The writer starts inside: a COPY in progress holds the session until it ends.
-            const fill = Effect.flatMap(tableWriter(target, table, copyClient), (writer) =>
-              forEachPage(source, table, (rows) => {
-                checksum.add(rows)
-                return onTarget(writer.write(rows)).pipe(Effect.tap(() => Effect.sync(() => copying.advance(rows.length))))
-              }).pipe(Effect.andThen(onTarget(writer.end)), Effect.onError(() => writer.abort)))
-            yield* onTarget(withoutSecondaryIndexes(target, table.name, onSource(fill)))
-          }
-          const copied = copying.finish()
-          const nextIds: Array<string> = []
-          for (const [i, table] of sequences.entries()) {
-            const highest = yield* onTarget(highestId(target, table))
-            const wanted = Math.max(sourceNext[i]!, highest + 1)
-            yield* onTarget(setNextId(target, table, wanted))
-            const next = yield* onTarget(nextId(target, table))
-            if (next <= highest || next < sourceNext[i]!) {
-              return yield* new MoveError({
-                message: `target ${to.label}: the next ${table.name} id would be ${next}, not above the copied ids ` +
-                  `(highest ${highest}, source's next ${sourceNext[i]}); nothing was committed`
-              })
-            }
-            nextIds.push(`next ${table.name} id ${next}`)
-          }
-          const verifying = makeProgress("verifying", total)
-          const targetSums = yield* onTarget(checksums(target, copiedTables, verifying.advance))
-          const verified = verifying.finish()
-          const comparison = compare(sourceSums, targetSums)
-          if (comparison.differing.length > 0) {
-            return yield* new MoveError({
-              message: `verification failed: ${comparison.differing.join(", ")} differ between source and target ` +
-                `(${comparison.lines.join(" | ").replace(/\s+/g, " ")}); nothing was committed`
-            })
-          }
-          return { comparison, copied, verified, nextIds, counts, sourceNext }
-        })), Effect.fail))
-      })
-    ), Effect.fail))
+    const snapshot = yield* onSource(Effect.catchDefect(
+      inSnapshot(
+        source,
+        Effect.gen(function*() {
+          const counts = yield* onSource(Effect.forEach(tables, (table) => countRows(source, table)))
+          const sequences = sequencedTables(tables)
+          const sourceNext = yield* onSource(Effect.forEach(sequences, (table) => nextId(source, table)))
+          const total = counts.reduce((a, b) => a + b, 0)
+          // Each client keeps its own transaction in the fiber: the source's reads stay in its
+          // snapshot inside the target's transaction. A lost connection fails the transaction's
+          // rollback too, which `effect/sql` makes a defect.
+          return yield* onTarget(Effect.catchDefect(
+            target.withTransaction(Effect.gen(function*() {
+              const copying = makeProgress("copying", total)
+              const sourceSums = new Map<string, Checksum>()
+              for (const table of copiedTables) {
+                const checksum = new Checksum()
+                sourceSums.set(table.name, checksum)
+                // The writer starts inside: a COPY in progress holds the session until it ends.
+                const fill = Effect.flatMap(
+                  tableWriter(target, table, copyClient),
+                  (writer) =>
+                    forEachPage(source, table, (rows) => {
+                      checksum.add(rows)
+                      return onTarget(writer.write(rows)).pipe(
+                        Effect.tap(() => Effect.sync(() => copying.advance(rows.length)))
+                      )
+                    }).pipe(
+                      Effect.andThen(onTarget(writer.end)),
+                      Effect.onError(() => writer.abort)
+                    )
+                )
+                yield* onTarget(withoutSecondaryIndexes(target, table.name, onSource(fill)))
+              }
+              const copied = copying.finish()
+              const nextIds: Array<string> = []
+              for (const [i, table] of sequences.entries()) {
+                const highest = yield* onTarget(highestId(target, table))
+                const wanted = Math.max(sourceNext[i]!, highest + 1)
+                yield* onTarget(setNextId(target, table, wanted))
+                const next = yield* onTarget(nextId(target, table))
+                if (next <= highest || next < sourceNext[i]!) {
+                  return yield* new MoveError({
+                    message:
+                      `target ${to.label}: the next ${table.name} id would be ${next}, not above the copied ids ` +
+                      `(highest ${highest}, source's next ${sourceNext[i]}); nothing was committed`
+                  })
+                }
+                nextIds.push(`next ${table.name} id ${next}`)
+              }
+              const verifying = makeProgress("verifying", total)
+              const targetSums = yield* onTarget(checksums(target, copiedTables, verifying.advance))
+              const verified = verifying.finish()
+              const comparison = compare(sourceSums, targetSums)
+              if (comparison.differing.length > 0) {
+                return yield* new MoveError({
+                  message: `verification failed: ${comparison.differing.join(", ")} differ between source and target ` +
+                    `(${comparison.lines.join(" | ").replace(/\s+/g, " ")}); nothing was committed`
+                })
+              }
+              return { comparison, copied, verified, nextIds, counts, sourceNext }
+            })),
+            Effect.fail
+          ))
+        })
+      ),
+      Effect.fail
+    ))
     const seconds = (performance.now() - startedAt) / 1000
 
     // Writes after the snapshot are not on the target: fine for a rehearsal, a lost write at a switch.
@@ -184,18 +207,24 @@ export const copy = (from: Store, to: Store): Effect.Effect<CopyResult, MoveErro
     const wrote = changed.length > 0 || nextNow.some((next, i) => next !== snapshot.sourceNext[i])
     if (wrote && Option.isSome(since)) {
       return yield* new MoveError({
-        message: `the source took writes during the copy although it is read-only (${changed.join(", ") || "ids handed out"}): ` +
+        message:
+          `the source took writes during the copy although it is read-only (${
+            changed.join(", ") || "ids handed out"
+          }): ` +
           "an instance did not see the flag, and the target misses them; copy again into an empty target"
       })
     }
     return {
       lines: snapshot.comparison.lines,
-      summary: `copied ${snapshot.copied.rows} rows from ${engineName(from)} ${from.label} to ${engineName(to)} ${to.label} ` +
+      summary:
+        `copied ${snapshot.copied.rows} rows from ${engineName(from)} ${from.label} to ${engineName(to)} ${to.label} ` +
         `and verified them in ${seconds.toFixed(1)} s (copy ${snapshot.copied.seconds.toFixed(1)} s, verify ` +
         `${snapshot.verified.seconds.toFixed(1)} s); ${snapshot.nextIds.join(", ")}`,
       note: wrote
         ? Option.some(
-          `note: the source took writes after the snapshot (${changed.join(", ") || "ids handed out"}); they are not on the ` +
+          `note: the source took writes after the snapshot (${
+            changed.join(", ") || "ids handed out"
+          }); they are not on the ` +
             "target. Turn read-only on (npm run db -- read-only on) before the copy that precedes a switch"
         )
         : Option.none()

@@ -49,7 +49,9 @@ const fieldsOf = (line: string): Array<string> => {
   return fields
 }
 
-const fromPasswordFile = (wanted: { host: string; port: string; user: string; database: string }): string | undefined => {
+const fromPasswordFile = (
+  wanted: { host: string; port: string; user: string; database: string }
+): string | undefined => {
   const file = nonEmpty(process.env["PGPASSFILE"]) ?? join(homedir(), ".pgpass")
   let text: string
   try {

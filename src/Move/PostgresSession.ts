@@ -3,7 +3,13 @@ import { Effect, type Scope, Stream } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
-import { AuthenticationError, ConnectionError, SqlError, StatementTimeoutError, UnknownError } from "effect/sql/SqlError"
+import {
+  AuthenticationError,
+  ConnectionError,
+  SqlError,
+  StatementTimeoutError,
+  UnknownError
+} from "effect/sql/SqlError"
 import Pg from "pg"
 import { Deadlines } from "./Deadlines.js"
 import { libpqLogin } from "./Libpq.js"
@@ -121,7 +127,9 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
           finish(Effect.fail(closed!))
         }, millis)
         start((outcome) =>
-          finish(outcome.ok ? Effect.succeed(outcome.value) : Effect.fail(closed ?? pgFailure(outcome.error, operation)))
+          finish(
+            outcome.ok ? Effect.succeed(outcome.value) : Effect.fail(closed ?? pgFailure(outcome.error, operation))
+          )
         )
         return Effect.sync(() => {
           if (!waiting) return
@@ -131,7 +139,12 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
         })
       })
     const answer = <A>(start: (done: (outcome: Outcome<A>) => void) => void) =>
-      bounded(deadlines.statementMillis, () => noAnswer(deadlines.statementMillis, "DB_STATEMENT_TIMEOUT_SECONDS", "execute"), "execute", start)
+      bounded(
+        deadlines.statementMillis,
+        () => noAnswer(deadlines.statementMillis, "DB_STATEMENT_TIMEOUT_SECONDS", "execute"),
+        "execute",
+        start
+      )
     const settle = <A>(promise: () => Promise<A>) => (done: (outcome: Outcome<A>) => void) =>
       void promise().then((value) => done({ ok: true, value }), (error) => done({ ok: false, error }))
 
@@ -165,9 +178,13 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
     const rows = (sql: string, params: ReadonlyArray<unknown>) =>
       Effect.map(query<Pg.QueryResult>({ text: sql, values: [...params] }), (result) => result.rows)
     const values = (sql: string, params: ReadonlyArray<unknown>) =>
-      Effect.map(query<Pg.QueryArrayResult>({ text: sql, values: [...params], rowMode: "array" }), (result) => result.rows)
+      Effect.map(
+        query<Pg.QueryArrayResult>({ text: sql, values: [...params], rowMode: "array" }),
+        (result) => result.rows
+      )
     const connection: Connection = {
-      execute: (sql, params, transform) => transform === undefined ? rows(sql, params) : Effect.map(rows(sql, params), transform),
+      execute: (sql, params, transform) =>
+        transform === undefined ? rows(sql, params) : Effect.map(rows(sql, params), transform),
       executeRaw: (sql, params) => query({ text: sql, values: [...params] }),
       executeValues: values,
       executeValuesUnprepared: values,

@@ -1,7 +1,18 @@
 import { Effect, Option } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { isSqlError } from "effect/sql/SqlError"
-import { closeSync, constants, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync } from "node:fs"
+import {
+  closeSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync
+} from "node:fs"
 import { dirname } from "node:path"
 import * as SqliteClient from "../Sql/SqliteClient.js"
 import { interruption } from "./CleanUp.js"
@@ -110,7 +121,10 @@ const holdReplaced = (store: Store & { readonly engine: "sqlite" }, idsMayRepeat
       : Effect.fail(withoutIds(why))
   if (!existsSync(store.filename)) return unknown(`${store.label} is gone`)
   return readReplaced(store.filename).pipe(
-    Effect.map((handedOut) => ({ handedOut: Option.some<ReadonlyMap<string, number>>(handedOut), warning: Option.none<string>() })),
+    Effect.map((handedOut) => ({
+      handedOut: Option.some<ReadonlyMap<string, number>>(handedOut),
+      warning: Option.none<string>()
+    })),
     Effect.catch((error) =>
       isLocked(error)
         ? Effect.fail(refused(
@@ -154,8 +168,10 @@ export const restore = (store: Store, backupFile: string, options: { readonly id
   }
   const target = store.filename
   const copy = `${target}.restoring`
-  const onBackup = (error: unknown) => describeStoreFailure({ ...store, filename: copy, label: backupFile }, "restore: the backup", error)
-  const onCopy = (error: unknown) => describeStoreFailure({ ...store, filename: copy, label: copy }, "restore: the copy", error)
+  const onBackup = (error: unknown) =>
+    describeStoreFailure({ ...store, filename: copy, label: backupFile }, "restore: the backup", error)
+  const onCopy = (error: unknown) =>
+    describeStoreFailure({ ...store, filename: copy, label: copy }, "restore: the copy", error)
   const removeCopy = () => {
     for (const suffix of ["", ...companions]) rmSync(`${copy}${suffix}`, { force: true })
   }
@@ -200,8 +216,13 @@ export const restore = (store: Store, backupFile: string, options: { readonly id
     }))
     const seconds = (performance.now() - startedAt) / 1000
     return {
-      summary: `restored ${target} from ${backupFile} in ${seconds.toFixed(1)} s (integrity check ok; ${counts.join(", ")}); ` +
-        `next ids ${next.join(", ")}, ${Option.isNone(warning) ? `above every id the replaced file handed out` : "the backup's own"}`,
+      summary:
+        `restored ${target} from ${backupFile} in ${seconds.toFixed(1)} s (integrity check ok; ${
+          counts.join(", ")
+        }); ` +
+        `next ids ${next.join(", ")}, ${
+          Option.isNone(warning) ? `above every id the replaced file handed out` : "the backup's own"
+        }`,
       warning
     }
   }).pipe(Effect.onError(() =>

@@ -1,5 +1,5 @@
-import type { SqlClient } from "effect/sql"
 import { Effect, Option } from "effect"
+import type { SqlClient } from "effect/sql"
 import { migrationsTable, tablesOf, versionOf } from "./SchemaVersion.js"
 import { lastHandedOut, nextId, sequencedTables, setNextId } from "./Sequences.js"
 import { connect, describeStoreFailure, MoveError, type Store } from "./Store.js"
@@ -16,7 +16,9 @@ import { tables } from "./Tables.js"
 const sequencedIn = (sql: SqlClient.SqlClient, store: Store) =>
   Effect.gen(function*() {
     if (Option.isNone(yield* versionOf(sql))) {
-      return yield* new MoveError({ message: `the database ${store.label} is not a Pet Store database: it has no ${migrationsTable} table` })
+      return yield* new MoveError({
+        message: `the database ${store.label} is not a Pet Store database: it has no ${migrationsTable} table`
+      })
     }
     const names = yield* tablesOf(sql)
     return sequencedTables(tables).filter((table) => names.has(table.name))

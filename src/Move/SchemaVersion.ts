@@ -1,5 +1,5 @@
-import type { SqlClient } from "effect/sql"
 import { Effect, Option } from "effect"
+import type { SqlClient } from "effect/sql"
 import { migrations } from "../Sql/Migrations.js"
 import { MoveError, type Store } from "./Store.js"
 
@@ -44,7 +44,9 @@ export const requireKnownVersion = (sql: SqlClient.SqlClient, store: Store, role
     if (found.value !== known) {
       return yield* new MoveError({
         message: `${role} ${store.label} has schema version ${found.value}, but this build knows ` +
-          `schema version ${known}; ${found.value < known ? "start this build's service on it once to migrate it" : "use the build that wrote it"}`
+          `schema version ${known}; ${
+            found.value < known ? "start this build's service on it once to migrate it" : "use the build that wrote it"
+          }`
       })
     }
     return known

@@ -1,5 +1,5 @@
-import type { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
 import type { Table } from "./Tables.js"
 
 /**
@@ -15,7 +15,9 @@ export const nextId = (sql: SqlClient.SqlClient, table: Table & { readonly seque
         ([row]) =>
           // The name comes from PostgreSQL itself, quoted as needed.
           Effect.map(
-            sql.unsafe<{ last_value: string; is_called: boolean }>(`SELECT last_value::text, is_called FROM ${row!.name}`),
+            sql.unsafe<{ last_value: string; is_called: boolean }>(
+              `SELECT last_value::text, is_called FROM ${row!.name}`
+            ),
             ([sequence]) => Number(sequence!.last_value) + (sequence!.is_called ? 1 : 0)
           )
       ),

@@ -9,14 +9,18 @@ export const status = (store: Store) =>
     const sql = yield* connect(store, { role: "the", mode: "read" })
     const known = yield* knownVersion
     const version = yield* versionOf(sql)
-    const names = [...(yield* tablesOf(sql))].filter((name) => name !== migrationsTable && !name.startsWith("sqlite_")).sort()
+    const names = [...(yield* tablesOf(sql))].filter((name) => name !== migrationsTable && !name.startsWith("sqlite_"))
+      .sort()
     const since = names.includes("settings") ? yield* readOnlySince(sql) : Option.none()
     const counts = yield* Effect.forEach(names, (name) =>
-      Effect.map(sql.unsafe<{ count: string | number }>(`SELECT count(*) AS count FROM "${name}"`), ([row]) => Number(row?.count ?? 0)))
+      Effect.map(sql.unsafe<{ count: string | number }>(`SELECT count(*) AS count FROM "${name}"`), ([row]) =>
+        Number(row?.count ?? 0)))
     return [
       `engine          ${engineName(store)}`,
       `database        ${store.label}`,
-      `schema version  ${Option.match(version, { onNone: () => "none (not a Pet Store database)", onSome: String })} ` +
+      `schema version  ${
+        Option.match(version, { onNone: () => "none (not a Pet Store database)", onSome: String })
+      } ` +
       `(this build: ${known})`,
       `read-only       ${Option.match(since, { onNone: () => "off", onSome: (at) => `on since ${at.toISOString()}` })}`,
       "",

@@ -30,7 +30,9 @@ export const withoutPassword = (value: string): string => {
   if (at === -1) return value
   const userinfo = rest.slice(0, at)
   const user = userinfo.split(":")[0]!
-  return /[/?#@]/.test(userinfo) || user === "" ? `${scheme}${rest.slice(at + 1)}` : `${scheme}${user}@${rest.slice(at + 1)}`
+  return /[/?#@]/.test(userinfo) || user === ""
+    ? `${scheme}${rest.slice(at + 1)}`
+    : `${scheme}${user}@${rest.slice(at + 1)}`
 }
 
 /** The password a `postgres://` URL holds, decoded; "" when none. */
@@ -80,7 +82,11 @@ const secretsOf = (store: Store): Array<string> => {
 
 /** The driver's own failure inside a `SqlError` (or any error's cause): what its words and codes are read from. */
 const driverCause = (error: unknown): unknown =>
-  isSqlError(error) ? error.reason.cause : Predicate.hasProperty(error, "cause") && error.cause !== undefined ? error.cause : error
+  isSqlError(error)
+    ? error.reason.cause
+    : Predicate.hasProperty(error, "cause") && error.cause !== undefined
+    ? error.cause
+    : error
 
 const wordsOf = (error: unknown): string => {
   const cause = driverCause(error)
@@ -205,7 +211,10 @@ export const connect = (
         header === sqliteHeader || header === ""
           ? Effect.void
           : Effect.fail(
-            new MoveError({ message: `${options.role} SQLite database ${store.label} (it is not a SQLite database): file is not a database` })
+            new MoveError({
+              message:
+                `${options.role} SQLite database ${store.label} (it is not a SQLite database): file is not a database`
+            })
           ))
       return Effect.andThen(check, openSqlite(store.filename, options.mode, fail))
     }

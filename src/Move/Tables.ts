@@ -1,5 +1,5 @@
-import type { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
 
 /**
  * What the move copies: every table whose rows the service needs after a move, in an order that
@@ -100,7 +100,9 @@ export const pageReader = (
       const values = key.map((column, i) =>
         dialect === "pg" && column.kind === "integer" ? `${placeholder(i + 1)}::bigint` : placeholder(i + 1)
       )
-      conditions.push(names.length === 1 ? `${names[0]} > ${values[0]}` : `(${names.join(", ")}) > (${values.join(", ")})`)
+      conditions.push(
+        names.length === 1 ? `${names[0]} > ${values[0]}` : `(${names.join(", ")}) > (${values.join(", ")})`
+      )
     }
     return `SELECT ${table.columns.map((column) => selectColumn(dialect, column)).join(", ")} FROM ${table.name}` +
       (conditions.length === 0 ? "" : ` WHERE ${conditions.join(" AND ")}`) +

@@ -1,5 +1,5 @@
-import type { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
 import { Checksum } from "./Checksum.js"
 import { columnsOnBothSides } from "./Columns.js"
 import { requireKnownVersion } from "./SchemaVersion.js"
@@ -81,7 +81,8 @@ export interface Comparison {
 
 /** The per-table comparison, as the table the command prints. */
 export const compare = (source: ReadonlyMap<string, Checksum>, target: ReadonlyMap<string, Checksum>): Comparison => {
-  const row = (cells: ReadonlyArray<string>) => cells.map((cell, i) => (i === 0 ? cell.padEnd(18) : cell.padStart(i < 3 ? 12 : 18))).join("  ")
+  const row = (cells: ReadonlyArray<string>) =>
+    cells.map((cell, i) => (i === 0 ? cell.padEnd(18) : cell.padStart(i < 3 ? 12 : 18))).join("  ")
   const lines = [row(["table", "source rows", "target rows", "source checksum", "target checksum", "   "])]
   const differing: Array<string> = []
   for (const { name } of tables) {

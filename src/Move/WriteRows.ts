@@ -15,12 +15,17 @@ import { type CanonicalRow, type Column, type CopiedTable, quoted, sqliteTime } 
  * `VALUES` inside the copy's transaction, 500 rows a statement (measured: twice as fast as one row
  * a statement, and larger statements get slower again).
  */
-const rowWriter = (sql: SqlClient.SqlClient, table: CopiedTable): (rows: ReadonlyArray<CanonicalRow>) => Effect.Effect<void, SqlError> =>
+const rowWriter = (
+  sql: SqlClient.SqlClient,
+  table: CopiedTable
+): (rows: ReadonlyArray<CanonicalRow>) => Effect.Effect<void, SqlError> =>
   sql.onDialectOrElse({
     pg: () => {
       const text = postgresInsert(table)
       return (rows) =>
-        rows.length === 0 ? Effect.void : Effect.asVoid(sql.unsafe(text, table.columns.map((_, i) => rows.map((row) => row[i]))))
+        rows.length === 0
+          ? Effect.void
+          : Effect.asVoid(sql.unsafe(text, table.columns.map((_, i) => rows.map((row) => row[i]))))
     },
     orElse: () => {
       const full = sqliteInsert(table, sqliteRowsPerStatement)
@@ -42,7 +47,9 @@ const columnList = (table: CopiedTable) => table.columns.map((column) => quoted(
 const conflict = (table: CopiedTable) => {
   if (table.upsert !== true) return ""
   const key = table.columns.slice(0, table.keyLength).map((column) => quoted(column.name))
-  const rest = table.columns.slice(table.keyLength).map((column) => `${quoted(column.name)} = excluded.${quoted(column.name)}`)
+  const rest = table.columns.slice(table.keyLength).map((column) =>
+    `${quoted(column.name)} = excluded.${quoted(column.name)}`
+  )
   return ` ON CONFLICT (${key.join(", ")}) DO UPDATE SET ${rest.join(", ")}`
 }
 
@@ -50,12 +57,16 @@ const postgresInsert = (table: CopiedTable) => {
   const arrays = table.columns.map((column, i) => `$${i + 1}::${postgresTypes[column.kind]}[]`)
   // OVERRIDING SYSTEM VALUE: the ids are the source's, not new ones from the identity.
   return `INSERT INTO ${table.name} (${columnList(table)}) ` +
-    `${table.sequence === undefined ? "" : "OVERRIDING SYSTEM VALUE "}SELECT * FROM unnest(${arrays.join(", ")})${conflict(table)}`
+    `${table.sequence === undefined ? "" : "OVERRIDING SYSTEM VALUE "}SELECT * FROM unnest(${arrays.join(", ")})${
+      conflict(table)
+    }`
 }
 
 const sqliteInsert = (table: CopiedTable, rows: number) => {
   const row = `(${table.columns.map(() => "?").join(", ")})`
-  return `INSERT INTO ${table.name} (${columnList(table)}) VALUES ` + Array.from({ length: rows }, () => row).join(", ") + conflict(table)
+  return `INSERT INTO ${table.name} (${columnList(table)}) VALUES ` +
+    Array.from({ length: rows }, () => row).join(", ") +
+    conflict(table)
 }
 
 const sqliteValue = (column: Column, value: string | null) =>

@@ -17,7 +17,23 @@ const exported = <M extends Metric.Metric<any, any>>(series: M): M => {
 
 /** Seconds: 1 ms to 10 s, the semantic conventions' advice for HTTP durations. */
 const durationBoundaries = Metric.boundariesFromIterable([
-  0.001, 0.0025, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10
+  0.001,
+  0.0025,
+  0.005,
+  0.0075,
+  0.01,
+  0.025,
+  0.05,
+  0.075,
+  0.1,
+  0.25,
+  0.5,
+  0.75,
+  1,
+  2.5,
+  5,
+  7.5,
+  10
 ])
 
 /**
@@ -48,7 +64,21 @@ export const adjustActiveRequests = (delta: number): void => activeRequests.modi
 
 /** Statements are short: 10 µs to 1 s. */
 const statementBoundaries = Metric.boundariesFromIterable([
-  0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1
+  0.00001,
+  0.000025,
+  0.00005,
+  0.0001,
+  0.00025,
+  0.0005,
+  0.001,
+  0.0025,
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  1
 ])
 
 /** A counter's series, exported at 0 from now: the count of one more event in it. */
@@ -63,10 +93,13 @@ export const rateLimitedCounter = (policy: string): () => void =>
 
 /** Counts requests refused with 401 for the error code given (`missing_api_key`, `invalid_api_key`). */
 export const failedAuthenticationCounter = (reason: string): () => void =>
-  counterOf("petstore_failed_authentications_total", "Requests refused with 401, by reason (the error code)", { reason })
+  counterOf("petstore_failed_authentications_total", "Requests refused with 401, by reason (the error code)", {
+    reason
+  })
 
 /** Counts animals added. */
-export const petsCreatedCounter = (): () => void => counterOf("petstore_pets_created_total", "Animals added to the catalogue")
+export const petsCreatedCounter = (): () => void =>
+  counterOf("petstore_pets_created_total", "Animals added to the catalogue")
 
 /**
  * Counts SQL statements that failed, by database system and `error_type` (effect/sql's reason for
@@ -89,7 +122,8 @@ const tableName = String.raw`(?:ONLY\s+)?(?:"?\w+"?\.)?"?(\w+)(?!\w)`
  * subquery's parenthesis is skipped for the next name.
  */
 const tableOf = new RegExp(
-  String.raw`\bFROM\s+${tableName}(?!"?\s*\()|(?:^\s*COPY|\b(?:INTO|UPDATE|TABLE(?:\s+IF(?:\s+NOT)?\s+EXISTS)?|INDEX\b[^;(]*?\bON))\s+${tableName}`,
+  String
+    .raw`\bFROM\s+${tableName}(?!"?\s*\()|(?:^\s*COPY|\b(?:INTO|UPDATE|TABLE(?:\s+IF(?:\s+NOT)?\s+EXISTS)?|INDEX\b[^;(]*?\bON))\s+${tableName}`,
   "i"
 )
 
@@ -117,7 +151,11 @@ export const statementSummary = (sql: string): StatementSummary => {
 }
 
 /** Records a SQL statement's duration in seconds into its series; one on no table (`BEGIN`, `SELECT 1`) has no table label. */
-export const statementDurationOf = (system: string, operation: string, table: string | undefined): (seconds: number) => void => {
+export const statementDurationOf = (
+  system: string,
+  operation: string,
+  table: string | undefined
+): (seconds: number) => void => {
   const series = Metric.histogram("db_client_operation_duration_seconds", {
     description: "Duration of SQL statements, by database system, operation and table",
     boundaries: statementBoundaries,
@@ -145,7 +183,10 @@ export const readAtScrape = (
     Effect.sync(() => {
       const ignore = { update: () => {}, modify: () => {} }
       return kind === "gauge"
-        ? Metric.registerUnsafe(Metric.gauge(name, { description, attributes }), defaultRegistry, { get: () => ({ value: read() }), ...ignore })
+        ? Metric.registerUnsafe(Metric.gauge(name, { description, attributes }), defaultRegistry, {
+          get: () => ({ value: read() }),
+          ...ignore
+        })
         : Metric.registerUnsafe(Metric.counter(name, { description, attributes }), defaultRegistry, {
           get: () => ({ count: read(), incremental: true }),
           ...ignore

@@ -61,7 +61,12 @@ export const serveWorkerMetrics = (folder: string, worker: number) =>
 type Snapshot = Metric.Metric.Snapshot
 
 const keyOf = (one: Snapshot) =>
-  JSON.stringify([one.type, one.id, one.description, Object.entries(one.attributes ?? {}).sort(([a], [b]) => a < b ? -1 : 1)])
+  JSON.stringify([
+    one.type,
+    one.id,
+    one.description,
+    Object.entries(one.attributes ?? {}).sort(([a], [b]) => a < b ? -1 : 1)
+  ])
 
 /** The state of one series in two processes, added up: counts, values and histogram buckets. */
 const sum = (a: Snapshot, b: Snapshot): Snapshot["state"] => {
@@ -75,7 +80,9 @@ const sum = (a: Snapshot, b: Snapshot): Snapshot["state"] => {
       max: Math.max(x.max, y.max)
     }
   }
-  if (a.type === "Counter" && b.type === "Counter") return { ...a.state, count: Number(a.state.count) + Number(b.state.count) }
+  if (a.type === "Counter" && b.type === "Counter") {
+    return { ...a.state, count: Number(a.state.count) + Number(b.state.count) }
+  }
   if (a.type === "Gauge" && b.type === "Gauge") return { value: Number(a.state.value) + Number(b.state.value) }
   return a.state
 }
@@ -104,7 +111,10 @@ const render = (snapshots: ReadonlyArray<Snapshot>): string => {
 const fromJson = (snapshot: Array<Snapshot>) =>
   snapshot.map((one) =>
     one.type === "Histogram"
-      ? { ...one, state: { ...one.state, buckets: one.state.buckets.map(([le, n]) => [le ?? Infinity, n]) } } as Snapshot
+      ? {
+        ...one,
+        state: { ...one.state, buckets: one.state.buckets.map(([le, n]) => [le ?? Infinity, n]) }
+      } as Snapshot
       : one
   )
 
@@ -125,7 +135,10 @@ export const serveGroupMetrics = (host: string, port: number, count: number) =>
       (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
     )
     // Per worker: the process last seen, its last snapshot, and the totals of those it replaced.
-    const slots = Array.from({ length: count }, () => ({ pid: 0, last: [] as ReadonlyArray<Snapshot>, retired: [] as ReadonlyArray<Snapshot> }))
+    const slots = Array.from(
+      { length: count },
+      () => ({ pid: 0, last: [] as ReadonlyArray<Snapshot>, retired: [] as ReadonlyArray<Snapshot> })
+    )
     const scrape = (worker: number) =>
       fetch("http://worker/metrics", { unix: socketOf(folder, worker), signal: AbortSignal.timeout(2000) })
         .then((response) => response.json() as Promise<{ pid: number; snapshot: Array<Snapshot> }>)

@@ -19,7 +19,11 @@ export interface Tracing {
   /** The sampled share of traces, for the ratio samplers. */
   readonly ratio: number
   /** From `OTEL_BSP_*`: spans held at most (beyond it dropped), an ended span's longest wait, a full batch's size. */
-  readonly batch: { readonly maxQueueSize: number; readonly scheduleDelayMillis: number; readonly maxExportBatchSize: number }
+  readonly batch: {
+    readonly maxQueueSize: number
+    readonly scheduleDelayMillis: number
+    readonly maxExportBatchSize: number
+  }
   /** OTLP/HTTP with JSON bodies: the URL, headers (often a credential, never logged), each attempt's bound, gzip or not. */
   readonly exporter: {
     readonly url: string
@@ -50,7 +54,8 @@ const keyValueList = Schema.String.pipe(Schema.decodeTo(
 /** Every item `key=value` with a key (the library skips one that is not), every value decoding. */
 const isKeyValueList = (list: string) =>
   list.trim() === "" ||
-  (list.split(",").every((item) => /^[^=]+=/.test(item.trim())) && Option.isSome(Schema.decodeOption(keyValueList)(list)))
+  (list.split(",").every((item) => /^[^=]+=/.test(item.trim())) &&
+    Option.isSome(Schema.decodeOption(keyValueList)(list)))
 
 const keyValues = (name: string) =>
   checked(name, Schema.String, "must be comma-separated key=value pairs, values percent-encoded", isKeyValueList).pipe(
@@ -63,15 +68,21 @@ const compression = (name: string) => Config.Literals(["gzip", "none"], name)
 const isOff = (value: string) => value.trim().toLowerCase() === "off"
 const isPort = (value: string) => /^\s*\d+\s*$/.test(value) && +value >= 1 && +value <= 65535
 
-const metricsPort = checked("METRICS_PORT", Schema.String, "must be off or a port number from 1 to 65535", (v) => isOff(v) || isPort(v))
+const metricsPort = checked(
+  "METRICS_PORT",
+  Schema.String,
+  "must be off or a port number from 1 to 65535",
+  (v) => isOff(v) || isPort(v)
+)
   // undefined for off.
   .pipe(Config.map((value) => isOff(value) ? undefined : Number(value)), Config.withDefault(9464))
 
 /** The Prometheus listener's address and port (`METRICS_HOST`, `METRICS_PORT`); none with `METRICS_PORT=off`. */
-export const metricsListener: Config.Config<Option.Option<{ readonly host: string; readonly port: number }>> = Config.all({
-  port: metricsPort,
-  host: Config.String("METRICS_HOST").pipe(Config.withDefault("127.0.0.1"))
-}).pipe(Config.map(({ host, port }) => port === undefined ? Option.none() : Option.some({ host, port })))
+export const metricsListener: Config.Config<Option.Option<{ readonly host: string; readonly port: number }>> = Config
+  .all({
+    port: metricsPort,
+    host: Config.String("METRICS_HOST").pipe(Config.withDefault("127.0.0.1"))
+  }).pipe(Config.map(({ host, port }) => port === undefined ? Option.none() : Option.some({ host, port })))
 
 const config = Config.all({
   metrics: metricsListener,
@@ -81,8 +92,15 @@ const config = Config.all({
   exporter: Config.Literals(["otlp", "none"], "OTEL_TRACES_EXPORTER").pipe(Config.withDefault("otlp" as const)),
   serviceName: Config.option(Config.String("OTEL_SERVICE_NAME")),
   resourceAttributes: keyValues("OTEL_RESOURCE_ATTRIBUTES"),
-  sampler: Config.Literals(samplerNames, "OTEL_TRACES_SAMPLER").pipe(Config.withDefault("parentbased_always_on" as const)),
-  ratio: checked("OTEL_TRACES_SAMPLER_ARG", Schema.NumberFromString, "must be a number from 0 to 1", (n) => n >= 0 && n <= 1)
+  sampler: Config.Literals(samplerNames, "OTEL_TRACES_SAMPLER").pipe(
+    Config.withDefault("parentbased_always_on" as const)
+  ),
+  ratio: checked(
+    "OTEL_TRACES_SAMPLER_ARG",
+    Schema.NumberFromString,
+    "must be a number from 0 to 1",
+    (n) => n >= 0 && n <= 1
+  )
     .pipe(Config.withDefault(1)),
   maxQueueSize: positiveInteger("OTEL_BSP_MAX_QUEUE_SIZE").pipe(Config.withDefault(2048)),
   maxExportBatchSize: positiveInteger("OTEL_BSP_MAX_EXPORT_BATCH_SIZE").pipe(Config.withDefault(512)),
@@ -99,7 +117,9 @@ const config = Config.all({
     tracing: (Option.isNone(c.endpoint) && Option.isNone(c.tracesEndpoint)) || c.disabled || c.exporter === "none"
       ? Option.none<Tracing>()
       : Option.some<Tracing>({
-        defaultServiceName: Option.isNone(c.serviceName) && c.resourceAttributes["service.name"] === undefined ? "petstore" : undefined,
+        defaultServiceName: Option.isNone(c.serviceName) && c.resourceAttributes["service.name"] === undefined
+          ? "petstore"
+          : undefined,
         sampler: c.sampler,
         ratio: c.ratio,
         batch: {

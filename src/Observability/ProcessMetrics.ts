@@ -3,12 +3,23 @@ import { defaultRegistry, readAtScrape } from "./Metrics.js"
 
 /** The process's resident memory and CPU time, read at each scrape while the scope lasts. */
 const memoryAndCpu = Effect.andThen(
-  readAtScrape("gauge", "process_resident_memory_bytes", "Resident memory of the service's processes, in bytes", {}, () =>
-    process.memoryUsage.rss()),
-  readAtScrape("counter", "process_cpu_seconds_total", "CPU time (user and system) the service's processes have used, in seconds", {}, () => {
-    const cpu = process.cpuUsage()
-    return (cpu.user + cpu.system) / 1e6
-  })
+  readAtScrape(
+    "gauge",
+    "process_resident_memory_bytes",
+    "Resident memory of the service's processes, in bytes",
+    {},
+    () => process.memoryUsage.rss()
+  ),
+  readAtScrape(
+    "counter",
+    "process_cpu_seconds_total",
+    "CPU time (user and system) the service's processes have used, in seconds",
+    {},
+    () => {
+      const cpu = process.cpuUsage()
+      return (cpu.user + cpu.system) / 1e6
+    }
+  )
 )
 
 const eventLoopDelay = Metric.histogram("nodejs_eventloop_delay_seconds", {

@@ -30,7 +30,9 @@ export const SpanRecorder = Context.Reference<SpanRecorder | undefined>("petstor
 })
 
 /** A span of a request's trace, open until `RequestTrace.end`. */
-export interface OpenSpan { readonly span: TraceSpan }
+export interface OpenSpan {
+  readonly span: TraceSpan
+}
 
 /**
  * A sampled request's trace: its server span, and the spans of its work, made and ended by plain

@@ -24,7 +24,14 @@ export const callerSpanOf = (headers: Headers.Headers): CallerSpan | undefined =
   if (traceparent === undefined) return undefined
   const match = traceparentPattern.exec(traceparent.trim())
   if (match === null) return undefined
-  const [, version, traceId, spanId, flags, more] = match as unknown as [string, string, string, string, string, string?]
+  const [, version, traceId, spanId, flags, more] = match as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string?
+  ]
   if (version === "ff" || (version === "00" && more !== undefined)) return undefined
   if (traceId === zeroTraceId || spanId === zeroSpanId) return undefined
   return { traceId, spanId, sampled: (parseInt(flags, 16) & 1) === 1 }

@@ -9,7 +9,13 @@ import { type SpanKind, SpanRecorder, type TraceSpan } from "./RequestTrace.js"
 type OtlpSpan = OtlpTracer.TraceData["resourceSpans"][number]["scopeSpans"][number]["spans"][number]
 
 /** A sampled trace's span while the export can hold no more: one shared value with W3C's invalid ids, never exported. */
-const dropped: TraceSpan = { name: "dropped", traceId: "0".repeat(32), spanId: "0".repeat(16), sampled: false, attribute() {} }
+const dropped: TraceSpan = {
+  name: "dropped",
+  traceId: "0".repeat(32),
+  spanId: "0".repeat(16),
+  sampled: false,
+  attribute() {}
+}
 
 const kinds = { internal: 1, server: 2, client: 3 } as const
 
@@ -43,7 +49,9 @@ class ExportedSpan implements TraceSpan {
   /** As OTLP carries it, with the library's status and exception events; a server span named by its method and route. */
   toOtlp(): OtlpSpan {
     const attributes: OtlpSpan["attributes"] = []
-    for (const key in this.attributes) attributes.push({ key, value: OtlpResource.unknownToAttributeValue(this.attributes[key]) })
+    for (const key in this.attributes) {
+      attributes.push({ key, value: OtlpResource.unknownToAttributeValue(this.attributes[key]) })
+    }
     const route = this.attributes["http.route"]
     let status: OtlpSpan["status"] = { code: 1 }
     const events: OtlpSpan["events"] = []
@@ -114,7 +122,9 @@ const retryAfterMillis = (header: string | undefined): number | undefined =>
 
 /** A short, bounded label for a failed export: the HTTP status, the network error's code, `timeout`, or `_OTHER`. */
 const errorTypeOf = (error: unknown): string => {
-  const cause = HttpClientError.isHttpClientError(error) && error.reason._tag === "TransportError" ? error.reason.cause : error
+  const cause = HttpClientError.isHttpClientError(error) && error.reason._tag === "TransportError"
+    ? error.reason.cause
+    : error
   if (Cause.isTimeoutError(cause)) return "timeout"
   const code = (cause as { code?: unknown } | undefined)?.code
   return typeof code === "string" && /^[A-Za-z_]{1,40}$/.test(code) ? code : "_OTHER"
@@ -153,7 +163,10 @@ const exportingRecorder = ({ batch, defaultServiceName, exporter }: Tracing) =>
       const client = yield* HttpClient.HttpClient
       const scope = { name: "effect", version: Version.getCurrentVersion() }
       // Named as effect/observability's exporter names itself, after the operator's own name, if any.
-      const userAgent = [exporter.headers["user-agent"], `OTel-OTLP-Exporter-JavaScript-Effect-OtlpTracer/${scope.version}`]
+      const userAgent = [
+        exporter.headers["user-agent"],
+        `OTel-OTLP-Exporter-JavaScript-Effect-OtlpTracer/${scope.version}`
+      ]
       const request = HttpClientRequest.post(exporter.url, {
         headers: { ...exporter.headers, "user-agent": userAgent.filter(Boolean).join(" ") }
       })
@@ -181,11 +194,12 @@ const exportingRecorder = ({ batch, defaultServiceName, exporter }: Tracing) =>
             resourceSpans: [{ resource, scopeSpans: [{ scope, spans: spans.map((span) => span.toOtlp()) }] }]
           })
           const withBody = HttpClientRequest.setBody(request, body)
-          const response = yield* (exporter.gzip ? HttpClientRequest.compressBody(withBody, "gzip") : Effect.succeed(withBody)).pipe(
-            Effect.flatMap(client.execute),
-            Effect.tap((response) => Effect.ignore(response.arrayBuffer)),
-            Effect.timeout(Duration.millis(exporter.timeoutMillis))
-          )
+          const response =
+            yield* (exporter.gzip ? HttpClientRequest.compressBody(withBody, "gzip") : Effect.succeed(withBody)).pipe(
+              Effect.flatMap(client.execute),
+              Effect.tap((response) => Effect.ignore(response.arrayBuffer)),
+              Effect.timeout(Duration.millis(exporter.timeoutMillis))
+            )
           if (response.status >= 200 && response.status < 300) return undefined
           if (retried.has(response.status) && sends < maxSends && !released) {
             again.push({ spans, sends: sends + 1 })
@@ -221,7 +235,9 @@ const exportingRecorder = ({ batch, defaultServiceName, exporter }: Tracing) =>
         const spans = retry?.spans ?? waiting.splice(0, batch.maxExportBatchSize)
         if (retry === undefined) counts.handed += spans.length
         // After a yield: the fork runs at once, and the batch is not the ending request's work.
-        if (spans.length > 0) fork(Effect.andThen(Effect.yieldNow, Effect.flatMap(send(spans, retry?.sends ?? 1), noteFailure)))
+        if (spans.length > 0) {
+          fork(Effect.andThen(Effect.yieldNow, Effect.flatMap(send(spans, retry?.sends ?? 1), noteFailure)))
+        }
       }
 
       yield* Effect.sleep(Duration.millis(batch.scheduleDelayMillis)).pipe(

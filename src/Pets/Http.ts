@@ -7,13 +7,20 @@ import { getPetDeprecatedAt, getPetReplacementFragment, getPetSunsetAt, SunsetPo
 import { docsPath } from "../Api/DocumentPaths.js"
 import { defaultLimit } from "../Api/Pets.js"
 import { AppConfig } from "../Config/AppConfig.js"
-import { Conflict, Gone, NotFound, retryAfterHeader, ServiceUnavailable, UnprocessableContent } from "../Domain/ApiError.js"
+import {
+  Conflict,
+  Gone,
+  NotFound,
+  retryAfterHeader,
+  ServiceUnavailable,
+  UnprocessableContent
+} from "../Domain/ApiError.js"
 import { CurrentCaller } from "../Domain/Caller.js"
+import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { NewPet, newPetParseOptions, type Pet } from "../Domain/Pet.js"
 import { CurrentRequest, noteResponseHeaders, noteResponseHeadersOn } from "../Request/CurrentRequest.js"
 import { readJsonBody } from "../Request/JsonBody.js"
 import { orUnavailable } from "../Request/Unavailable.js"
-import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { ReadOnlyMode } from "../Sql/ReadOnlyMode.js"
 import { Cursors } from "./Cursors.js"
 import { type IdempotencyScope, PetRepository } from "./PetRepository.js"
@@ -92,7 +99,9 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
               fingerprint(newPet) === reservation.fingerprint ? created(reservation.pet) : Effect.fail(reused))
           case "Reserved":
             return readNewPet.pipe(
-              Effect.flatMap((newPet) => pets.createOnce(scope, reservation.claimedAt, fingerprint(newPet), newPet)),
+              Effect.flatMap((newPet) =>
+                pets.createOnce(scope, reservation.claimedAt, fingerprint(newPet), newPet)
+              ),
               Effect.catchTag("ClaimTakenOver", () => Effect.fail(inProgress)),
               Effect.flatMap(created),
               Effect.onExit((exit) =>
@@ -128,7 +137,9 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
         pets.findById(petId).pipe(
           Effect.flatMap(Option.match({
             onNone: () =>
-              Effect.fail(new NotFound({ code: "pet_not_found", message: `petId: no animal has id ${petId}`, status: 404 })),
+              Effect.fail(
+                new NotFound({ code: "pet_not_found", message: `petId: no animal has id ${petId}`, status: 404 })
+              ),
             onSome: Effect.succeed
           })),
           orUnavailable

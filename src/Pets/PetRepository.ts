@@ -1,6 +1,6 @@
 import { Context, type Effect, Layer, type Option } from "effect"
-import type { NewPet, Pet, PetId, PetStatus } from "../Domain/Pet.js"
 import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
+import type { NewPet, Pet, PetId, PetStatus } from "../Domain/Pet.js"
 import type { ClaimTakenOver, IdempotencyScope, Reservation } from "./Idempotency.js"
 import { makeInMemoryPetRepository } from "./PetRepositoryInMemory.js"
 import { makeSqlPetRepository } from "./PetRepositorySql.js"

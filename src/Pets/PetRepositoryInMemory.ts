@@ -1,6 +1,6 @@
 import { Clock, Effect, Option, Ref } from "effect"
 import type { NewPet, Pet } from "../Domain/Pet.js"
-import { ClaimTakenOver, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
+import { ClaimTakenOver, idempotencyRetentionMillis, type IdempotencyScope, type Reservation } from "./Idempotency.js"
 import type { PetRepository } from "./PetRepository.js"
 
 /** Pets in the process's memory: the repository tests swap in for the database. */
@@ -42,7 +42,8 @@ export const makeInMemoryPetRepository = Effect.gen(function*() {
           return pet
         })
       }),
-    findById: (id) => Effect.map(Ref.get(state), ({ pets }) => Option.fromUndefinedOr(pets.find((pet) => pet.id === id))),
+    findById: (id) =>
+      Effect.map(Ref.get(state), ({ pets }) => Option.fromUndefinedOr(pets.find((pet) => pet.id === id))),
     list: ({ afterId, limit, status }) =>
       Effect.map(Ref.get(state), ({ pets }) => {
         const matching = pets.filter((pet) =>

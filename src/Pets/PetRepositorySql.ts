@@ -4,7 +4,7 @@ import type { NewPet, Pet } from "../Domain/Pet.js"
 import { toUnavailable, unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import { newPetColumnNames, newPetValues, petColumnNames, petFromRow } from "../Sql/PetColumns.js"
 import { isSqliteClient } from "../Sql/SqliteClient.js"
-import { ClaimTakenOver, type IdempotencyScope, idempotencyRetentionMillis, type Reservation } from "./Idempotency.js"
+import { ClaimTakenOver, idempotencyRetentionMillis, type IdempotencyScope, type Reservation } from "./Idempotency.js"
 import type { PetRepository, Readiness } from "./PetRepository.js"
 
 /**
@@ -23,14 +23,19 @@ export const makeSqlPetRepository = Effect.gen(function*() {
   const selectPets = `SELECT ${petColumnNames.join(", ")} FROM pets`
   const byId = `${selectPets} WHERE id = ${placeholder(1)}`
   const page = `${selectPets} WHERE id > ${placeholder(1)} ORDER BY id LIMIT ${placeholder(2)}`
-  const pageByStatus = `${selectPets} WHERE status = ${placeholder(1)} AND id > ${placeholder(2)} ORDER BY id LIMIT ${placeholder(3)}`
+  const pageByStatus = `${selectPets} WHERE status = ${placeholder(1)} AND id > ${placeholder(2)} ORDER BY id LIMIT ${
+    placeholder(3)
+  }`
   const insert = `INSERT INTO pets (${newPetColumnNames.join(", ")}) ` +
     `VALUES (${newPetColumnNames.map((_, i) => placeholder(i + 1)).join(", ")}) RETURNING ${petColumnNames.join(", ")}`
   // On SQLite they run on the connection itself, past effect/sql's statement (`executeDirect`).
   const execute = isSqliteClient(sql)
     ? sql.executeDirect
-    : <A>(text: string, params: ReadonlyArray<unknown>, transform: (rows: ReadonlyArray<Record<string, unknown>>) => A) =>
-      Effect.map(sql.unsafe<Record<string, unknown>>(text, params), transform)
+    : <A>(
+      text: string,
+      params: ReadonlyArray<unknown>,
+      transform: (rows: ReadonlyArray<Record<string, unknown>>) => A
+    ) => Effect.map(sql.unsafe<Record<string, unknown>>(text, params), transform)
   const insertPet = (pet: NewPet) => execute(insert, newPetValues(pet), (rows) => petFromRow(rows[0]!))
   const findRecord = ({ apiKeyId, key }: IdempotencyScope) =>
     sql<{ fingerprint: string | null; pet_id: unknown }>`
@@ -114,7 +119,9 @@ export const makeSqlPetRepository = Effect.gen(function*() {
     readiness: sql.onDialectOrElse({
       pg: () =>
         Effect.map(
-          sql<{ read_only: string }>`SELECT current_setting('transaction_read_only') AS read_only, EXISTS (SELECT 1 FROM pets) AS probed`,
+          sql<
+            { read_only: string }
+          >`SELECT current_setting('transaction_read_only') AS read_only, EXISTS (SELECT 1 FROM pets) AS probed`,
           ([row]): Readiness => row?.read_only === "on" ? "read_only" : "ready"
         ),
       orElse: (): Effect.Effect<Readiness, SqlError.SqlError> =>

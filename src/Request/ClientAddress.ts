@@ -1,5 +1,5 @@
-import type { HttpServerRequest } from "effect/http"
 import { Option } from "effect"
+import type { HttpServerRequest } from "effect/http"
 import { formatIp, inRange, type IpAddress, type IpRange, limitedAs, parseIp, parseIpRange } from "./IpAddress.js"
 
 /** Who sent a request, as far as the service can tell. */

@@ -91,7 +91,11 @@ export const readJsonBody = <S extends Schema.ConstraintDecoder<unknown>>(
         return Result.isSuccess(decoded)
           ? Effect.succeed(decoded.success)
           : Effect.fail(
-            new BadRequest({ code: "validation_failed", message: describeIssue(decoded.failure, "body", json), status: 400 })
+            new BadRequest({
+              code: "validation_failed",
+              message: describeIssue(decoded.failure, "body", json),
+              status: 400
+            })
           )
       })
     }

@@ -36,7 +36,10 @@ const firstFailure = (
 }
 
 const valueAt = (input: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
-  path.reduce<unknown>((value, key) => (typeof value === "object" && value !== null ? (value as any)[key] : undefined), input)
+  path.reduce<unknown>(
+    (value, key) => (typeof value === "object" && value !== null ? (value as any)[key] : undefined),
+    input
+  )
 
 const formatValue = (value: unknown): string => {
   if (value === undefined) return "undefined"

@@ -9,12 +9,13 @@ const traceOf = (fiber: Fiber.Fiber<unknown, unknown> | undefined): RequestTrace
   fiber?.getRef(CurrentRequest)?.trace
 
 /** `effect` in a span of its request's trace when that trace is sampled, and as it is otherwise. */
-export const inRequestSpan = (name: string, attributes: Readonly<Record<string, unknown>>) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withFiber((fiber) => {
-    const trace = traceOf(fiber)
-    return trace === undefined ? effect : trace.around(effect, name, attributes)
-  })
+export const inRequestSpan =
+  (name: string, attributes: Readonly<Record<string, unknown>>) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.withFiber((fiber) => {
+      const trace = traceOf(fiber)
+      return trace === undefined ? effect : trace.around(effect, name, attributes)
+    })
 
 /**
  * A statement's span, started now when the running fiber serves a sampled request: named by what

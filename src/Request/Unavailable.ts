@@ -26,7 +26,8 @@ export const warnUnavailable = (requestId: string | undefined, reason: string) =
 
 const databaseReadOnly = new ServiceUnavailable({
   code: "database_read_only",
-  message: "The database is read-only (a standby, or writes turned off): reads are served; retry the create after Retry-After",
+  message:
+    "The database is read-only (a standby, or writes turned off): reads are served; retry the create after Retry-After",
   status: 503
 })
 

@@ -6,8 +6,11 @@ import { Logger } from "effect"
  * `spans`, `fiberId`), so that whatever reads the logs reads them as before.
  */
 export const jsonLogger = Logger.withConsoleLog(
-  Logger.map(Logger.formatStructured, ({ annotations, cause, fiberId, level, message, spans, timestamp }) =>
-    JSON.stringify({ message, logLevel: level, timestamp, cause, annotations, spans, fiberId }))
+  Logger.map(
+    Logger.formatStructured,
+    ({ annotations, cause, fiberId, level, message, spans, timestamp }) =>
+      JSON.stringify({ message, logLevel: level, timestamp, cause, annotations, spans, fiberId })
+  )
 )
 
 /** The service's logger, in place of the default one. */

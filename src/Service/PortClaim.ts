@@ -39,14 +39,17 @@ export const claimPort = (host: string, port: number) =>
     if (process.platform === "linux") {
       yield* Effect.acquireRelease(
         Effect.try({
-          try: () => Bun.listen({ unix: claimName(port), socket: { open: (socket) => void socket.end(), data: () => {} } }),
+          try: () =>
+            Bun.listen({ unix: claimName(port), socket: { open: (socket) => void socket.end(), data: () => {} } }),
           catch: (cause) => cause as Error & { readonly code?: string }
         }),
         (claim) => Effect.sync(() => claim.stop(true))
       ).pipe(Effect.catch((cause) =>
         cause.code === "EADDRINUSE"
           ? Effect.fail(
-            new Error(`${where}: another Pet Store service already serves port ${port}; stop it first, or choose another PORT`)
+            new Error(
+              `${where}: another Pet Store service already serves port ${port}; stop it first, or choose another PORT`
+            )
           )
           // Unix sockets forbidden (systemd's RestrictAddressFamilies): the service runs, unguarded against its kind.
           : Effect.logWarning(`cannot claim port ${port} for this service alone: ${cause.message}`)
@@ -54,7 +57,9 @@ export const claimPort = (host: string, port: number) =>
     }
     if (yield* accepts(host, port)) {
       return yield* Effect.fail(
-        new Error(`${where}: another process already accepts connections on port ${port}; stop it first, or choose another PORT`)
+        new Error(
+          `${where}: another process already accepts connections on port ${port}; stop it first, or choose another PORT`
+        )
       )
     }
   })

@@ -24,11 +24,13 @@ export const stopDeadline = (() => {
       // Unref'd: a stop that ends in time exits on its own, with its own code.
       setTimeout(() => {
         process.stdout.write(
-          `${JSON.stringify({
-            message: `stopping took longer than ${Duration.format(bound)}; exiting without waiting further`,
-            logLevel: "ERROR",
-            timestamp: new Date().toISOString()
-          })}\n`
+          `${
+            JSON.stringify({
+              message: `stopping took longer than ${Duration.format(bound)}; exiting without waiting further`,
+              logLevel: "ERROR",
+              timestamp: new Date().toISOString()
+            })
+          }\n`
         )
         process.exit(1)
       }, millis).unref()

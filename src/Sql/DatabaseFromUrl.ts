@@ -6,5 +6,8 @@ import { SqliteConnection } from "./SqliteConnection.js"
 
 /** The database `DATABASE_URL` names, SQLite file or PostgreSQL, migrated, as a `SqlClient`. */
 export const DatabaseLive: Layer.Layer<SqlClient.SqlClient, Error, AppConfig> = Layer.unwrap(
-  Effect.map(Effect.service(AppConfig), ({ databaseUrl }) => isPostgresUrl(databaseUrl) ? PostgresConnection : SqliteConnection)
+  Effect.map(
+    Effect.service(AppConfig),
+    ({ databaseUrl }) => isPostgresUrl(databaseUrl) ? PostgresConnection : SqliteConnection
+  )
 )

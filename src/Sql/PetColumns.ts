@@ -29,7 +29,11 @@ type PetColumns = {
 const integer: ColumnCodec<number> = {
   write: (value) => value,
   read: (value) => {
-    const number = typeof value === "number" ? value : typeof value === "bigint" || typeof value === "string" ? Number(value) : NaN
+    const number = typeof value === "number"
+      ? value
+      : typeof value === "bigint" || typeof value === "string"
+      ? Number(value)
+      : NaN
     return Number.isSafeInteger(number) ? number : undefined
   }
 }

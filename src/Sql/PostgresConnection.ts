@@ -54,10 +54,14 @@ const cannotStart = (databaseUrl: string, doing: string, error: unknown): Error 
   const address = addressOf(databaseUrl)
   // Quoting the value could show its password.
   if (address === undefined) {
-    return new Error("DATABASE_URL is not a valid postgres:// URL (a password's reserved characters must be percent-encoded)")
+    return new Error(
+      "DATABASE_URL is not a valid postgres:// URL (a password's reserved characters must be percent-encoded)"
+    )
   }
   return new Error(
-    `Cannot ${doing} the PostgreSQL database at ${address} that DATABASE_URL names: ${withoutPassword(databaseUrl, reasonOf(error))}`
+    `Cannot ${doing} the PostgreSQL database at ${address} that DATABASE_URL names: ${
+      withoutPassword(databaseUrl, reasonOf(error))
+    }`
   )
 }
 
@@ -68,12 +72,18 @@ const cannotStart = (databaseUrl: string, doing: string, error: unknown): Error 
  */
 const writable = (sql: SqlClient.SqlClient) =>
   Effect.flatMap(
-    sql<{ standby: boolean; read_only: string }>`SELECT pg_is_in_recovery() AS standby, current_setting('transaction_read_only') AS read_only`,
+    sql<
+      { standby: boolean; read_only: string }
+    >`SELECT pg_is_in_recovery() AS standby, current_setting('transaction_read_only') AS read_only`,
     ([row]) =>
       row?.standby === true
-        ? Effect.fail(new Error("it is a standby (in recovery), which takes no writes; point DATABASE_URL at the primary"))
+        ? Effect.fail(
+          new Error("it is a standby (in recovery), which takes no writes; point DATABASE_URL at the primary")
+        )
         : row?.read_only === "on"
-        ? Effect.fail(new Error("it is read-only (its sessions' default_transaction_read_only is on); make it writable"))
+        ? Effect.fail(
+          new Error("it is read-only (its sessions' default_transaction_read_only is on); make it writable")
+        )
         : Effect.void
   )
 
@@ -154,7 +164,8 @@ const leavable = <A>(
         })
       })
       return Effect.onInterrupt(restore(answer), () => leave)
-    }))
+    })
+  )
 
 /**
  * Every session of the pool was lent for as long as opening one may take: a checkout gives up
@@ -162,7 +173,9 @@ const leavable = <A>(
  * server that does not answer leaves running.
  */
 const noSessionFree = (connectTimeout: Duration.Duration) => {
-  const message = `No PostgreSQL connection came free within ${Duration.format(connectTimeout)} (DATABASE_CONNECT_TIMEOUT_SECONDS)`
+  const message = `No PostgreSQL connection came free within ${
+    Duration.format(connectTimeout)
+  } (DATABASE_CONNECT_TIMEOUT_SECONDS)`
   return new SqlError({ reason: new ConnectionError({ cause: new Error(message), message, operation: "connect" }) })
 }
 
@@ -280,7 +293,9 @@ interface ClientOptions {
  * while the database refuses it (each retry logged) up to the start timeout. A checkout that has
  * to wait for another's session to come back waits no longer than the connect timeout.
  */
-const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, SqlError, Scope.Scope | Reactivity.Reactivity> =>
+const makeClient = (
+  options: ClientOptions
+): Effect.Effect<SqlClient.SqlClient, SqlError, Scope.Scope | Reactivity.Reactivity> =>
   Effect.gen(function*() {
     const poolConfig: PgPool.Config = {
       url: Redacted.make(options.url),
@@ -308,13 +323,24 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
       Effect.flatMap(Scope.provide(PgPool.make(poolConfig), scope), (pool) => {
         const sessions: Sessions = { pool, scope, borrowers: 0 }
         pools.add(sessions)
-        return Effect.as(Scope.addFinalizer(scope, Effect.sync(() => pools.delete(sessions))), sessions)
+        return Effect.as(
+          Scope.addFinalizer(
+            scope,
+            Effect.sync(() =>
+              pools.delete(sessions)
+            )
+          ),
+          sessions
+        )
       }))
     const full = (sessions: Sessions) => sessions.borrowers >= options.maxConnections
     // Timed only when it may wait: the timeout races two fibers, which a checkout that finds a
     // session free (nearly every one) need not pay for.
     const waitedFor = <A, R>(take: Effect.Effect<A, SqlError, R>) =>
-      Effect.timeoutOrElse(take, { duration: options.connectTimeout, orElse: () => Effect.fail(noSessionFree(options.connectTimeout)) })
+      Effect.timeoutOrElse(take, {
+        duration: options.connectTimeout,
+        orElse: () => Effect.fail(noSessionFree(options.connectTimeout))
+      })
 
     // A server that let a statement go unanswered past its bound has stopped answering (stopped,
     // its host frozen, the network cut), and every session opened to it went with it, though
@@ -433,7 +459,10 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
           : Effect.flatMap(counted, (session) => {
             lent = true
             return Effect.as(
-              Effect.acquireRelease(Effect.sync(() => usage.take(session)), () => Effect.sync(() => usage.give(session))),
+              Effect.acquireRelease(
+                Effect.sync(() => usage.take(session)),
+                () => Effect.sync(() => usage.give(session))
+              ),
               wrapped(sessions)(session)
             )
           })
@@ -492,36 +521,39 @@ const makeClient = (options: ClientOptions): Effect.Effect<SqlClient.SqlClient, 
  * timeout, after which the pool closes them (a session the pool retires sooner, its server gone,
  * counts until then). Waiting: the checkouts under way or lent (`borrowers`) that hold no session.
  */
-const connectionsUsage = (maxConnections: number, borrowers: () => number) => Effect.gen(function*() {
-  const givenBack = new Map<PgConnection.PgConnection, number>()
-  let used = 0
-  const idle = () => {
-    const since = performance.now() - Duration.toMillis(idleTimeout)
-    for (const [session, at] of givenBack) if (at < since) givenBack.delete(session)
-    return givenBack.size
-  }
-  const description = "PostgreSQL pool connections, by state: used (running a statement or a transaction) or idle"
-  yield* readAtScrape("gauge", "db_client_connections_usage", description, { state: "used" }, () => used)
-  yield* readAtScrape("gauge", "db_client_connections_usage", description, { state: "idle" }, idle)
-  yield* readAtScrape("gauge", "db_client_connection_max", "The most connections the PostgreSQL pool opens", {}, () => maxConnections)
-  yield* readAtScrape(
-    "gauge",
-    "db_client_connection_pending_requests",
-    "Requests waiting for a PostgreSQL pool connection",
-    {},
-    () => Math.max(0, borrowers() - used)
-  )
-  return {
-    take: (session: PgConnection.PgConnection) => {
-      used++
-      givenBack.delete(session)
-    },
-    give: (session: PgConnection.PgConnection) => {
-      used--
-      givenBack.set(session, performance.now())
+const connectionsUsage = (maxConnections: number, borrowers: () => number) =>
+  Effect.gen(function*() {
+    const givenBack = new Map<PgConnection.PgConnection, number>()
+    let used = 0
+    const idle = () => {
+      const since = performance.now() - Duration.toMillis(idleTimeout)
+      for (const [session, at] of givenBack) if (at < since) givenBack.delete(session)
+      return givenBack.size
     }
-  }
-})
+    const description = "PostgreSQL pool connections, by state: used (running a statement or a transaction) or idle"
+    yield* readAtScrape("gauge", "db_client_connections_usage", description, { state: "used" }, () => used)
+    yield* readAtScrape("gauge", "db_client_connections_usage", description, { state: "idle" }, idle)
+    yield* readAtScrape("gauge", "db_client_connection_max", "The most connections the PostgreSQL pool opens", {}, () =>
+      maxConnections)
+    yield* readAtScrape(
+      "gauge",
+      "db_client_connection_pending_requests",
+      "Requests waiting for a PostgreSQL pool connection",
+      {},
+      () =>
+        Math.max(0, borrowers() - used)
+    )
+    return {
+      take: (session: PgConnection.PgConnection) => {
+        used++
+        givenBack.delete(session)
+      },
+      give: (session: PgConnection.PgConnection) => {
+        used--
+        givenBack.set(session, performance.now())
+      }
+    }
+  })
 
 /**
  * Instances starting together queue on an advisory lock held by one session while the migrator
@@ -545,18 +577,20 @@ const migrate = (sql: SqlClient.SqlClient, startTimeout: Duration.Duration) =>
         ))
     // Interruptible, so that its bound and a stop signal can end the wait.
     yield* Effect.acquireRelease(
-      Effect.interruptible(lock(0).pipe(
-        Effect.timeoutOrElse({
-          duration: startTimeout,
-          orElse: () =>
-            Effect.fail(
-              new Error(
-                `Another instance held the migrations' lock for longer than ${Duration.format(startTimeout)} ` +
-                  "(DATABASE_START_TIMEOUT_SECONDS); is a migration stuck?"
+      Effect.interruptible(
+        lock(0).pipe(
+          Effect.timeoutOrElse({
+            duration: startTimeout,
+            orElse: () =>
+              Effect.fail(
+                new Error(
+                  `Another instance held the migrations' lock for longer than ${Duration.format(startTimeout)} ` +
+                    "(DATABASE_START_TIMEOUT_SECONDS); is a migration stuck?"
+                )
               )
-            )
-        })
-      )),
+          })
+        )
+      ),
       () => Effect.ignore(lockHolder.execute(`SELECT pg_advisory_unlock(${migrationLock})`, [], undefined))
     )
     yield* Effect.provideService(runMigrations, SqlClient.SqlClient, sql)

@@ -42,9 +42,11 @@ const polled = (read: Effect.Effect<boolean, unknown>) =>
   Effect.gen(function*() {
     let on = yield* Effect.orElseSucceed(read, () => false)
     yield* read.pipe(
-      Effect.tap((now) => Effect.sync(() => {
-        on = now
-      })),
+      Effect.tap((now) =>
+        Effect.sync(() => {
+          on = now
+        })
+      ),
       Effect.ignore,
       Effect.repeat(Schedule.spaced(pollInterval)),
       Effect.forkScoped
@@ -62,5 +64,7 @@ export const readOnlySince = (sql: SqlClient.SqlClient): Effect.Effect<Option.Op
 /** Turns the store's read-only mode on (keeping the time it was first turned on) or off. */
 export const setReadOnly = (sql: SqlClient.SqlClient, on: boolean) =>
   on
-    ? sql`INSERT INTO settings (name, value) VALUES ('read_only', ${new Date().toISOString()}) ON CONFLICT (name) DO NOTHING`
+    ? sql`INSERT INTO settings (name, value) VALUES ('read_only', ${
+      new Date().toISOString()
+    }) ON CONFLICT (name) DO NOTHING`
     : sql`DELETE FROM settings WHERE name = 'read_only'`

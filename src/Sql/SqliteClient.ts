@@ -7,7 +7,19 @@
  * until the transaction has begun.
  */
 import { Database, type Statement as Prepared } from "bun:sqlite"
-import { Context, Duration, Effect, Exit, identity, Latch, Layer, Schedule, type Scope, Semaphore, Stream } from "effect"
+import {
+  Context,
+  Duration,
+  Effect,
+  Exit,
+  identity,
+  Latch,
+  Layer,
+  Schedule,
+  type Scope,
+  Semaphore,
+  Stream
+} from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as Client from "effect/sql/SqlClient"
 import type { Connection } from "effect/sql/SqlConnection"
@@ -128,7 +140,9 @@ export const make = (
     const attempt = (sql: string, params: ReadonlyArray<unknown>, values: boolean): ReadonlyArray<any> | SqlError => {
       const reason = unusable?.()
       if (reason !== undefined) {
-        return new SqlError({ reason: new ConnectionError({ cause: new Error(reason), message: reason, operation: "execute" }) })
+        return new SqlError({
+          reason: new ConnectionError({ cause: new Error(reason), message: reason, operation: "execute" })
+        })
       }
       let kept: Kept
       try {
@@ -173,7 +187,10 @@ export const make = (
       waitIfBusy = true
     ): Effect.Effect<A, SqlError> => {
       if (outside && begun) {
-        return Effect.andThen(free.await, Effect.suspend(() => runUnobserved(sql, params, values, outside, transform, waitIfBusy)))
+        return Effect.andThen(
+          free.await,
+          Effect.suspend(() => runUnobserved(sql, params, values, outside, transform, waitIfBusy))
+        )
       }
       const result = attempt(sql, params, values)
       if (!(result instanceof SqlError)) {

@@ -18,7 +18,12 @@ import { statementDurations, statementFailures } from "./StatementTiming.js"
  * another writer inside a synchronous call; the client waits in Effect instead), and foreign keys
  * enforced.
  */
-const pragmas = ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL", "PRAGMA busy_timeout = 0", "PRAGMA foreign_keys = ON"]
+const pragmas = [
+  "PRAGMA journal_mode = WAL",
+  "PRAGMA synchronous = NORMAL",
+  "PRAGMA busy_timeout = 0",
+  "PRAGMA foreign_keys = ON"
+]
 
 /**
  * The SQLite database `DATABASE_URL` names, as the `SqlClient` every store runs on: the file
@@ -80,7 +85,11 @@ const checkIntact = (sql: SqlClient.SqlClient) =>
     const message = `database disk image is malformed: ${finding}`
     return Effect.fail(
       new SqlError({
-        reason: new UnknownError({ cause: Object.assign(new Error(message), { code: "SQLITE_CORRUPT" }), message, operation: "quick_check" })
+        reason: new UnknownError({
+          cause: Object.assign(new Error(message), { code: "SQLITE_CORRUPT" }),
+          message,
+          operation: "quick_check"
+        })
       })
     )
   })
@@ -99,7 +108,10 @@ const watchFile = (filename: string, onLost: (reason: string) => void) =>
     const check = Effect.suspend(() => {
       const now = statOf(filename)
       if (now !== undefined && now.ino === opened.ino && now.dev === opened.dev) return Effect.void
-      const reason = `The database file ${filename} was ${now === undefined ? "deleted or moved" : "replaced"} while the service was running; ` +
+      const reason =
+        `The database file ${filename} was ${
+          now === undefined ? "deleted or moved" : "replaced"
+        } while the service was running; ` +
         "nothing more is written until the service is restarted on the file it should use"
       lost = true
       onLost(reason)
@@ -141,7 +153,9 @@ const checkWritable = (databaseUrl: string, filename: string) => {
   try {
     accessSync(folder, constants.W_OK)
   } catch (cause) {
-    throw new Error(`The folder ${folder} of the database is not writable (SQLite keeps its WAL beside the file): ${reason(cause)}`)
+    throw new Error(
+      `The folder ${folder} of the database is not writable (SQLite keeps its WAL beside the file): ${reason(cause)}`
+    )
   }
   if (!existsSync(filename)) return
   try {
@@ -179,6 +193,8 @@ const cannotUse = (filename: string, failure: unknown) => {
   const code = Predicate.hasProperty(cause, "code") ? String(cause.code) : ""
   const hint = hints.find(([known]) => code === known || code.startsWith(`${known}_`))?.[1]
   return new Error(
-    `Cannot use the database ${filename}${hint === undefined ? "" : ` (${hint})`}: ${databaseWords(error)}. Nothing in it was changed.`
+    `Cannot use the database ${filename}${hint === undefined ? "" : ` (${hint})`}: ${
+      databaseWords(error)
+    }. Nothing in it was changed.`
   )
 }

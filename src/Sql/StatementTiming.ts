@@ -1,4 +1,4 @@
-import { SqlErrorReason, type SqlError } from "effect/sql/SqlError"
+import { type SqlError, SqlErrorReason } from "effect/sql/SqlError"
 import { statementDurationOf, statementFailureCounter, statementSummary } from "../Observability/Metrics.js"
 
 export type DatabaseSystem = "sqlite" | "postgresql"

@@ -2,7 +2,15 @@ import { Config, Console, Effect, Layer, Logger, Option, Redacted, Stream } from
 import { Command, Flag } from "effect/cli"
 import { PetStoreClient } from "../Client/PetStoreClient.js"
 import { newPetFromOptions, newPetOptionNames } from "../CommandLine/NewPetOptions.js"
-import { choiceOption, integerArgument, integerOption, InvalidSetting, isHttpUrl, switchOption, urlOption } from "../CommandLine/Options.js"
+import {
+  choiceOption,
+  integerArgument,
+  integerOption,
+  InvalidSetting,
+  isHttpUrl,
+  switchOption,
+  urlOption
+} from "../CommandLine/Options.js"
 import { petTable } from "../CommandLine/PetTable.js"
 import { run } from "../CommandLine/Run.js"
 import type { Pet } from "../Domain/Pet.js"
@@ -22,12 +30,15 @@ const print = (asJson: boolean, value: Pet | ReadonlyArray<Pet>) =>
   Console.log(asJson ? JSON.stringify(value, null, 2) : petTable(Array.isArray(value) ? value : [value as Pet]))
 
 // An empty variable counts as unset, as a shell's `PETSTORE_BASE_URL= petstore …` means.
-const baseUrlFromEnvironment = Effect.flatMap(Config.String("PETSTORE_BASE_URL").pipe(Config.withDefault("")), (url) =>
-  url === ""
-    ? Effect.succeed("http://localhost:3000")
-    : isHttpUrl(url)
-    ? Effect.succeed(url)
-    : Effect.fail(new InvalidSetting({ message: "PETSTORE_BASE_URL: must be an absolute http(s) URL" })))
+const baseUrlFromEnvironment = Effect.flatMap(
+  Config.String("PETSTORE_BASE_URL").pipe(Config.withDefault("")),
+  (url) =>
+    url === ""
+      ? Effect.succeed("http://localhost:3000")
+      : isHttpUrl(url)
+      ? Effect.succeed(url)
+      : Effect.fail(new InvalidSetting({ message: "PETSTORE_BASE_URL: must be an absolute http(s) URL" }))
+)
 
 const apiKey = Effect.flatMap(Config.String("PETSTORE_API_KEY").pipe(Config.withDefault("")), (key) =>
   key === ""
@@ -45,7 +56,10 @@ const list = Command.make(
   "list",
   {
     status: statusOption,
-    limit: integerOption("limit").pipe(Flag.withDescription("Animals per page, an integer from 1 to 100"), Flag.optional),
+    limit: integerOption("limit").pipe(
+      Flag.withDescription("Animals per page, an integer from 1 to 100"),
+      Flag.optional
+    ),
     all: switchOption("all").pipe(Flag.withDescription("Follow the pages to the last one")),
     json,
     baseUrl

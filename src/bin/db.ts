@@ -11,7 +11,15 @@ import { restore } from "../Move/Restore.js"
 import { lastId, restoreIds } from "../Move/RestoreIds.js"
 import { requireKnownVersion } from "../Move/SchemaVersion.js"
 import { status } from "../Move/Status.js"
-import { connect, defaultStore, describeStoreFailure, MoveError, parseStore, passwordOf, type Store } from "../Move/Store.js"
+import {
+  connect,
+  defaultStore,
+  describeStoreFailure,
+  MoveError,
+  parseStore,
+  passwordOf,
+  type Store
+} from "../Move/Store.js"
 import { verify } from "../Move/Verify.js"
 import { readOnlySince, setReadOnly, settleMillis } from "../Sql/ReadOnlyMode.js"
 
@@ -48,15 +56,18 @@ const resolveSide = (
     return Effect.fail(new MoveError({ message: `--${name} and --${name}-env: give one of them` }))
   }
   if (Option.isSome(side.value)) {
-    return Effect.tap(parseStore(side.value.value, `--${name}`), (store) =>
-      store.engine === "postgres" && passwordOf(store.url) !== ""
-        ? Effect.sync(() =>
-          process.stderr.write(
-            `warning: --${name} holds a password, which other users see in ps while the command runs and the shell's ` +
-              `history keeps; put the URL in an environment variable and give its name with --${name}-env\n`
+    return Effect.tap(
+      parseStore(side.value.value, `--${name}`),
+      (store) =>
+        store.engine === "postgres" && passwordOf(store.url) !== ""
+          ? Effect.sync(() =>
+            process.stderr.write(
+              `warning: --${name} holds a password, which other users see in ps while the command runs and the shell's ` +
+                `history keeps; put the URL in an environment variable and give its name with --${name}-env\n`
+            )
           )
-        )
-        : Effect.void)
+          : Effect.void
+    )
   }
   if (Option.isSome(side.env)) {
     const value = process.env[side.env.value] ?? ""
@@ -69,7 +80,10 @@ const resolveSide = (
     : fallback
 }
 
-const database = sideOptions("database", "The database (a SQLite path or a postgres:// URL); DATABASE_URL's when absent")
+const database = sideOptions(
+  "database",
+  "The database (a SQLite path or a postgres:// URL); DATABASE_URL's when absent"
+)
 const theDatabase = (side: { readonly value: Option.Option<string>; readonly env: Option.Option<string> }) =>
   resolveSide("database", side, databaseUrlStore)
 
@@ -96,15 +110,21 @@ const verifyCommand = Command.make("verify", { from, to }, (options) =>
     const result = yield* verify(source, target)
     for (const line of result.lines) yield* Console.log(line)
     if (result.differing.length > 0) {
-      return yield* new MoveError({ message: `verification failed: ${result.differing.join(", ")} differ between source and target` })
+      return yield* new MoveError({
+        message: `verification failed: ${result.differing.join(", ")} differ between source and target`
+      })
     }
     yield* Console.log(`verified in ${result.seconds.toFixed(1)} s: every table has the same rows`)
   })).pipe(Command.withDescription("Compare every table's row count and checksum on both databases, without copying"))
 
-const statusCommand = Command.make("status", { database }, (options) =>
-  Effect.flatMap(theDatabase(options.database), status).pipe(
-    Effect.flatMap((lines) => Effect.forEach(lines, (line) => Console.log(line), { discard: true }))
-  )).pipe(Command.withDescription("Show the database's engine, schema version, read-only mode and rows per table"))
+const statusCommand = Command.make(
+  "status",
+  { database },
+  (options) =>
+    Effect.flatMap(theDatabase(options.database), status).pipe(
+      Effect.flatMap((lines) => Effect.forEach(lines, (line) => Console.log(line), { discard: true }))
+    )
+).pipe(Command.withDescription("Show the database's engine, schema version, read-only mode and rows per table"))
 
 const readOnlyCommand = Command.make(
   "read-only",
@@ -126,11 +146,23 @@ const readOnlyCommand = Command.make(
         )
       })).pipe(Effect.mapError((error) => describeStoreFailure(store, "the", error)))
     })
-).pipe(Command.withDescription("Stop (on) or allow again (off) writes on the database, for a move; instances notice within a second"))
+).pipe(
+  Command.withDescription(
+    "Stop (on) or allow again (off) writes on the database, for a move; instances notice within a second"
+  )
+)
 
-const backupCommand = Command.make("backup", { file: Argument.String("FILE"), database }, ({ database, file }) =>
-  Effect.flatMap(theDatabase(database), (store) => backup(store, file)).pipe(Effect.flatMap(Console.log)))
-  .pipe(Command.withDescription("Write a consistent copy of the SQLite database to FILE while the service serves and writes"))
+const backupCommand = Command.make(
+  "backup",
+  { file: Argument.String("FILE"), database },
+  ({ database, file }) =>
+    Effect.flatMap(theDatabase(database), (store) => backup(store, file)).pipe(Effect.flatMap(Console.log))
+)
+  .pipe(
+    Command.withDescription(
+      "Write a consistent copy of the SQLite database to FILE while the service serves and writes"
+    )
+  )
 
 const restoreCommand = Command.make(
   "restore",
@@ -152,8 +184,11 @@ const restoreCommand = Command.make(
   "Put back a SQLite backup made by db backup, the service stopped; the next ids stay above every id the replaced file handed out"
 ))
 
-const lastIdCommand = Command.make("last-id", { database }, (options) =>
-  Effect.flatMap(theDatabase(options.database), lastId).pipe(Effect.flatMap(Console.log)))
+const lastIdCommand = Command.make(
+  "last-id",
+  { database },
+  (options) => Effect.flatMap(theDatabase(options.database), lastId).pipe(Effect.flatMap(Console.log))
+)
   .pipe(Command.withDescription(
     "Print the highest id the database has handed out, for db restore-ids --above after a restore replaces it"
   ))
@@ -161,11 +196,16 @@ const lastIdCommand = Command.make("last-id", { database }, (options) =>
 const restoreIdsCommand = Command.make(
   "restore-ids",
   {
-    above: integerOption("above").pipe(Flag.withDescription("The highest id the replaced database handed out (db last-id)")),
+    above: integerOption("above").pipe(
+      Flag.withDescription("The highest id the replaced database handed out (db last-id)")
+    ),
     database
   },
-  ({ above, database }) => Effect.flatMap(theDatabase(database), (store) => restoreIds(store, above)).pipe(Effect.flatMap(Console.log))
-).pipe(Command.withDescription("Set the restored database's id sequences above --above, so that no id is handed out twice"))
+  ({ above, database }) =>
+    Effect.flatMap(theDatabase(database), (store) => restoreIds(store, above)).pipe(Effect.flatMap(Console.log))
+).pipe(
+  Command.withDescription("Set the restored database's id sequences above --above, so that no id is handed out twice")
+)
 
 const db = Command.make("db").pipe(
   Command.withSubcommands([
@@ -178,7 +218,9 @@ const db = Command.make("db").pipe(
     lastIdCommand,
     restoreIdsCommand
   ]),
-  Command.withDescription("Move the Pet Store's data between SQLite and PostgreSQL, verify it, back it up and restore it")
+  Command.withDescription(
+    "Move the Pet Store's data between SQLite and PostgreSQL, verify it, back it up and restore it"
+  )
 )
 
 run(

@@ -37,7 +37,9 @@ const list = Command.make(
     Effect.gen(function*() {
       const keys = yield* (yield* ApiKeys).list
       if (json) return yield* Console.log(JSON.stringify(encodeRecords(keys), null, 2))
-      yield* Console.log(["id".padEnd(5), "name".padEnd(24), "prefix".padEnd(16), "created".padEnd(26), "revoked"].join(" "))
+      yield* Console.log(
+        ["id".padEnd(5), "name".padEnd(24), "prefix".padEnd(16), "created".padEnd(26), "revoked"].join(" ")
+      )
       for (const key of keys) yield* Console.log(describe(key))
     })
 ).pipe(Command.withDescription("List API keys (never the keys themselves)"))

@@ -5,7 +5,12 @@ import { InFlightRequests } from "../Http/InFlightRequests.js"
 import { RequestLines } from "../Http/RequestLog.js"
 import { serveOn } from "../Http/Server.js"
 import { summarizeCause } from "../Observability/CauseSummary.js"
-import { metricsFolderVariable, serveGroupMetrics, serveMetrics, serveWorkerMetrics } from "../Observability/MetricsServer.js"
+import {
+  metricsFolderVariable,
+  serveGroupMetrics,
+  serveMetrics,
+  serveWorkerMetrics
+} from "../Observability/MetricsServer.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { JsonLogs } from "../Service/JsonLogs.js"
 import { claimPort } from "../Service/PortClaim.js"
@@ -15,7 +20,9 @@ import { stopWhenOrphaned, supervise, workerVariable } from "../Service/Workers.
 
 /** The server; workers share its port through SO_REUSEPORT, and the kernel spreads connections. */
 const ServerLive = Layer.unwrap(
-  AppConfig.useSync(({ host, port, workers }) => serveOn(BunServer.layer({ port, hostname: host, reusePort: workers > 1 })))
+  AppConfig.useSync(({ host, port, workers }) =>
+    serveOn(BunServer.layer({ port, hostname: host, reusePort: workers > 1 }))
+  )
 ).pipe(Layer.provide(StoresLive), Layer.provide(RequestLines.Stdout))
 
 const worker = process.env[workerVariable]

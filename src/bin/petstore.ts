@@ -49,6 +49,8 @@ switch (command) {
     process.stdout.write(usage)
     break
   default:
-    process.stderr.write(`Unknown command '${command}': expected keys, db, pets, --version or --help, or none to serve\n`)
+    process.stderr.write(
+      `Unknown command '${command}': expected keys, db, pets, --version or --help, or none to serve\n`
+    )
     process.exitCode = 1
 }

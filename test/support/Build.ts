@@ -20,14 +20,25 @@ export const baseImage = "debian:bookworm-slim"
 const rootfsCache = "/var/cache/petstore-test/bookworm-minbase"
 
 /** What Debian's slim image leaves out too: package archives and lists, documentation. */
-const slimExcludes = ["var/cache/apt/archives/*.deb", "var/lib/apt/lists/*", "usr/share/doc/*", "usr/share/man/*", "usr/share/locale/*", "usr/share/info/*"]
+const slimExcludes = [
+  "var/cache/apt/archives/*.deb",
+  "var/lib/apt/lists/*",
+  "usr/share/doc/*",
+  "usr/share/man/*",
+  "usr/share/locale/*",
+  "usr/share/info/*"
+]
   .map((path) => `--exclude='./${path}'`)
   .join(" ")
 
 /** An async spawn: a build takes seconds, and the worker thread keeps its other tests' timers meanwhile. */
 const runAsync = async (args: ReadonlyArray<string>, cwd: string) => {
   const proc = Bun.spawn([...args], { cwd, stdout: "pipe", stderr: "pipe" })
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited
+  ])
   if (exitCode !== 0) throw new Error(`${args.join(" ")} failed (exit ${exitCode}): ${stdout}${stderr}`)
   return stdout
 }
@@ -48,10 +59,13 @@ export const builtFolder = (): Promise<string> =>
 /** The absolute path of the run's `petstore` executable, built once per run. */
 export const builtExecutable = async (): Promise<string> => join(await builtFolder(), "petstore")
 
-
 /** Podman, runc and debootstrap from Debian's packages, installed when missing. */
 const ensureContainerTools = () =>
-  ensureDebianPackages(["/usr/bin/podman", "/usr/sbin/runc", "/usr/sbin/debootstrap"], ["podman", "runc", "debootstrap"])
+  ensureDebianPackages(["/usr/bin/podman", "/usr/sbin/runc", "/usr/sbin/debootstrap"], [
+    "podman",
+    "runc",
+    "debootstrap"
+  ])
 
 /**
  * `debian:bookworm-slim`, made from Debian's packages when it is not there (no registry is reached

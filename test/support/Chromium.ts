@@ -28,8 +28,14 @@ export const launchChromium = async (): Promise<Browser> => {
       executablePath: chromiumPath(),
       headless: true,
       args: [
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync"
       ]
     })
     return {

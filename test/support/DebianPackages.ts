@@ -8,11 +8,15 @@ import { existsSync } from "node:fs"
 export const ensureDebianPackages = (probes: ReadonlyArray<string>, packages: ReadonlyArray<string>) => {
   const missing = () => probes.filter((probe) => !existsSync(probe))
   if (missing().length === 0) return
-  if (process.getuid?.() !== 0) throw new Error(`${missing().join(", ")} missing: run \`apt-get install ${packages.join(" ")}\` as root`)
+  if (process.getuid?.() !== 0) {
+    throw new Error(`${missing().join(", ")} missing: run \`apt-get install ${packages.join(" ")}\` as root`)
+  }
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" }
   for (const args of [["update"], ["install", "-y", "--no-install-recommends", ...packages]]) {
     const result = spawnSync("apt-get", args, { encoding: "utf8", env })
     if (result.status !== 0) throw new Error(`apt-get ${args.join(" ")} failed: ${result.stdout}${result.stderr}`)
   }
-  if (missing().length > 0) throw new Error(`apt-get installed ${packages.join(" ")} but ${missing().join(", ")} missing`)
+  if (missing().length > 0) {
+    throw new Error(`apt-get installed ${packages.join(" ")} but ${missing().join(", ")} missing`)
+  }
 }

@@ -43,7 +43,9 @@ export const startHaproxy = async (backends: readonly [string, string]) => {
     const columns = header.split(",")
     const at = (cells: Array<string>, name: string) => cells[columns.indexOf(name)] ?? ""
     return Object.fromEntries(
-      rows.map((row) => row.split(",")).filter((cells) => at(cells, "pxname") === "petstore" && at(cells, "svname") !== "FRONTEND")
+      rows.map((row) => row.split(",")).filter((cells) =>
+        at(cells, "pxname") === "petstore" && at(cells, "svname") !== "FRONTEND"
+      )
         .map((cells) => [at(cells, "svname"), {
           status: at(cells, "status"),
           retries: Number(at(cells, "wretr")),
@@ -53,7 +55,9 @@ export const startHaproxy = async (backends: readonly [string, string]) => {
   }
   /** Each server's status. */
   const states = async () =>
-    Object.fromEntries(Object.entries(await stats()).filter(([name]) => name !== "BACKEND").map(([name, { status }]) => [name, status]))
+    Object.fromEntries(
+      Object.entries(await stats()).filter(([name]) => name !== "BACKEND").map(([name, { status }]) => [name, status])
+    )
   for (let attempt = 0; !(await states().then(() => true, () => false)); attempt++) {
     if (proc.exitCode !== null || attempt > 200) {
       proc.kill("SIGKILL")

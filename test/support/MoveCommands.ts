@@ -3,7 +3,8 @@ import Pg from "pg"
 import { runCommand } from "./ServerProcess.js"
 
 /** `npm run db -- …`: its output, error output and exit code. */
-export const db = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => runCommand(["src/bin/db.ts", ...args], env)
+export const db = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  runCommand(["src/bin/db.ts", ...args], env)
 
 /** Creates an API key in the database `databaseUrl` names; the key. */
 export const createKey = async (databaseUrl: string, name = "move test") => {
@@ -46,4 +47,5 @@ export const sqliteRows = (file: string) =>
   )
 
 /** Whether the text shows any of the secrets. */
-export const shows = (text: string, ...secrets: ReadonlyArray<string>) => secrets.some((secret) => text.includes(secret))
+export const shows = (text: string, ...secrets: ReadonlyArray<string>) =>
+  secrets.some((secret) => text.includes(secret))

@@ -10,7 +10,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
  * `name.done` (or `name.failed`, with the error) tells every other caller when it is there.
  * Returns the run's folder.
  */
-export const oncePerRun = async (name: string, make: (folder: string) => Promise<void>, timeoutMs = 600_000): Promise<string> => {
+export const oncePerRun = async (
+  name: string,
+  make: (folder: string) => Promise<void>,
+  timeoutMs = 600_000
+): Promise<string> => {
   const folder = inject("runFolder")
   const done = join(folder, `${name}.done`)
   const failed = join(folder, `${name}.failed`)
@@ -31,8 +35,12 @@ export const oncePerRun = async (name: string, make: (folder: string) => Promise
     return folder
   }
   for (const deadline = Date.now() + timeoutMs; !existsSync(done); await sleep(200)) {
-    if (existsSync(failed)) throw new Error(`${name}, made by another test file, failed: ${readFileSync(failed, "utf8")}`)
-    if (Date.now() > deadline) throw new Error(`${name}: still not made by another test file after ${timeoutMs / 1000} s`)
+    if (existsSync(failed)) {
+      throw new Error(`${name}, made by another test file, failed: ${readFileSync(failed, "utf8")}`)
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`${name}: still not made by another test file after ${timeoutMs / 1000} s`)
+    }
   }
   return folder
 }

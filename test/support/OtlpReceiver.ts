@@ -50,7 +50,9 @@ export const startOtlpReceiver = () => {
               endTimeUnixNano: BigInt(span.endTimeUnixNano),
               status: span.status ?? {},
               attributes: flatten(span.attributes),
-              events: (span.events ?? []).map((event: { name: string; attributes?: Parameters<typeof flatten>[0] }) => ({
+              events: (span.events ?? []).map((
+                event: { name: string; attributes?: Parameters<typeof flatten>[0] }
+              ) => ({
                 name: event.name,
                 attributes: flatten(event.attributes)
               })),

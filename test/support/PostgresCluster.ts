@@ -47,7 +47,9 @@ export const serverBin = (): string => {
   if (!isRoot) throw new Error("PostgreSQL is not installed: run `apt-get install postgresql` as root")
   run("apt-get", ["update"])
   run("apt-get", ["install", "-y", "--no-install-recommends", "postgresql"])
-  return find() ?? (() => { throw new Error("apt-get installed postgresql but no initdb was found") })()
+  return find() ?? (() => {
+    throw new Error("apt-get installed postgresql but no initdb was found")
+  })()
 }
 
 // The server refuses to run as root; as root, a cluster belongs to Debian's `postgres` user.
@@ -65,8 +67,15 @@ const started = (bin: string, folder: string, port: number, settings: string): P
   const data = join(folder, "data")
   try {
     run(join(bin, "pg_ctl"), [
-      "-D", data, "-l", join(folder, "server.log"), "-w", "-t", "60",
-      "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${folder} -c fsync=off ${settings}`,
+      "-D",
+      data,
+      "-l",
+      join(folder, "server.log"),
+      "-w",
+      "-t",
+      "60",
+      "-o",
+      `-c listen_addresses=127.0.0.1 -p ${port} -k ${folder} -c fsync=off ${settings}`,
       "start"
     ], user)
   } catch (error) {
@@ -76,7 +85,19 @@ const started = (bin: string, folder: string, port: number, settings: string): P
   return {
     url: `postgres://petstore@127.0.0.1:${port}/postgres`,
     dataDirectory: data,
-    restart: () => void run(join(bin, "pg_ctl"), ["-D", data, "-l", join(folder, "server.log"), "-m", "fast", "-w", "-t", "60", "restart"], user),
+    restart: () =>
+      void run(join(bin, "pg_ctl"), [
+        "-D",
+        data,
+        "-l",
+        join(folder, "server.log"),
+        "-m",
+        "fast",
+        "-w",
+        "-t",
+        "60",
+        "restart"
+      ], user),
     stop: () => removeCluster(data)
   }
 }
@@ -85,7 +106,9 @@ const started = (bin: string, folder: string, port: number, settings: string): P
 export const removeCluster = (data: string) => {
   const folder = dirname(data)
   try {
-    if (existsSync(join(data, "postmaster.pid"))) run(join(serverBin(), "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"], user)
+    if (existsSync(join(data, "postmaster.pid"))) {
+      run(join(serverBin(), "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"], user)
+    }
   } finally {
     rmSync(folder, { recursive: true, force: true })
   }
@@ -100,7 +123,18 @@ export const startPostgresCluster = (port: number, maxConnections = 300, setting
   const bin = serverBin()
   const folder = clusterFolder()
   try {
-    run(join(bin, "initdb"), ["-D", join(folder, "data"), "-U", "petstore", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"], user)
+    run(join(bin, "initdb"), [
+      "-D",
+      join(folder, "data"),
+      "-U",
+      "petstore",
+      "-A",
+      "trust",
+      "-E",
+      "UTF8",
+      "--locale=C",
+      "--no-sync"
+    ], user)
   } catch (error) {
     rmSync(folder, { recursive: true, force: true })
     throw error
@@ -118,7 +152,20 @@ export const startStandby = (primary: PostgresCluster, port: number): PostgresSt
   const data = join(folder, "data")
   const from = new URL(primary.url)
   try {
-    run(join(bin, "pg_basebackup"), ["-h", from.hostname, "-p", from.port, "-U", "petstore", "-D", data, "-R", "-X", "stream", "--no-sync"], user)
+    run(join(bin, "pg_basebackup"), [
+      "-h",
+      from.hostname,
+      "-p",
+      from.port,
+      "-U",
+      "petstore",
+      "-D",
+      data,
+      "-R",
+      "-X",
+      "stream",
+      "--no-sync"
+    ], user)
   } catch (error) {
     rmSync(folder, { recursive: true, force: true })
     throw error

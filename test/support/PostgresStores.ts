@@ -11,7 +11,9 @@ const clusterUrl = Effect.promise(sharedPostgresUrl)
 /** One statement as the cluster's superuser, on a connection of its own. */
 const asAdmin = (statement: string) =>
   Effect.flatMap(Effect.service(PgClient.PgClient), (sql) => sql.unsafe(statement)).pipe(
-    Effect.provide(Layer.unwrap(Effect.map(clusterUrl, (url) => PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))),
+    Effect.provide(
+      Layer.unwrap(Effect.map(clusterUrl, (url) => PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
+    ),
     Effect.orDie
   )
 
@@ -21,15 +23,20 @@ export const temporaryDatabase = Effect.acquireRelease(
     Effect.tap((name) => asAdmin(`CREATE DATABASE ${name}`))
   ),
   (name) => asAdmin(`DROP DATABASE ${name} WITH (FORCE)`)
-).pipe(Effect.flatMap((name) => Effect.map(clusterUrl, (cluster) => {
-  const url = new URL(cluster)
-  url.pathname = `/${name}`
-  return url.toString()
-})))
+).pipe(Effect.flatMap((name) =>
+  Effect.map(clusterUrl, (cluster) => {
+    const url = new URL(cluster)
+    url.pathname = `/${name}`
+    return url.toString()
+  })
+))
 
 /** A migrated PostgreSQL database of its own, dropped when the layer is released. */
 export const TemporaryPostgres = Layer.unwrap(
-  Effect.map(temporaryDatabase, (databaseUrl) => PostgresConnection.pipe(Layer.provide(AppConfig.make({ databaseUrl }))))
+  Effect.map(
+    temporaryDatabase,
+    (databaseUrl) => PostgresConnection.pipe(Layer.provide(AppConfig.make({ databaseUrl })))
+  )
 )
 
 /** A new database on the test cluster for tests outside Effect; dropped on `await using` exit. */

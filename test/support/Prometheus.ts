@@ -60,7 +60,7 @@ export const startPrometheus = async (target: string) => {
     await new Promise((resolve) => proc.exitCode !== null ? resolve(undefined) : proc.once("exit", resolve))
     rmSync(folder, { recursive: true, force: true })
   }
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0;; attempt++) {
     if (await fetch(`${url}/-/ready`).then((r) => r.ok, () => false)) break
     if (proc.exitCode !== null || attempt > 400) {
       await stop()
@@ -71,7 +71,9 @@ export const startPrometheus = async (target: string) => {
   /** An instant query's result: each series' labels and value. */
   const query = async (promql: string): Promise<Array<{ metric: Record<string, string>; value: number }>> => {
     const response = await fetch(`${url}/api/v1/query?query=${encodeURIComponent(promql)}`)
-    const body = await response.json() as { data: { result: Array<{ metric: Record<string, string>; value: [number, string] }> } }
+    const body = await response.json() as {
+      data: { result: Array<{ metric: Record<string, string>; value: [number, string] }> }
+    }
     return body.data.result.map(({ metric, value }) => ({ metric, value: Number(value[1]) }))
   }
   return { url, query, stop }

@@ -30,7 +30,13 @@ const parse = (text: string, closed: boolean): RawResponse & { readonly bytes: s
   const status = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1]
   // Read as latin1 (one character a byte), so the body's length counts bytes; it is UTF-8.
   const bytes = headEnd === -1 ? "" : text.slice(headEnd + 4)
-  return { status: status === undefined ? undefined : Number(status), headers, bytes, body: Buffer.from(bytes, "latin1").toString("utf8"), closed }
+  return {
+    status: status === undefined ? undefined : Number(status),
+    headers,
+    bytes,
+    body: Buffer.from(bytes, "latin1").toString("utf8"),
+    closed
+  }
 }
 
 /**

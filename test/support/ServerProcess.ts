@@ -41,7 +41,12 @@ const collect = (stream: ReadableStream<Uint8Array>) => {
 
 /** Runs a command of the project (`bun src/...`) to its end. */
 export const runCommand = async (args: ReadonlyArray<string>, env: Record<string, string>) => {
-  const proc = Bun.spawn(["bun", ...args], { cwd: root, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" })
+  const proc = Bun.spawn(["bun", ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdout: "pipe",
+    stderr: "pipe"
+  })
   const [stdout, stderr, exitCode] = await Promise.all([
     new Response(proc.stdout).text(),
     new Response(proc.stderr).text(),
@@ -61,7 +66,14 @@ export const startServer = async (env: Record<string, string>, port = freePort()
     cwd: root,
     // Metrics off unless a test asks: servers started side by side would all want port 9464. No
     // stop's grace unless a test asks: it is for a load balancer, which only some tests have.
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), METRICS_PORT: "off", STOP_GRACE_SECONDS: "0", ...env },
+    env: {
+      ...process.env,
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      METRICS_PORT: "off",
+      STOP_GRACE_SECONDS: "0",
+      ...env
+    },
     stdout: "pipe",
     stderr: "pipe"
   })
@@ -70,7 +82,7 @@ export const startServer = async (env: Record<string, string>, port = freePort()
   const url = `http://127.0.0.1:${port}`
   // Generous: on a loaded machine a start (WORKERS, a migration) can take seconds, and how fast
   // it is belongs to the tests that measure it, not to every test that needs a server.
-  for (const deadline = performance.now() + 20_000; ;) {
+  for (const deadline = performance.now() + 20_000;;) {
     const ok = await fetch(`${url}/livez`).then((r) => r.ok, () => false)
     if (ok) break
     if (proc.exitCode !== null || performance.now() > deadline) {

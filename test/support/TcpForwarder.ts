@@ -55,7 +55,7 @@ export const tcpForwarder = async (targetPort: number, options: { readonly froze
       frozen = false
     },
     resetAll: () => {
-      for (const link of [...links]) {
+      for (const link of links) {
         links.delete(link)
         link.client.resetAndDestroy()
         link.server.destroy()

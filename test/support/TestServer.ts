@@ -89,7 +89,11 @@ export const send = (
     let request = HttpClientRequest.make(method)(path).pipe(HttpClientRequest.setHeaders(options.headers ?? {}))
     if (options.key !== undefined) request = HttpClientRequest.bearerToken(request, Redacted.value(options.key))
     if (typeof options.body === "string") {
-      request = HttpClientRequest.bodyText(request, options.body, options.headers?.["content-type"] ?? "application/json")
+      request = HttpClientRequest.bodyText(
+        request,
+        options.body,
+        options.headers?.["content-type"] ?? "application/json"
+      )
     } else if (options.body instanceof Uint8Array) {
       request = HttpClientRequest.bodyUint8Array(request, options.body, options.headers?.["content-type"])
     } else if (options.body !== undefined) {

@@ -33,7 +33,9 @@ export default function setup(project: TestProject) {
     try {
       if (existsSync(file(postgresDataFile))) removeCluster(readFileSync(file(postgresDataFile), "utf8"))
     } finally {
-      if (existsSync(file(imageNameFile))) spawnSync("podman", ["rmi", "--force", readFileSync(file(imageNameFile), "utf8").trim()])
+      if (existsSync(file(imageNameFile))) {
+        spawnSync("podman", ["rmi", "--force", readFileSync(file(imageNameFile), "utf8").trim()])
+      }
       rmSync(folder, { recursive: true, force: true })
     }
   }

@@ -1,5 +1,5 @@
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

@@ -1,5 +1,5 @@
-import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
 
 export default Effect.gen(function*() {
