@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Option } from "effect"
 import { HttpServerRequest } from "effect/http"
-import { makeClientAddress, parseTrustedProxies } from "../src/Request/ClientAddress.js"
-import { formatIp, parseIp } from "../src/Request/IpAddress.js"
+import { NetAddress } from "effect/net"
+import { makeClientAddress, parseIp, parseTrustedProxies } from "../src/Request/ClientAddress.js"
 
 const request = (peer: string, headers: Record<string, string> = {}) =>
   HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets", { headers })).modify({
@@ -91,7 +91,7 @@ describe("the client's address", () => {
         ["2001:0:0:1::1", "2001:0:0:1::1"],
         ["64:ff9b::192.0.2.33", "64:ff9b::c000:221"]
       ]
-    ) expect(formatIp(parseIp(text!)!), text).toBe(canonical)
+    ) expect(NetAddress.formatIp(parseIp(text!)!), text).toBe(canonical)
     for (const text of ["1::2::3", "12345::", "1:2:3:4:5:6:7:8:9", "g::1", "", "1.2.3.256"]) {
       expect(parseIp(text), text).toBeUndefined()
     }

@@ -1,6 +1,6 @@
-import { Option } from "effect"
+import { Option, Result } from "effect"
 import type { HttpServerRequest } from "effect/http"
-import { formatIp, inRange, type IpAddress, type IpRange, limitedAs, parseIp, parseIpRange } from "./IpAddress.js"
+import { IpNetwork, NetAddress } from "effect/net"
 
 /** Who sent a request, as far as the service can tell. */
 export interface ClientAddress {
@@ -10,15 +10,46 @@ export interface ClientAddress {
   readonly limitedAs: string
 }
 
+/** An entry of `TRUSTED_PROXIES`. */
+export type IpRange = IpNetwork.IpNetwork
+
+/** An address as a socket or a proxy writes it (IPv6 maybe in brackets or with a zone), not yet canonical. */
+const parseAddress = (text: string): NetAddress.IpAddress | undefined => {
+  let value = text.trim()
+  if (value.startsWith("[") && value.endsWith("]")) value = value.slice(1, -1)
+  const zone = value.indexOf("%")
+  return Result.getOrUndefined(NetAddress.ipFromString(zone === -1 ? value : value.slice(0, zone)))
+}
+
+/** An address, an IPv4-mapped one (a dual-stack socket's IPv4 peer) as IPv4; undefined if it is none. */
+export const parseIp = (text: string): NetAddress.IpAddress | undefined => {
+  const address = parseAddress(text)
+  return address === undefined ? undefined : NetAddress.toCanonical(address)
+}
+
+/** An address or a CIDR range (`10.0.0.0/8`, `fd00::/8`; a bare address is a range of one). */
+const parseNetwork = (entry: string): IpRange | undefined => {
+  const [text = "", bits, ...rest] = entry.split("/")
+  const address = parseAddress(text)
+  if (address === undefined || rest.length > 0 || (bits !== undefined && !/^\d{1,3}$/.test(bits.trim()))) return
+  const network = Result.getOrUndefined(
+    IpNetwork.fromAddress(address, bits === undefined ? NetAddress.width(address) : Number(bits))
+  )
+  // A mapped range (`::ffff:10.0.0.0/104`) names IPv4 peers, which are matched as IPv4.
+  const ipv4 = network !== undefined && NetAddress.isIpv6Address(network.address) && network.prefixLength >= 96
+    ? NetAddress.fromIpv4Mapped(network.address)
+    : Option.none()
+  return Option.isSome(ipv4) ? IpNetwork.fromAddressUnsafe(ipv4.value, network!.prefixLength - 96) : network
+}
+
 /** `TRUSTED_PROXIES`: comma-separated addresses and CIDR ranges; the bad entries, if any. */
 export const parseTrustedProxies = (
   value: string
 ): { readonly ranges: ReadonlyArray<IpRange>; readonly invalid: ReadonlyArray<string> } => {
-  const entries = value.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
   const ranges: Array<IpRange> = []
   const invalid: Array<string> = []
-  for (const entry of entries) {
-    const range = parseIpRange(entry)
+  for (const entry of value.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")) {
+    const range = parseNetwork(entry)
     if (range === undefined) invalid.push(entry)
     else ranges.push(range)
   }
@@ -38,35 +69,36 @@ const withoutPort = (node: string): string => {
 }
 
 /** The `for=` nodes of RFC 7239's `Forwarded`, in order. */
-const forwardedFor = (header: string): Array<string> => {
-  const nodes: Array<string> = []
-  for (const element of header.split(",")) {
-    for (const pair of element.split(";")) {
+const forwardedFor = (header: string): Array<string> =>
+  header.split(",").flatMap((element) =>
+    element.split(";").flatMap((pair) => {
       const equals = pair.indexOf("=")
-      if (equals !== -1 && pair.slice(0, equals).trim().toLowerCase() === "for") nodes.push(pair.slice(equals + 1))
-    }
-  }
-  return nodes
-}
+      return equals !== -1 && pair.slice(0, equals).trim().toLowerCase() === "for" ? [pair.slice(equals + 1)] : []
+    })
+  )
 
 const maxDirectPeers = 4096
 
 const unknown: ClientAddress = { text: "unknown", limitedAs: "unknown" }
 
-const fromAddress = (address: IpAddress): ClientAddress => ({ text: formatIp(address), limitedAs: limitedAs(address) })
+// An IPv6 client is limited by its /64: one subscriber is commonly handed a whole /64.
+const fromAddress = (address: NetAddress.IpAddress): ClientAddress => ({
+  text: NetAddress.formatIp(address),
+  limitedAs: NetAddress.isIpv4Address(address)
+    ? NetAddress.formatIp(address)
+    : IpNetwork.format(IpNetwork.fromAddressUnsafe(address, 64))
+})
 
 /**
- * The client of a request. Without trusted proxies it is the socket's peer, and forwarding headers
- * are ignored (anyone can write them). When the peer is a trusted proxy, the client is the
- * right-most `X-Forwarded-For` (or, without one, `Forwarded: for=`) entry that is not itself a trusted
- * proxy: entries further left were written by whoever sent the request and prove nothing. An entry
- * that is no address (`unknown`, an obfuscated name) stops the walk at the proxy that wrote it.
+ * The client of a request: the socket's peer, or, when that is a trusted proxy, the right-most
+ * `X-Forwarded-For` (else `Forwarded: for=`) entry that is not itself one; entries further left
+ * were written by whoever sent the request and prove nothing, and one that is no address stops
+ * the walk at the proxy that wrote it.
  */
 export const makeClientAddress = (trusted: ReadonlyArray<IpRange>) => {
-  const isTrusted = (address: IpAddress) => trusted.some((range) => inRange(address, range))
-  // The peers seen lately that are the client themselves, as the request log and the failure
-  // limiter name them: parsing and formatting the address again was 2% of a get by id's CPU.
-  // Emptied when full, so that a flood of addresses costs bounded memory.
+  const isTrusted = (address: NetAddress.IpAddress) => trusted.some((range) => IpNetwork.contains(range, address))
+  // Peers that are the client themselves, kept formatted (parsing again was 2% of a get by id's
+  // CPU); emptied when full, so a flood of addresses costs bounded memory.
   const directPeers = new Map<string, ClientAddress>()
   return (request: HttpServerRequest.HttpServerRequest): ClientAddress => {
     // Read once: the platform asks the server for the socket's address at each read.
@@ -82,8 +114,7 @@ export const makeClientAddress = (trusted: ReadonlyArray<IpRange>) => {
       directPeers.set(remoteAddress.value, client)
       return client
     }
-    // X-Forwarded-For first: the header common proxies append to. A proxy that writes only one of
-    // the two passes the other on as the client sent it, so `Forwarded` counts only without it.
+    // A proxy that writes only one of the two headers passes the other on as the client sent it.
     const xForwardedFor = request.headers["x-forwarded-for"]
     const forwarded = request.headers["forwarded"]
     const chain = xForwardedFor !== undefined
