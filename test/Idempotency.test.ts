@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer } from "effect"
+import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
+import { NewPet } from "../src/Domain/Pet.js"
+import { fingerprint, fingerprintOf } from "../src/Pets/Idempotency.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
 import { makeInMemoryPetRepository } from "../src/Pets/PetRepositoryInMemory.js"
 import { everyField, newPetFields, optionalFields, otherValues } from "./support/Pets.js"
@@ -158,6 +160,61 @@ describe("idempotent creates, POST /v1/pets with Idempotency-Key", () => {
       expect((yield* send("POST", "/v1/pets", { key, headers, body: rex })).body).toEqual(first.body)
       yield* TestClock.adjust("2 hours")
       expect((yield* send("POST", "/v1/pets", { key, headers, body: rex })).body.id).toBe(2)
+    }).pipe(Effect.provide(TestServer)))
+})
+
+describe("the fingerprint of a createPet body, across upgrades", () => {
+  // As the service recorded them before fields could be added: sha256 of the values in the
+  // schema's order, absent as null (`["Rex",3,"available"]`, `["Tom",1,null]`).
+  const recorded = {
+    rex: "32983e3f83169846ded59557aa76b666db7df38e791381179b07e92db6b85f1a",
+    tom: "5b7e90696de3202c9695a64fcded6d08b59f1f4b05aa96eae2ee9f6cebb94f46"
+  }
+  // The schema as it would be with an optional field added.
+  const WithTags = Schema.Struct({ ...NewPet.fields, tags: Schema.optionalKey(Schema.Array(Schema.String)) })
+  const withTags = fingerprintOf(Object.keys(WithTags.fields))
+
+  it("is the value recorded before, with and without a field added", () => {
+    for (const fingerprintOfBody of [fingerprint, withTags]) {
+      expect(fingerprintOfBody({ name: "Rex", categoryId: 3, status: "available" })).toBe(recorded.rex)
+      expect(fingerprintOfBody({ name: "Tom", categoryId: 1 })).toBe(recorded.tom)
+    }
+    // The added field takes part once given, an empty list too.
+    expect(withTags({ name: "Tom", categoryId: 1, tags: [] })).not.toBe(recorded.tom)
+    expect(withTags({ name: "Tom", categoryId: 1, tags: ["a"] })).not.toBe(withTags({ name: "Tom", categoryId: 1 }))
+  })
+
+  it.effect("a create recorded with the earlier fingerprint replays; another body still gets 422", () =>
+    Effect.gen(function*() {
+      const { key, record } = yield* createKey()
+      const pets = yield* PetRepository
+      const scope = { apiKeyId: record.id, key: "before-the-upgrade" }
+      const claim = (yield* pets.reserve(scope, 5000)) as { claimedAt: number }
+      const tom = yield* pets.createOnce(scope, claim.claimedAt, recorded.tom, { name: "Tom", categoryId: 1 })
+      const headers = { "idempotency-key": scope.key }
+      const retry = yield* send("POST", "/v1/pets", {
+        key,
+        headers,
+        body: JSON.stringify({ name: "Tom", categoryId: 1 })
+      })
+      expect(retry.status).toBe(201)
+      expect(retry.body).toEqual(tom)
+      expect((yield* send("POST", "/v1/pets", { key, headers, body: rex })).status).toBe(422)
+    }).pipe(Effect.provide(TestServer)))
+
+  it.effect("a retry of a create made before a field was added, checked against the schema with it: the same answer", () =>
+    Effect.gen(function*() {
+      const { key, record } = yield* createKey()
+      const headers = { "idempotency-key": "made-before-tags" }
+      const first = yield* send("POST", "/v1/pets", { key, headers, body: tom })
+      expect(first.status).toBe(201)
+      // What the upgraded service does with the retry: the record's fingerprint against the
+      // retried body decoded by the schema with the field.
+      const pets = yield* PetRepository
+      const found = yield* pets.reserve({ apiKeyId: record.id, key: headers["idempotency-key"] }, 5000)
+      expect(found).toEqual({ _tag: "Completed", fingerprint: recorded.tom, pet: first.body })
+      const retried = yield* Schema.decodeUnknownEffect(WithTags)(JSON.parse(tom))
+      expect(withTags(retried)).toBe(found._tag === "Completed" ? found.fingerprint : undefined)
     }).pipe(Effect.provide(TestServer)))
 })
 

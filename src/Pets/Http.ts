@@ -1,7 +1,6 @@
 import { Clock, Duration, Effect, Exit, Layer, Option } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { hash } from "node:crypto"
 import { PetStoreApi } from "../Api.js"
 import { getPetDeprecatedAt, getPetReplacementFragment, getPetSunsetAt, SunsetPolicy } from "../Api/Deprecation.js"
 import { docsPath } from "../Api/DocumentPaths.js"
@@ -23,6 +22,7 @@ import { readJsonBody } from "../Request/JsonBody.js"
 import { orUnavailable } from "../Request/Unavailable.js"
 import { ReadOnlyMode } from "../Sql/ReadOnlyMode.js"
 import { Cursors } from "./Cursors.js"
+import { fingerprint } from "./Idempotency.js"
 import { type IdempotencyScope, PetRepository } from "./PetRepository.js"
 
 /**
@@ -41,16 +41,6 @@ const readNewPet = readJsonBody(NewPet, newPetParseOptions)
 
 /** A created pet, answered 201 (the endpoint's success status) with its `Location`. */
 const created = (pet: Pet) => Effect.as(noteResponseHeaders({ location: `/v1/pets/${pet.id}` }), pet)
-
-const newPetFields = Object.keys(NewPet.fields) as ReadonlyArray<keyof NewPet>
-
-/**
- * What identifies a request body for an idempotency key: its decoded value, so spacing and key
- * order do not count. Every field of `NewPet` takes part, in the schema's order (absent as null),
- * so a field added to the schema is part of it without a change here.
- */
-const fingerprint = (pet: NewPet) =>
-  hash("sha256", JSON.stringify(newPetFields.map((field) => pet[field] ?? null)), "hex")
 
 const inProgress = new Conflict({
   code: "idempotency_request_in_progress",
