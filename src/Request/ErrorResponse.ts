@@ -9,6 +9,7 @@ import { type ApiError, errorBodies } from "../Domain/ApiError.js"
  */
 export const errorResponse = (error: ApiError, headers: Record<string, string> = {}) =>
   HttpServerResponse.jsonUnsafe(
+    // The tag picks the body schema of this very class, a pairing TypeScript's union of schemas cannot follow.
     Schema.encodeSync(errorBodies[error._tag] as unknown as Schema.Codec<ApiError, unknown>)(error),
     { status: error.status, headers }
   )

@@ -37,7 +37,10 @@ const firstFailure = (
 
 const valueAt = (input: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
   path.reduce<unknown>(
-    (value, key) => (typeof value === "object" && value !== null ? (value as any)[key] : undefined),
+    (
+      value,
+      key
+    ) => (typeof value === "object" && value !== null ? (value as Record<PropertyKey, unknown>)[key] : undefined),
     input
   )
 

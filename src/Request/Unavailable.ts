@@ -5,53 +5,37 @@ import { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { CurrentRequest, noteResponseHeaders } from "./CurrentRequest.js"
 import { errorResponse } from "./ErrorResponse.js"
 
-const databaseUnavailable = new ServiceUnavailable({
-  code: "database_unavailable",
-  message: "The database cannot serve this request now; retry",
-  status: 503
-})
-
-const retryAfter = retryAfterHeader("database_unavailable")
-
-/**
- * `database_unavailable` as a response, for the answers given outside an endpoint: a defect of the
- * SQL layer (`Http/ApiResponses.ts`), a deadline that passed while the request waited on its
- * database (`Http/RequestDeadline.ts`).
- */
-export const databaseUnavailableResponse = errorResponse(databaseUnavailable, retryAfter)
-
-/** The warning a request answered `database_unavailable` is logged with: its id, and why. */
-export const warnUnavailable = (requestId: string | undefined, reason: string) =>
-  Effect.logWarning("database unavailable").pipe(Effect.annotateLogs({ requestId, reason }))
-
-const databaseReadOnly = new ServiceUnavailable({
-  code: "database_read_only",
-  message:
-    "The database is read-only (a standby, or writes turned off): reads are served; retry the create after Retry-After",
-  status: 503
-})
-
-const readOnlyRetryAfter = retryAfterHeader("database_read_only")
-
-/**
- * A store that cannot serve now (a `DatabaseUnavailable`: away, hung, locked, read-only or full):
- * 503 `database_unavailable` with `Retry-After`, so a client can tell an outage from a bug, or
- * `database_read_only` when it refused a write as read-only; and a warning in the log naming the
- * request and the database's own words.
- */
-export const answerUnavailable = (
-  error: Pick<DatabaseUnavailable, "message" | "reason">
-): Effect.Effect<never, ServiceUnavailable, HttpServerRequest.HttpServerRequest> =>
-  CurrentRequest.use((current) => {
-    const readOnly = error.reason === "read_only"
-    return Effect.logWarning(readOnly ? "database read-only" : "database unavailable").pipe(
-      Effect.annotateLogs({ requestId: current?.id, reason: error.message }),
-      Effect.andThen(noteResponseHeaders(readOnly ? readOnlyRetryAfter : retryAfter)),
-      Effect.andThen(Effect.fail(readOnly ? databaseReadOnly : databaseUnavailable))
-    )
+const unavailable = {
+  database_unavailable: new ServiceUnavailable({
+    code: "database_unavailable",
+    message: "The database cannot serve this request now; retry",
+    status: 503
+  }),
+  database_read_only: new ServiceUnavailable({
+    code: "database_read_only",
+    message:
+      "The database is read-only (a standby, or writes turned off): reads are served; retry the create after Retry-After",
+    status: 503
   })
+} as const
 
-/** `self`, with a store that cannot serve now answered as `answerUnavailable` says. */
+/** The warning a request answered `database_unavailable` (or `database_read_only`) is logged with: its id, and why. */
+export const warnUnavailable = (requestId: string | undefined, reason: string, readOnly = false) =>
+  Effect.logWarning(readOnly ? "database read-only" : "database unavailable").pipe(
+    Effect.annotateLogs({ requestId, reason })
+  )
+
+/** `database_unavailable` for the answers given outside an endpoint: a defect of the SQL layer, the deadline. */
+export const databaseUnavailableResponse = errorResponse(
+  unavailable.database_unavailable,
+  retryAfterHeader("database_unavailable")
+)
+
+/**
+ * `self`, with a store that cannot serve now answered 503 with `Retry-After` (`database_read_only`
+ * when it refused a write as read-only), so a client can tell an outage from a bug; logged with the
+ * database's own words.
+ */
 export const orUnavailable = <A, E, R>(
   self: Effect.Effect<A, E, R>
 ): Effect.Effect<A, Exclude<E, DatabaseUnavailable> | ServiceUnavailable, R | HttpServerRequest.HttpServerRequest> =>
@@ -59,15 +43,20 @@ export const orUnavailable = <A, E, R>(
     never,
     Exclude<E, DatabaseUnavailable> | ServiceUnavailable,
     HttpServerRequest.HttpServerRequest
-  > =>
-    error instanceof DatabaseUnavailable
-      ? answerUnavailable(error)
-      : Effect.fail(error as Exclude<E, DatabaseUnavailable>))
+  > => {
+    if (!(error instanceof DatabaseUnavailable)) return Effect.fail(error as Exclude<E, DatabaseUnavailable>)
+    const code = error.reason === "read_only" ? "database_read_only" : "database_unavailable"
+    return CurrentRequest.use((current) =>
+      warnUnavailable(current?.id, error.message, code === "database_read_only").pipe(
+        Effect.andThen(noteResponseHeaders(retryAfterHeader(code))),
+        Effect.andThen(Effect.fail(unavailable[code]))
+      )
+    )
+  })
 
 /**
- * `self`, a call of the current request to a store, counted as a wait on the database while it
- * runs: a deadline that passes meanwhile is then the database's fault, and answered as its other
- * faults are, `database_unavailable` (`Http/RequestDeadline.ts`).
+ * `self`, a store call of the current request, counted as a wait on the database while it runs:
+ * a deadline passing meanwhile is answered `database_unavailable` (`Http/RequestDeadline.ts`).
  */
 export const waitingOnDatabase = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) => {
