@@ -1,36 +1,26 @@
-import { Config, Context, Duration, Layer, type LogLevel, Option, Schema, SchemaIssue } from "effect"
+import {
+  Config,
+  ConfigProvider,
+  Context,
+  Duration,
+  Effect,
+  Layer,
+  type LogLevel,
+  Option,
+  Schema,
+  SchemaIssue
+} from "effect"
 import { readFileSync, statSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { dirname } from "node:path"
 import { metricsListener } from "../Observability/ObservabilityConfig.js"
-import { type IpRange, parseTrustedProxies } from "../Request/ClientAddress.js"
+import { parseTrustedProxies } from "../Request/ClientAddress.js"
+import type { IpRange } from "../Request/IpAddress.js"
 
 export type Environment = "production" | "staging"
 
-/** An entry of the OpenAPI `servers` list. */
-export interface Server {
-  readonly url: string
-  readonly description: string
-}
-
 /** `DATABASE_URL` when it is unset: the one database whose folder a first start makes. */
 export const defaultDatabaseUrl = "data/petstore.db"
-
-/**
- * The OpenAPI `servers`: this instance first, labelled with its environment, so the docs page
- * and its samples call the instance serving them; then the other environment.
- */
-const serversFor = (
-  environment: Environment,
-  self: string,
-  addresses: { readonly production: string; readonly staging: string }
-): ReadonlyArray<Server> => {
-  const other = environment === "production" ? "staging" : "production"
-  return [
-    { url: self, description: `This instance (${environment})` },
-    { url: addresses[other], description: other === "production" ? "Production" : "Staging" }
-  ]
-}
 
 /**
  * The variable `name` read with `schema` and checked by `rule`, which answers `true` or the
@@ -42,24 +32,41 @@ const checked = <A>(name: string, schema: Schema.Codec<A, string>, rule: (value:
 const rule = <A>(message: string, validation: (value: A) => boolean) => (value: A): true | string =>
   validation(value) || message
 
+const text = (name: string, message: string, valid: (value: string) => boolean) =>
+  checked(name, Schema.String, rule(message, valid))
+
+const number = (name: string, message: string, valid: (n: number) => boolean, fallback: number) =>
+  checked(name, Schema.NumberFromString, rule(message, valid)).pipe(Config.withDefault(fallback))
+
+const positiveInteger = (name: string, fallback: number) =>
+  number(name, "must be a positive integer", (n) => Number.isInteger(n) && n >= 1, fallback)
+
+const seconds = (name: string, message: string, valid: (n: number) => boolean, fallback: number) =>
+  Config.map(number(name, message, valid, fallback), Duration.seconds)
+
+const upToAnHour = (name: string, fallback: number) =>
+  seconds(name, "must be a number of seconds from 0 to 3600", (n) => n >= 0 && n <= 3600, fallback)
+
+/** Under a request's deadline, which Bun's 10 s idle timeout bounds: an answer must come before that. */
+const belowTen = (name: string, fallback: number) =>
+  seconds(name, "must be a number of seconds above 0 and below 10", (n) => n > 0 && n < 10, fallback)
+
+const isHttpUrl = (value: string) => URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)
+
 const httpUrl = (name: string) =>
-  checked(name, Schema.String, rule("must be an absolute http(s) URL", isHttpUrl)).pipe(
-    Config.map((url) => url.replace(/\/+$/, ""))
-  )
+  Config.map(text(name, "must be an absolute http(s) URL", isHttpUrl), (url) => url.replace(/\/+$/, ""))
 
 /** A failed check of `name` that no one variable's rule could make (it depends on another's value). */
 const invalidAt = (name: string, message: string) =>
   Config.fail(new Schema.SchemaError(new SchemaIssue.Pointer([name], new SchemaIssue.InvalidValue({ message }))))
 
-/** `PORT`, the API's port; `listenersApart` reads it too. */
-export const portSetting = checked(
+const portSetting = number(
   "PORT",
-  Schema.NumberFromString,
-  rule("must be a port number from 1 to 65535", (p) => Number.isInteger(p) && p >= 1 && p <= 65535)
-).pipe(Config.withDefault(3000))
-
-/** `HOST`, the API's address. */
-export const hostSetting = Config.String("HOST").pipe(Config.withDefault("0.0.0.0"))
+  "must be a port number from 1 to 65535",
+  (p) => Number.isInteger(p) && p >= 1 && p <= 65535,
+  3000
+)
+const hostSetting = Config.String("HOST").pipe(Config.withDefault("0.0.0.0"))
 
 /** What `DATABASE_URL` must be, as a message following its name, or `true`. */
 const databaseUrlRule = (url: string): true | string =>
@@ -70,15 +77,11 @@ const databaseUrlRule = (url: string): true | string =>
     ? "names no SQLite file: the path after sqlite: or file: is empty"
     : databaseUrlProblem(url) ?? true
 
-/** A file's content without the newline that ends its last line (`echo`'s, an editor's). */
-const readSetting = (file: string): string => readFileSync(file, "utf8").replace(/\r?\n$/, "")
-
 /**
  * The database URL as given, unchecked: `DATABASE_URL`, or the content of the file
  * `DATABASE_URL_FILE` names (a systemd credential, a mounted secret), which keeps a password out of
- * the environment that every child process inherits and `/proc/PID/environ` shows; none when
- * neither is set. Both set is refused, as which should win would be a guess; so is a file that
- * cannot be read.
+ * the environment that every child process inherits and `/proc/PID/environ` shows. Both set is
+ * refused, as which should win would be a guess; so is a file that cannot be read.
  */
 export const databaseUrlSetting: Config.Config<Option.Option<{ readonly url: string; readonly file?: string }>> = Config
   .all({ url: Config.option(Config.String("DATABASE_URL")), file: Config.option(Config.String("DATABASE_URL_FILE")) })
@@ -86,24 +89,16 @@ export const databaseUrlSetting: Config.Config<Option.Option<{ readonly url: str
     if (Option.isNone(file)) return Config.succeed(Option.map(url, (url) => ({ url })))
     if (Option.isSome(url)) return invalidAt("DATABASE_URL_FILE", "is set as well as DATABASE_URL: set one of them")
     try {
-      return Config.succeed(Option.some({ url: readSetting(file.value), file: file.value }))
+      // Without the newline that ends its last line (`echo`'s, an editor's).
+      return Config.succeed(
+        Option.some({ url: readFileSync(file.value, "utf8").replace(/\r?\n$/, ""), file: file.value })
+      )
     } catch (cause) {
       // Some messages end with the path ("…, open '/etc/…'"), which the line names once, before them.
       const reason = cause instanceof Error ? cause.message.replace(/, \w+ '.*'$/, "") : String(cause)
       return invalidAt("DATABASE_URL_FILE", `names ${file.value}, which cannot be read (${reason})`)
     }
   }))
-
-/** A number of seconds, checked by `validation`, as a `Duration`. */
-const seconds = (name: string, message: string, validation: (n: number) => boolean, defaultSeconds: number) =>
-  checked(name, Schema.NumberFromString, rule(message, validation)).pipe(
-    Config.withDefault(defaultSeconds),
-    Config.map(Duration.seconds)
-  )
-
-/** A database timeout: under a request's deadline, which Bun's 10 s idle timeout bounds. */
-const databaseSeconds = (name: string, defaultSeconds: number) =>
-  seconds(name, "must be a number of seconds above 0 and below 10", (n) => n > 0 && n < 10, defaultSeconds)
 
 /** `LOG_LEVEL`, in any case: the levels' names, `OFF` for none. */
 const logLevels: Record<string, LogLevel.LogLevel> = {
@@ -124,220 +119,121 @@ const originsOf = (list: string): ReadonlyArray<string> =>
 
 const workersOf = (value: string) => value.trim() === "auto" ? availableParallelism() : Number(value)
 
-/** The service's settings, read from the environment and checked once at start. */
-export class AppConfig extends Context.Service<AppConfig, {
-  readonly port: number
-  readonly host: string
-  /** A `postgres://` URL, or a SQLite file: a path, `sqlite:path` or `file:path`. */
-  readonly databaseUrl: string
-  readonly environment: Environment
-  /** Where clients reach this instance; used in `Link` headers. */
-  readonly publicBaseUrl: string
-  /** The OpenAPI document's `servers`: this instance, then the other environment. */
-  readonly servers: ReadonlyArray<Server>
-  /** Requests per API key: a token bucket refilled at `perSecond`, holding `burst`. */
-  readonly rateLimit: { readonly perSecond: number; readonly burst: number }
-  /** Failed authentications allowed per client address and minute (also the burst). */
-  readonly authFailuresPerMinute: number
-  /** Proxies whose forwarding headers name the client (`TRUSTED_PROXIES`); none by default. */
-  readonly trustedProxies: ReadonlyArray<IpRange>
-  /** Browser origins allowed to call the API (CORS); none unless listed. */
-  readonly corsOrigins: ReadonlyArray<string>
-  readonly logLevel: LogLevel.LogLevel
-  /** Server processes sharing the port (`WORKERS`; `auto` is one per core). */
-  readonly workers: number
-  /**
-   * How long a stop keeps serving with `/readyz` at 503, so that a load balancer takes the
-   * instance out before it refuses anything (`STOP_GRACE_SECONDS`).
-   */
-  readonly stopGrace: Duration.Duration
-  /** How long a stop lets the requests in flight finish (`DRAIN_TIMEOUT_SECONDS`). */
-  readonly drainTimeout: Duration.Duration
-  /** How long a request may take before it is answered 503 (`REQUEST_TIMEOUT_SECONDS`). */
-  readonly requestTimeout: Duration.Duration
-  /** PostgreSQL: how long opening a connection may take (`DATABASE_CONNECT_TIMEOUT_SECONDS`). */
-  readonly databaseConnectTimeout: Duration.Duration
-  /**
-   * How long one statement may run on PostgreSQL, and wait for another process's lock on
-   * SQLite (`DATABASE_STATEMENT_TIMEOUT_SECONDS`).
-   */
-  readonly databaseStatementTimeout: Duration.Duration
-  /** How long a start keeps retrying a database that refuses connections (`DATABASE_START_TIMEOUT_SECONDS`). */
-  readonly databaseStartTimeout: Duration.Duration
-  /**
-   * PostgreSQL: how long a connection may sit silent before TCP keepalive probes it
-   * (`DATABASE_KEEPALIVE_SECONDS`); a host that answers none of the probes ends it.
-   */
-  readonly databaseKeepAlive: Duration.Duration
-}>()("petstore/AppConfig") {
-  static readonly config = Config.all({
-    port: portSetting,
-    host: hostSetting,
-    // The default is not checked: its folder is the one a first start makes.
-    databaseUrl: databaseUrlSetting.pipe(Config.flatMap(Option.match({
-      onNone: () => Config.succeed(defaultDatabaseUrl),
-      onSome: ({ file, url }) => {
-        const problem = databaseUrlRule(url)
-        return problem === true
-          ? Config.succeed(url)
-          : file === undefined
-          ? invalidAt("DATABASE_URL", problem)
-          : invalidAt("DATABASE_URL_FILE", `the URL in ${file} ${problem}`)
-      }
-    }))),
-    environment: checked(
-      "PETSTORE_ENV",
-      Schema.String,
-      rule("must be production or staging", (value) => value === "production" || value === "staging")
-    ).pipe(Config.map((value) => value as Environment), Config.withDefault("staging" as Environment)),
-    publicBaseUrl: Config.option(httpUrl("PUBLIC_BASE_URL")),
-    productionUrl: httpUrl("PETSTORE_PRODUCTION_URL").pipe(Config.withDefault("https://petstore.example.com")),
-    stagingUrl: httpUrl("PETSTORE_STAGING_URL").pipe(Config.withDefault("https://staging.petstore.example.com")),
-    rateLimit: Config.all({
-      perSecond: checked(
-        "RATE_LIMIT_PER_SECOND",
-        Schema.NumberFromString,
-        rule("must be a positive number", (n) => n > 0)
-      )
-        .pipe(Config.withDefault(100)),
-      burst: checked(
-        "RATE_LIMIT_BURST",
-        Schema.NumberFromString,
-        rule("must be a positive integer", (n) => Number.isInteger(n) && n >= 1)
-      ).pipe(Config.withDefault(200))
-    }),
-    authFailuresPerMinute: checked(
-      "AUTH_FAILURES_PER_MINUTE",
-      Schema.NumberFromString,
-      rule("must be a positive integer", (n) => Number.isInteger(n) && n >= 1)
-    ).pipe(Config.withDefault(20)),
-    trustedProxies: checked(
-      "TRUSTED_PROXIES",
-      Schema.String,
-      rule(
-        "must be comma-separated IP addresses or CIDR ranges, such as 10.0.0.0/8, 192.0.2.7, fd00::/8",
-        (value) => parseTrustedProxies(value).invalid.length === 0
-      )
-    ).pipe(
-      Config.map((value): ReadonlyArray<IpRange> => parseTrustedProxies(value).ranges),
-      Config.withDefault([] as ReadonlyArray<IpRange>)
-    ),
-    corsOrigins: checked(
-      "CORS_ORIGINS",
-      Schema.String,
-      rule("must be a comma-separated list of http(s) origins", (list) => originsOf(list).every(isHttpUrl))
-    ).pipe(Config.map(originsOf), Config.withDefault([] as ReadonlyArray<string>)),
-    logLevel: checked(
-      "LOG_LEVEL",
-      Schema.String,
-      rule(
-        "must be one of all, fatal, error, warn, info, debug, trace, off",
-        (value) => Object.hasOwn(logLevels, value.trim().toUpperCase())
-      )
-    ).pipe(
-      Config.map((value) => logLevels[value.trim().toUpperCase()]!),
-      Config.withDefault("Info" as LogLevel.LogLevel)
-    ),
-    workers: checked(
-      "WORKERS",
-      Schema.String,
-      rule("must be auto or a whole number of processes from 1 to 256", (value) => {
-        const n = workersOf(value)
-        return Number.isInteger(n) && n >= 1 && n <= 256
-      })
-    ).pipe(Config.map(workersOf), Config.withDefault(1)),
-    stopGrace: seconds(
-      "STOP_GRACE_SECONDS",
-      "must be a number of seconds from 0 to 3600",
-      (n) => n >= 0 && n <= 3600,
-      5
-    ),
-    drainTimeout: seconds(
-      "DRAIN_TIMEOUT_SECONDS",
-      "must be a number of seconds from 0 to 3600",
-      (n) => n >= 0 && n <= 3600,
-      10
-    ),
-    // Bun closes a connection idle for 10 s: an answer must come before that.
-    requestTimeout: seconds(
-      "REQUEST_TIMEOUT_SECONDS",
-      "must be a number of seconds above 0 and below 10",
-      (n) => n > 0 && n < 10,
-      5
-    ),
-    databaseConnectTimeout: databaseSeconds("DATABASE_CONNECT_TIMEOUT_SECONDS", 3),
-    databaseStatementTimeout: databaseSeconds("DATABASE_STATEMENT_TIMEOUT_SECONDS", 3),
-    databaseStartTimeout: seconds(
-      "DATABASE_START_TIMEOUT_SECONDS",
-      "must be a number of seconds from 0 to 3600",
-      (n) => n >= 0 && n <= 3600,
-      30
-    ),
-    // Whole seconds: the kernel's keepalive idle time is set in seconds.
-    databaseKeepAlive: seconds(
-      "DATABASE_KEEPALIVE_SECONDS",
-      "must be a whole number of seconds from 1 to 300",
-      (n) => Number.isInteger(n) && n >= 1 && n <= 300,
-      10
+/** The service's settings, read from the environment and checked once at start (docs/configuration.md). */
+const config = Config.all({
+  port: portSetting,
+  host: hostSetting,
+  // A `postgres://` URL, or a SQLite file; the default is not checked: its folder is the one a first start makes.
+  databaseUrl: databaseUrlSetting.pipe(Config.flatMap(Option.match({
+    onNone: () => Config.succeed(defaultDatabaseUrl),
+    onSome: ({ file, url }) => {
+      const problem = databaseUrlRule(url)
+      return problem === true
+        ? Config.succeed(url)
+        : file === undefined
+        ? invalidAt("DATABASE_URL", problem)
+        : invalidAt("DATABASE_URL_FILE", `the URL in ${file} ${problem}`)
+    }
+  }))),
+  environment: text("PETSTORE_ENV", "must be production or staging", (v) => v === "production" || v === "staging")
+    .pipe(Config.map((value) => value as Environment), Config.withDefault("staging" as Environment)),
+  publicBaseUrl: Config.option(httpUrl("PUBLIC_BASE_URL")),
+  productionUrl: httpUrl("PETSTORE_PRODUCTION_URL").pipe(Config.withDefault("https://petstore.example.com")),
+  stagingUrl: httpUrl("PETSTORE_STAGING_URL").pipe(Config.withDefault("https://staging.petstore.example.com")),
+  rateLimit: Config.all({
+    perSecond: number("RATE_LIMIT_PER_SECOND", "must be a positive number", (n) => n > 0, 100),
+    burst: positiveInteger("RATE_LIMIT_BURST", 200)
+  }),
+  authFailuresPerMinute: positiveInteger("AUTH_FAILURES_PER_MINUTE", 20),
+  trustedProxies: checked(
+    "TRUSTED_PROXIES",
+    Schema.String,
+    rule(
+      "must be comma-separated IP addresses or CIDR ranges, such as 10.0.0.0/8, 192.0.2.7, fd00::/8",
+      (value) => parseTrustedProxies(value).invalid.length === 0
     )
-  }).pipe(
-    // A request waiting for a PostgreSQL connection gives up when the connect timeout ends, a
-    // connection error logged and counted as the pool's: that has to come before its deadline, which
-    // would say only that the database did not answer. SQLite opens none.
-    Config.flatMap((config) =>
-      !isPostgresUrl(config.databaseUrl) || Duration.isLessThan(config.databaseConnectTimeout, config.requestTimeout)
-        ? Config.succeed(config)
-        : invalidAt(
-          "DATABASE_CONNECT_TIMEOUT_SECONDS",
-          `must be below REQUEST_TIMEOUT_SECONDS (${Duration.toSeconds(config.requestTimeout)} s; it is ` +
-            `${
-              Duration.toSeconds(config.databaseConnectTimeout)
-            } s), so that a request waiting for a database connection ` +
-            "is answered database_unavailable before its deadline"
-        )
-    ),
-    Config.map(({ productionUrl, publicBaseUrl, stagingUrl, ...config }) => {
-      const self = Option.getOrElse(publicBaseUrl, () => `http://localhost:${config.port}`)
-      return {
-        ...config,
-        publicBaseUrl: self,
-        servers: serversFor(config.environment, self, { production: productionUrl, staging: stagingUrl })
-      }
-    })
+  ).pipe(
+    Config.map((value): ReadonlyArray<IpRange> => parseTrustedProxies(value).ranges),
+    Config.withDefault([] as ReadonlyArray<IpRange>)
+  ),
+  corsOrigins: text(
+    "CORS_ORIGINS",
+    "must be a comma-separated list of http(s) origins",
+    (list) => originsOf(list).every(isHttpUrl)
+  ).pipe(Config.map(originsOf), Config.withDefault([] as ReadonlyArray<string>)),
+  logLevel: text(
+    "LOG_LEVEL",
+    "must be one of all, fatal, error, warn, info, debug, trace, off",
+    (value) => Object.hasOwn(logLevels, value.trim().toUpperCase())
+  ).pipe(
+    Config.map((value) => logLevels[value.trim().toUpperCase()]!),
+    Config.withDefault("Info" as LogLevel.LogLevel)
+  ),
+  workers: text("WORKERS", "must be auto or a whole number of processes from 1 to 256", (value) => {
+    const n = workersOf(value)
+    return Number.isInteger(n) && n >= 1 && n <= 256
+  }).pipe(Config.map(workersOf), Config.withDefault(1)),
+  // Serving with /readyz at 503, so that a load balancer takes the instance out before it refuses anything.
+  stopGrace: upToAnHour("STOP_GRACE_SECONDS", 5),
+  drainTimeout: upToAnHour("DRAIN_TIMEOUT_SECONDS", 10),
+  requestTimeout: belowTen("REQUEST_TIMEOUT_SECONDS", 5),
+  databaseConnectTimeout: belowTen("DATABASE_CONNECT_TIMEOUT_SECONDS", 3),
+  // One statement on PostgreSQL; the wait for another process's lock on SQLite.
+  databaseStatementTimeout: belowTen("DATABASE_STATEMENT_TIMEOUT_SECONDS", 3),
+  databaseStartTimeout: upToAnHour("DATABASE_START_TIMEOUT_SECONDS", 30),
+  // Whole seconds: the kernel's keepalive idle time is set in seconds.
+  databaseKeepAlive: seconds(
+    "DATABASE_KEEPALIVE_SECONDS",
+    "must be a whole number of seconds from 1 to 300",
+    (n) => Number.isInteger(n) && n >= 1 && n <= 300,
+    10
   )
+}).pipe(
+  // A request waiting for a PostgreSQL connection gives up when the connect timeout ends, a
+  // connection error logged and counted as the pool's: that has to come before its deadline, which
+  // would say only that the database did not answer. SQLite opens none.
+  Config.flatMap((config) =>
+    !isPostgresUrl(config.databaseUrl) || Duration.isLessThan(config.databaseConnectTimeout, config.requestTimeout)
+      ? Config.succeed(config)
+      : invalidAt(
+        "DATABASE_CONNECT_TIMEOUT_SECONDS",
+        `must be below REQUEST_TIMEOUT_SECONDS (${Duration.toSeconds(config.requestTimeout)} s; it is ` +
+          `${Duration.toSeconds(config.databaseConnectTimeout)} s), so that a request waiting for a database ` +
+          "connection is answered database_unavailable before its deadline"
+      )
+  ),
+  // The OpenAPI `servers`: this instance first, so the docs page and its samples call it; then the other environment.
+  Config.map(({ environment, productionUrl, publicBaseUrl, stagingUrl, ...config }) => {
+    const self = Option.getOrElse(publicBaseUrl, () => `http://localhost:${config.port}`)
+    const other = environment === "production" ? "staging" : "production"
+    const servers: ReadonlyArray<{ readonly url: string; readonly description: string }> = [
+      { url: self, description: `This instance (${environment})` },
+      {
+        url: other === "production" ? productionUrl : stagingUrl,
+        description: other === "production" ? "Production" : "Staging"
+      }
+    ]
+    return { ...config, environment, publicBaseUrl: self, servers }
+  })
+)
 
-  static readonly layer = Layer.effect(AppConfig, AppConfig.config)
+export class AppConfig extends Context.Service<AppConfig, Config.Success<typeof config>>()("petstore/AppConfig") {
+  static readonly config = config
 
-  /** Settings for tests and for composing the service in code. */
-  static readonly make = (config: Partial<AppConfig["Service"]> = {}) => {
-    const environment = config.environment ?? "staging"
-    const publicBaseUrl = config.publicBaseUrl ?? "http://localhost:3000"
-    return Layer.succeed(AppConfig, {
-      port: 3000,
-      host: "127.0.0.1",
-      databaseUrl: defaultDatabaseUrl,
-      environment,
-      publicBaseUrl,
-      servers: serversFor(environment, publicBaseUrl, {
-        production: "https://petstore.example.com",
-        staging: "https://staging.petstore.example.com"
-      }),
-      rateLimit: { perSecond: 100, burst: 200 },
-      authFailuresPerMinute: 20,
-      trustedProxies: [],
-      corsOrigins: [],
-      logLevel: "Info",
-      workers: 1,
-      stopGrace: Duration.seconds(5),
-      drainTimeout: Duration.seconds(10),
-      requestTimeout: Duration.seconds(5),
-      databaseConnectTimeout: Duration.seconds(3),
-      databaseStatementTimeout: Duration.seconds(3),
-      databaseStartTimeout: Duration.seconds(30),
-      databaseKeepAlive: Duration.seconds(10),
-      ...config
-    })
-  }
+  static readonly layer = Layer.effect(AppConfig, config)
+
+  /** Settings for tests and for composing the service in code: the defaults, read from no environment. */
+  static readonly make = (overrides: Partial<AppConfig["Service"]> = {}) =>
+    Layer.effect(
+      AppConfig,
+      config.parse(ConfigProvider.fromEnv({
+        env: {
+          HOST: "127.0.0.1",
+          PETSTORE_ENV: overrides.environment ?? "staging",
+          PUBLIC_BASE_URL: overrides.publicBaseUrl ?? "http://localhost:3000"
+        }
+      })).pipe(Effect.orDie, Effect.map((parsed) => ({ ...parsed, ...overrides })))
+    )
 }
 
 /** Whether two listen addresses take connections to one address: the same, or either every address. */
@@ -354,17 +250,16 @@ export const listenersApart: Config.Config<void> = Config.all({
   port: portSetting,
   host: hostSetting,
   metrics: metricsListener
-})
-  .pipe(
-    Config.flatMap(({ host, metrics, port }) =>
-      Option.isSome(metrics) && metrics.value.port === port && overlap(metrics.value.host, host)
-        ? invalidAt(
-          "METRICS_PORT",
-          `must differ from PORT where METRICS_HOST (${metrics.value.host}) and HOST (${host}) overlap; both are ${port}`
-        )
-        : Config.succeed(undefined)
-    )
+}).pipe(
+  Config.flatMap(({ host, metrics, port }) =>
+    Option.isSome(metrics) && metrics.value.port === port && overlap(metrics.value.host, host)
+      ? invalidAt(
+        "METRICS_PORT",
+        `must differ from PORT where METRICS_HOST (${metrics.value.host}) and HOST (${host}) overlap; both are ${port}`
+      )
+      : Config.succeed(undefined)
   )
+)
 
 /**
  * A configuration error in one line naming the variable and its rule:
@@ -380,23 +275,10 @@ export const describeConfigError = (error: Config.ConfigError): string => {
 }
 
 /** The SQLite file a `DATABASE_URL` names: a path, `sqlite:path` or `file:path`. */
-export function sqliteFilename(databaseUrl: string): string {
-  return databaseUrl.replace(/^(sqlite|file):(\/\/)?/, "")
-}
+export const sqliteFilename = (databaseUrl: string): string => databaseUrl.replace(/^(sqlite|file):(\/\/)?/, "")
 
 /** Whether a `DATABASE_URL` names a PostgreSQL database rather than a SQLite file. */
 export const isPostgresUrl = (databaseUrl: string): boolean => /^postgres(ql)?:\/\//i.test(databaseUrl)
-
-/**
- * Whether a URL's userinfo holds a character that ends it before its last `@` (a password's
- * unencoded `/`, `?`, `#` or `@`): drivers then disagree on where the host begins, and one takes
- * part of the password for a host name and looks it up.
- */
-const hasAmbiguousUserinfo = (value: string): boolean => {
-  const rest = value.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")
-  const at = rest.lastIndexOf("@")
-  return at !== -1 && /[/?#@]/.test(rest.slice(0, at))
-}
 
 /**
  * What makes a database location unusable as given, worded to follow its name (`DATABASE_URL:
@@ -407,36 +289,25 @@ const hasAmbiguousUserinfo = (value: string): boolean => {
  */
 export const databaseUrlProblem = (value: string): string | undefined => {
   if (isPostgresUrl(value)) {
-    const invalid =
-      "is not a valid postgres:// URL (a password's reserved characters, such as @ / ? #, must be percent-encoded)"
-    if (hasAmbiguousUserinfo(value)) return invalid
-    try {
-      new URL(value)
-    } catch {
-      return invalid
-    }
-    return undefined
+    // A password's unencoded `/`, `?`, `#` or `@` ends the userinfo before its last `@`: drivers then
+    // disagree on where the host begins, and one takes part of the password for a host name.
+    const rest = value.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")
+    const at = rest.lastIndexOf("@")
+    return (at !== -1 && /[/?#@]/.test(rest.slice(0, at))) || !URL.canParse(value)
+      ? "is not a valid postgres:// URL (a password's reserved characters, such as @ / ? #, must be percent-encoded)"
+      : undefined
   }
   const folder = dirname(sqliteFilename(value))
-  let found: ReturnType<typeof statSync>
   try {
-    found = statSync(folder, { throwIfNoEntry: false })
+    const found = statSync(folder, { throwIfNoEntry: false })
+    return found === undefined
+      ? `names a file in ${folder}, a folder that does not exist: create the folder, or correct the path`
+      : found.isDirectory()
+      ? undefined
+      : `names a file in ${folder}, which is not a folder: correct the path`
   } catch (cause) {
     return `names a file in ${folder}, which cannot be reached (${
       cause instanceof Error ? cause.message : String(cause)
     })`
-  }
-  if (found === undefined) {
-    return `names a file in ${folder}, a folder that does not exist: create the folder, or correct the path`
-  }
-  return found.isDirectory() ? undefined : `names a file in ${folder}, which is not a folder: correct the path`
-}
-
-function isHttpUrl(value: string): boolean {
-  try {
-    const url = new URL(value)
-    return url.protocol === "http:" || url.protocol === "https:"
-  } catch {
-    return false
   }
 }
