@@ -5,6 +5,7 @@ import createSettings from "./migrations/0003_create_settings.js"
 import createIdempotencyKeys from "./migrations/0004_create_idempotency_keys.js"
 import createRateLimitBuckets from "./migrations/0005_create_rate_limit_buckets.js"
 import leaseRateLimitBuckets from "./migrations/0006_lease_rate_limit_buckets.js"
+import idempotencyKeysFollowPets from "./migrations/0007_idempotency_keys_follow_pets.js"
 
 /**
  * The schema's numbered steps, one set for SQLite and PostgreSQL (each step's engine differences
@@ -17,7 +18,8 @@ export const migrations = Migrator.fromRecord({
   "0003_create_settings": createSettings,
   "0004_create_idempotency_keys": createIdempotencyKeys,
   "0005_create_rate_limit_buckets": createRateLimitBuckets,
-  "0006_lease_rate_limit_buckets": leaseRateLimitBuckets
+  "0006_lease_rate_limit_buckets": leaseRateLimitBuckets,
+  "0007_idempotency_keys_follow_pets": idempotencyKeysFollowPets
 })
 
 /** Applies the steps the database on the current `SqlClient` has not recorded yet, in one transaction. */
