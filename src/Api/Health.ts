@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { InternalErrorBody, ServiceUnavailableBody } from "../Domain/ApiError.js"
+import { errorBodies } from "../Domain/ApiError.js"
 
 export const Health = Schema.Struct({
   status: Schema.Literal("ok").annotate({ description: "Always `ok` when the probe succeeds.", examples: ["ok"] })
@@ -19,12 +19,15 @@ export const Readiness = Schema.Struct({
 /** Probes for process supervisors and load balancers; they need no API key. */
 export class HealthApi extends HttpApiGroup.make("health")
   .add(
-    HttpApiEndpoint.get("livez", "/livez", { success: Health, error: InternalErrorBody })
+    HttpApiEndpoint.get("livez", "/livez", { success: Health, error: errorBodies.InternalError })
       .annotate(OpenApi.Summary, "Liveness")
       .annotate(OpenApi.Description, "Answers 200 while the process serves requests.")
   )
   .add(
-    HttpApiEndpoint.get("readyz", "/readyz", { success: Readiness, error: [ServiceUnavailableBody, InternalErrorBody] })
+    HttpApiEndpoint.get("readyz", "/readyz", {
+      success: Readiness,
+      error: [errorBodies.ServiceUnavailable, errorBodies.InternalError]
+    })
       .annotate(OpenApi.Summary, "Readiness")
       .annotate(
         OpenApi.Description,

@@ -1,9 +1,6 @@
 type Json = Record<string, any>
 
-/**
- * Declares the schema of a parameter whose wire form is text but whose value is not (an integer
- * in the path or the query string), as clients and generators should see it.
- */
+/** The schema of a parameter that is text on the wire but not in value (an integer in the path or query). */
 export const withParameterSchemas = (schemas: Record<string, Json>) => (operation: Json): Json => {
   for (const parameter of operation.parameters ?? []) {
     const schema = schemas[parameter.name]
@@ -12,31 +9,14 @@ export const withParameterSchemas = (schemas: Record<string, Json>) => (operatio
   return operation
 }
 
-/** Every parameter carries its schema's description, where documentation viewers look for it. */
-const withParameterDescriptions = (spec: Json): Json => {
-  for (const operations of Object.values<Json>(spec.paths)) {
-    for (const operation of Object.values<Json>(operations)) {
-      for (const parameter of operation.parameters ?? []) {
-        if (parameter.description === undefined && parameter.schema?.description !== undefined) {
-          parameter.description = parameter.schema.description
-        }
-      }
-    }
-  }
-  return spec
-}
-
-export interface HeaderDoc {
+interface HeaderDoc {
   readonly description: string
   readonly example: string
 }
 
 const headerObject = ({ description, example }: HeaderDoc) => ({ description, schema: { type: "string" }, example })
 
-/**
- * Declares the headers an operation's responses carry (by status, or `"*"` for every response),
- * which HttpApi's schemas do not describe.
- */
+/** The headers an operation's responses carry (by status, `"*"` for all), which HttpApi's schemas do not describe. */
 export const withResponseHeaders = (headers: Record<string, Record<string, HeaderDoc>>) => (operation: Json): Json => {
   for (const [status, response] of Object.entries<Json>(operation.responses)) {
     const declared = { ...headers["*"], ...headers[status] }
@@ -71,19 +51,23 @@ const rateLimitHeaders: Record<string, HeaderDoc> = {
   }
 }
 
-/** Every response names its request; every 401 carries the bearer challenge, every 429 the limits. */
-const withCommonHeaders = (spec: Json): Json => {
+const withCommonHeaders = withResponseHeaders({
+  "*": { "X-Request-Id": requestId },
+  "401": { "WWW-Authenticate": challenge },
+  "429": rateLimitHeaders
+})
+
+/** Every parameter carries its schema's description, where viewers look; every response its common headers. */
+export const finishDocument = (spec: Json): Json => {
   for (const operations of Object.values<Json>(spec.paths)) {
     for (const operation of Object.values<Json>(operations)) {
-      withResponseHeaders({
-        "*": { "X-Request-Id": requestId },
-        "401": { "WWW-Authenticate": challenge },
-        "429": rateLimitHeaders
-      })(operation)
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.description === undefined && parameter.schema?.description !== undefined) {
+          parameter.description = parameter.schema.description
+        }
+      }
+      withCommonHeaders(operation)
     }
   }
   return spec
 }
-
-/** The finishing touches of the generated document, in order. */
-export const finishDocument = (spec: Json): Json => withCommonHeaders(withParameterDescriptions(spec))

@@ -1,15 +1,6 @@
 import { flow, Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import {
-  BadRequestBody,
-  ConflictBody,
-  InternalErrorBody,
-  NotFoundBody,
-  PayloadTooLargeBody,
-  ServiceUnavailableBody,
-  UnprocessableContentBody,
-  UnsupportedMediaTypeBody
-} from "../Domain/ApiError.js"
+import { errorBodies } from "../Domain/ApiError.js"
 import { DecimalIntFromString, NewPet, newPetParseOptions, Pet, Pets, PetStatus } from "../Domain/Pet.js"
 import { Authentication } from "./Authentication.js"
 import { getPetReplacementFragment, getPetSunsetAt, SunsetPolicy } from "./Deprecation.js"
@@ -35,7 +26,6 @@ export const ListPetsParams = Schema.Struct({
 
 const idempotencyKeyMessage = "must be 1 to 255 printable ASCII characters"
 
-/** `Idempotency-Key`: 1 to 255 printable ASCII characters, chosen by the client per operation. */
 export const CreatePetHeaders = Schema.Struct({
   "idempotency-key": Schema.optionalKey(
     Schema.String.annotate({
@@ -55,14 +45,11 @@ export const GetPetPath = Schema.Struct({
   ).annotate({ description: petIdDescription })
 })
 
-/**
- * `GET /v1/pets`: animals in ascending id order, `limit` (1–100, default 20) at a time, optionally
- * only those with `status`; the next page is linked by `Link: <…>; rel="next"`.
- */
+/** `GET /v1/pets`: animals in id order, `limit` at a time, maybe of one `status`; the next page in `Link`. */
 export const listPets = HttpApiEndpoint.get("listPets", "/pets", {
   query: ListPetsParams,
   success: Pets,
-  error: [BadRequestBody, ServiceUnavailableBody, InternalErrorBody]
+  error: [errorBodies.BadRequest, errorBodies.ServiceUnavailable, errorBodies.InternalError]
 })
   .annotate(OpenApi.Summary, "List animals")
   .annotate(
@@ -103,13 +90,13 @@ export const createPet = HttpApiEndpoint.post("createPet", "/pets", {
   headers: CreatePetHeaders,
   success: Pet.pipe(HttpApiSchema.status(201)),
   error: [
-    BadRequestBody,
-    ConflictBody,
-    PayloadTooLargeBody,
-    UnsupportedMediaTypeBody,
-    UnprocessableContentBody,
-    ServiceUnavailableBody,
-    InternalErrorBody
+    errorBodies.BadRequest,
+    errorBodies.Conflict,
+    errorBodies.PayloadTooLarge,
+    errorBodies.UnsupportedMediaType,
+    errorBodies.UnprocessableContent,
+    errorBodies.ServiceUnavailable,
+    errorBodies.InternalError
   ]
 })
   .annotate(HttpApi.PayloadParseOptions, newPetParseOptions)
@@ -130,18 +117,13 @@ export const createPet = HttpApiEndpoint.post("createPet", "/pets", {
       "`read_only` with `Retry-After`; reads go on."
   )
 
-/**
- * `GET /v1/pets/{petId}`: one animal, or 404.
- * @deprecated Removed on 5 December 2030 (410 from then on): use `listPets` with `status`.
- */
+/** @deprecated Removed on 5 December 2030 (410 from then on): use `listPets` with `status`. */
 export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {
   params: GetPetPath,
   success: Pet,
-  error: [BadRequestBody, NotFoundBody, ServiceUnavailableBody, InternalErrorBody]
+  error: [errorBodies.BadRequest, errorBodies.NotFound, errorBodies.ServiceUnavailable, errorBodies.InternalError]
 })
-  // Its own order of the group's middleware and the sunset policy: a middleware wraps those added
-  // before it, so the policy runs outside authentication and even a caller without a key learns
-  // of the deprecation (the group adds neither again).
+  // A middleware wraps those added before it: the sunset policy runs outside authentication.
   .middleware(SchemaErrors)
   .middleware(Authentication)
   .middleware(SunsetPolicy)
@@ -176,10 +158,7 @@ export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {
       "from then on it answers 410 `endpoint_removed`."
   )
 
-/**
- * The animal catalogue: every operation requires a bearer API key, and a request HttpApi cannot
- * decode answers with the interface's Error body.
- */
+/** The animal catalogue: every operation needs a bearer API key. */
 export class PetsApi extends HttpApiGroup.make("pets")
   .add(listPets, createPet, getPet)
   .middleware(SchemaErrors)

@@ -1,4 +1,4 @@
-import { Context, Data, Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
+import { Context, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { hash, randomBytes } from "node:crypto"
 import { AppConfig, type Environment } from "../Config/AppConfig.js"
@@ -37,8 +37,6 @@ export interface KeyHolder {
   readonly name: string
 }
 
-type Revocation = Effect.Effect<ApiKeyRecord, ApiKeyNotFound | ApiKeyAlreadyRevoked>
-
 /** A key as the in-memory store keeps it: its record and hash. */
 interface StoredKey {
   readonly record: ApiKeyRecord
@@ -49,19 +47,13 @@ const environmentPrefix: Record<Environment, string> = { production: "ps_live_",
 const shownPrefixLength = 12
 
 /** A new key: the environment's prefix and 256 random bits. */
-export const generateKey = (environment: Environment): string =>
+const generateKey = (environment: Environment): string =>
   environmentPrefix[environment] + randomBytes(32).toString("base64url")
 
-/**
- * Keys are stored and looked up only by this hash. Once per authenticated request: the one-shot
- * `hash` costs about 0.3 µs where a `createHash` object costs 0.7–1.3.
- */
+/** Keys are stored and found only by this hash; the one-shot `hash` costs 0.3 µs, `createHash` 0.7–1.3. */
 export const hashKey = (key: string): string => hash("sha256", key, "hex")
 
-/**
- * The API keys that may call the service. A key is shown once, when it is created; the store keeps
- * only its SHA-256 hash. A database that cannot serve now fails a method with `DatabaseUnavailable`.
- */
+/** The API keys that may call the service: a key is shown once, at its creation; the store keeps its SHA-256 hash. */
 export class ApiKeys extends Context.Service<ApiKeys, {
   readonly create: (
     name: string
@@ -78,53 +70,52 @@ export class ApiKeys extends Context.Service<ApiKeys, {
     ApiKeys,
     Effect.gen(function*() {
       const { environment } = yield* AppConfig
-      const keys = yield* Ref.make<ReadonlyArray<StoredKey>>([])
+      const keys: Array<StoredKey> = []
       return ApiKeys.of({
-        create: (name) => {
-          const key = generateKey(environment)
-          return Ref.modify(keys, (all) => {
+        create: (name) =>
+          Effect.sync(() => {
+            const key = generateKey(environment)
             const record = new ApiKeyRecord({
-              id: all.length + 1,
+              id: keys.length + 1,
               name,
               prefix: key.slice(0, shownPrefixLength),
               createdAt: new Date(),
               revokedAt: Option.none()
             })
-            return [{ key: Redacted.make(key), record }, [...all, { record, hash: hashKey(key) }]]
-          })
-        },
-        list: Effect.map(Ref.get(keys), (all) => all.map(({ record }) => record)),
+            keys.push({ record, hash: hashKey(key) })
+            return { key: Redacted.make(key), record }
+          }),
+        list: Effect.sync(() => keys.map(({ record }) => record)),
         revoke: (id) =>
-          Effect.flatten(Ref.modify(keys, (all): readonly [Revocation, ReadonlyArray<StoredKey>] => {
-            const found = all.find(({ record }) => record.id === id)
-            if (found === undefined) return [Effect.fail(new ApiKeyNotFound({ id })), all]
+          Effect.suspend((): Effect.Effect<ApiKeyRecord, ApiKeyNotFound | ApiKeyAlreadyRevoked> => {
+            const at = keys.findIndex(({ record }) => record.id === id)
+            if (at === -1) return Effect.fail(new ApiKeyNotFound({ id }))
+            const found = keys[at]!
             if (Option.isSome(found.record.revokedAt)) {
-              return [Effect.fail(new ApiKeyAlreadyRevoked({ record: found.record })), all]
+              return Effect.fail(new ApiKeyAlreadyRevoked({ record: found.record }))
             }
             const record = new ApiKeyRecord({ ...found.record, revokedAt: Option.some(new Date()) })
-            return [Effect.succeed(record), all.map((entry) => entry === found ? { ...entry, record } : entry)]
-          })),
+            keys[at] = { ...found, record }
+            return Effect.succeed(record)
+          }),
         findActiveByHash: (hash) =>
-          Effect.map(
-            Ref.get(keys),
-            (all) =>
-              Option.fromUndefinedOr(all.find((entry) => entry.hash === hash && Option.isNone(entry.record.revokedAt)))
-                .pipe(
-                  Option.map(({ record }) => ({ keyId: record.id, name: record.name }))
-                )
+          Effect.sync(() =>
+            Option.map(
+              Option.fromUndefinedOr(
+                keys.find((entry) => entry.hash === hash && Option.isNone(entry.record.revokedAt))
+              ),
+              ({ record }) => ({ keyId: record.id, name: record.name })
+            )
           )
       })
     })
   )
 
   /**
-   * Keys in the `api_keys` table, on SQLite or PostgreSQL alike. A valid key found is trusted for
-   * half a second, so a key's requests do not each ask the database: on PostgreSQL each would wait
-   * for the network, and on SQLite the lookup through the `SqlClient` was a sixth of a get by id's
-   * CPU on Effect 4 (about 10 µs: the statement's locking system calls and effect/sql's span and
-   * compilation). A key revoked here (`revoke`) is refused from the next request on; one revoked
-   * by another process (the `keys` command, another worker or instance) within a second. Unknown
-   * keys are never kept, so a new key works at once.
+   * Keys in the `api_keys` table. A valid key found is trusted for half a second: each request
+   * asking would wait for PostgreSQL's network, and on SQLite the lookup was a sixth of a get by
+   * id's CPU. A key revoked here is refused at once, one revoked by another process within a
+   * second; unknown keys are never kept, so a new key works at once.
    */
   static readonly Sql = Layer.effect(
     ApiKeys,
@@ -132,7 +123,6 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const { environment } = yield* AppConfig
       const sql = yield* SqlClient.SqlClient
       const columns = sql.literal("id, name, prefix, created_at, revoked_at")
-      // How long a valid key found is trusted without asking again.
       const trustFoundKeysMillis = 500
       const recentlyFound = new RecentMap<{ readonly holder: Option.Option<KeyHolder>; readonly until: number }>(
         10_000,
@@ -194,11 +184,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
   )
 }
 
-/**
- * A row of `api_keys` as the key's record, checked by the record's constructor (a row that does
- * not fit is a defect). PostgreSQL gives BIGINT ids as bigints and times as Dates; SQLite gives
- * numbers and ISO 8601 text.
- */
+/** A row of `api_keys`, checked by the record: PostgreSQL gives bigints and Dates, SQLite numbers and text. */
 const toRecord = (row: any): ApiKeyRecord =>
   new ApiKeyRecord({
     id: Number(row.id),

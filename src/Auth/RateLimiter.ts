@@ -25,32 +25,22 @@ export interface RateLimitDecision {
 export const defaultMaxBuckets = 100_000
 
 /**
- * Token buckets by key. Each decision takes one request from a bucket; the failed-authentication
- * policy is taken only by requests that failed, so other clients' failures never refuse a valid
- * key. Only buckets kept in a database can fail, with `DatabaseUnavailable`.
- *
- * Not `effect/persistence`'s RateLimiter: its store takes exactly the tokens asked or none, so it
- * cannot lease "up to n" in one round trip, it has no SQL store, and its memory store keeps every
- * key forever, where `RecentMap` bounds what an address flood can grow.
+ * Token buckets by key, each decision taking one request. Not `effect/persistence`'s RateLimiter:
+ * its store takes exactly the tokens asked or none (no lease of "up to n" in one round trip), has
+ * no SQL store, and its memory store keeps every key forever, where `RecentMap` bounds a flood.
  */
 export class RateLimiter extends Context.Service<RateLimiter, {
   readonly take: (policy: RateLimitPolicy, key: string) => Effect.Effect<RateLimitDecision, DatabaseUnavailable>
 }>()("petstore/RateLimiter") {
-  /**
-   * Buckets in this process's memory. Idle buckets are forgotten once they would be full again
-   * (the same as none), and at most `maxBuckets` per policy are kept (least recently used first),
-   * so a flood of new addresses costs bounded memory.
-   */
+  /** Buckets in this process's memory: forgotten once full again, at most `maxBuckets` per policy. */
   static readonly inMemory = (options: { readonly maxBuckets?: number } = {}) =>
     Layer.sync(RateLimiter, () => makeInMemory(options))
 
   static readonly InMemory = RateLimiter.inMemory()
 
   /**
-   * Buckets in this process for one of `workers` processes that share a SQLite database: each
-   * enforces its share of every policy, so together they never allow more than the policy. (A
-   * bucket in SQLite itself would make every request a write, and the workers would queue on
-   * SQLite's lock.)
+   * For one of `workers` processes sharing a SQLite database: each enforces its share of every
+   * policy (a bucket in SQLite would make every request a write, queued on SQLite's lock).
    */
   static readonly InMemoryShare = (workers: number) =>
     Layer.sync(RateLimiter, () => {
@@ -64,12 +54,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     })
 }
 
-/** Buckets in this process's memory, as `RateLimiter.inMemory` keeps them. */
 export const makeInMemory = (options: { readonly maxBuckets?: number } = {}): RateLimiter["Service"] => {
-  // A bucket is one number, the time it is full again if nothing is taken: its tokens follow
-  // from it and the policy, and from then on it is the same as no bucket. Each policy has its
-  // own map, keyed by the caller's own string, so a flood of new addresses costs a map entry
-  // each and no object or string besides.
+  // A bucket is one number, when it is full again: a flood of new addresses costs a map entry each and no object.
   const byPolicy = new Map<string, RecentMap<number>>()
   const bucketsOf = (policy: RateLimitPolicy) => {
     let fullAt = byPolicy.get(policy.name)
@@ -102,10 +88,7 @@ export const decision = (policy: RateLimitPolicy, allowed: boolean, tokens: numb
   retryAfterSeconds: allowed ? 0 : Math.ceil((1 - tokens) / policy.perSecond)
 })
 
-/**
- * The headers of draft-ietf-httpapi-ratelimit-headers-10: `RateLimit-Policy` names the quota
- * (`q` requests per `w` seconds), `RateLimit` what is left (`r`) and when it is whole again (`t`).
- */
+/** draft-ietf-httpapi-ratelimit-headers-10: the quota (`q` per `w` seconds), what is left (`r`), when whole (`t`). */
 export const rateLimitHeaders = ({ policy, remaining, resetSeconds, retryAfterSeconds }: RateLimitDecision) => ({
   "ratelimit-policy": `"${policy.name}";q=${policy.burst};w=${Math.ceil(policy.burst / policy.perSecond)}`,
   ratelimit: `"${policy.name}";r=${remaining};t=${resetSeconds}`,

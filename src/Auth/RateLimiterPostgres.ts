@@ -15,10 +15,7 @@ import {
 } from "./RateLimiter.js"
 import { RecentMap } from "./RecentMap.js"
 
-/**
- * Tokens an instance takes from a shared bucket at once: a tenth of the burst. An instance then
- * decides that many requests in memory, so one request in this many writes to PostgreSQL.
- */
+/** Tokens an instance leases from a shared bucket at once, a tenth of the burst: one request in this many writes. */
 export const leaseSize = (policy: RateLimitPolicy): number => Math.max(1, Math.floor(policy.burst / 10))
 
 /** What this instance holds of one shared bucket. */
@@ -28,33 +25,22 @@ interface Lease {
   /** The shared bucket's tokens when last leased from, and when. */
   sharedTokens: number
   sharedAt: number
-  /** Until when the shared bucket is known to be empty: refused here without asking. */
+  /** Until when the shared bucket is known empty: refused here without asking. */
   emptyUntil: number
-  /** A lease being taken, for requests that arrive meanwhile to wait for. */
+  /** A lease being taken, which requests arriving meanwhile wait for. */
   pending: Deferred.Deferred<void> | undefined
 }
 
 /** How long an instance decides alone before it tries the shared buckets again. */
 const localRetryMillis = 1000
 
-/** Shared buckets kept in the database; past this many, the least recently used are deleted. */
-export const defaultMaxSharedBuckets = 1_000_000
-
 /**
- * Token buckets shared by every instance on a PostgreSQL database, without a write per request:
- * an instance leases tokens in batches (`leaseSize`) with one statement that refills the bucket
- * and takes them under its row lock, then spends them in memory. A token is only ever spent once,
- * so the instances together never allow more than the policy; tokens leased by an instance and not
- * yet spent are unavailable to the others, so a client whose requests spread over n instances may
- * be refused up to (n − 1) leases early. Once a bucket is found empty, the instance refuses locally
- * until it has a token again, so a client over its limit costs no writes either. A database that
- * cannot serve now fails the take with `DatabaseUnavailable`; the requests waiting on that lease
- * then try again themselves.
- *
- * A database that answers but refuses writes (read-only: a standby, `default_transaction_read_only`;
- * or full) would otherwise refuse every request with it, reads included: the instance then decides
- * alone, with buckets in its memory holding the whole policy, and tries the shared buckets again
- * a second later. Each change is logged, and `petstore_rate_limit_local` is 1 meanwhile.
+ * Token buckets shared by every instance on PostgreSQL without a write per request: an instance
+ * leases tokens in batches under the bucket's row lock and spends them in memory, so together the
+ * instances never allow more than the policy (a client spread over n instances may be refused up
+ * to n − 1 leases early), and a bucket found empty is refused locally until it refills. A database
+ * that refuses writes (read-only or full) would refuse every request, reads too: the instance then
+ * decides alone on the whole policy, logged and `petstore_rate_limit_local` 1, retrying a second later.
  */
 export const RateLimiterPostgres = (
   options: {
@@ -67,12 +53,9 @@ export const RateLimiterPostgres = (
     RateLimiter,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const maxShared = options.maxSharedBuckets ?? defaultMaxSharedBuckets
-      // Idle leases (no refill running, no tokens left, not known empty) are swept as new buckets
-      // come; past the cap the least recently used half goes whole, and a lease dropped with
-      // tokens unspent leaves its client refused up to one lease early, as another instance's would.
+      const maxShared = options.maxSharedBuckets ?? 1_000_000
       const local = makeInMemory({ maxBuckets: options.maxBuckets ?? defaultMaxBuckets })
-      /** Until when this instance decides alone; since when, if it does. */
+      // Until when this instance decides alone; since when, if it does.
       let localUntil = 0
       let localSince: number | undefined
       const observability = yield* Effect.serviceOption(ObservabilityConfig)
@@ -100,6 +83,7 @@ export const RateLimiterPostgres = (
         return Effect.logInfo("rate limits shared again").pipe(Effect.annotateLogs({ localSeconds: seconds }))
       }
 
+      // A lease dropped with tokens unspent refuses its client up to one lease early, as another instance's would.
       const leases = new RecentMap<Lease>(
         options.maxBuckets ?? defaultMaxBuckets,
         (lease, now) => lease.pending === undefined && lease.emptyUntil <= now && lease.tokens < 1
@@ -107,8 +91,7 @@ export const RateLimiterPostgres = (
 
       const leaseFromDatabase = (policy: RateLimitPolicy, bucket: string, want: number, now: number) => {
         const perMilli = policy.perSecond / 1000
-        // The policy's numbers only, written into the statement so the expression can be repeated;
-        // the time is the inserted row's (`excluded`), so each policy's statement has one text.
+        // Only the policy's numbers are written into the text (the time is `excluded`'s): one statement per policy.
         const refilledText =
           `LEAST(${policy.burst}::float8, b.tokens + GREATEST(0, excluded.updated_at - b.updated_at) * ${perMilli}::float8)`
         const refilled = sql.literal(refilledText)
@@ -144,7 +127,7 @@ export const RateLimiterPostgres = (
           lease.emptyUntil = row.granted === 0 ? now + Math.ceil(((1 - row.tokens) / policy.perSecond) * 1000) : 0
         })
 
-      /** The shared bucket's tokens now, as far as this instance knows, plus what it holds. */
+      /** The shared bucket's tokens now as far as this instance knows, plus what it holds. */
       const estimate = (policy: RateLimitPolicy, lease: Lease, now: number) =>
         Math.min(policy.burst, lease.tokens + lease.sharedTokens + ((now - lease.sharedAt) / 1000) * policy.perSecond)
 
@@ -189,9 +172,7 @@ export const RateLimiterPostgres = (
           sql`DELETE FROM rate_limit_buckets WHERE bucket IN (
             SELECT bucket FROM rate_limit_buckets ORDER BY updated_at DESC OFFSET ${maxShared})`
         ))
-      // The first a turn after the start, not while the first requests write their buckets (it
-      // could delete rows they just wrote, past the cap). A failed purge is logged and tried again
-      // at the next turn.
+      // The first a turn after the start, not among the first requests' writes; a failed one is retried the next turn.
       yield* Effect.sleep(options.purgeEvery ?? "10 seconds").pipe(
         Effect.andThen(Effect.ignoreCause(purge, { log: "Debug" })),
         Effect.forever,

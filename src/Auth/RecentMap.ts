@@ -1,21 +1,10 @@
 /**
- * A map that holds at most `capacity` entries, forgetting the least recently used first, and
- * drops entries that `isIdle` says are no longer worth keeping as it goes. State an attacker can
- * grow at will (a bucket per address, a cached key per guess) is kept in one of these, so memory
- * stays bounded whatever is sent.
- *
- * It is two plain maps, as in hashlru: entries read or written go to the recent half; when that
- * holds half the capacity it becomes the older half and the older one is dropped whole, so what
- * is dropped was always used less recently than anything kept, and between half the capacity and
- * all of it is kept. An exact order (a linked list of entry objects beside one map) put an object
- * per entry among each request's garbage, and the collector could hand back none of the blocks
- * those pinned: a million addresses grew the resident memory of the in-memory rate limiter by
- * 62–106 MiB, against 16–23 MiB now, where an entry is the map's slots, the key and the value.
- *
- * Idle entries of the older half are swept two per new key by an iterator made when the half
- * turned older, so a sweep never rescans what it has passed (a map keeps deleted slots at its
- * front until it grows: finding the oldest from the start on every new key cost 100 µs at
- * 100,000). Idle entries of the recent half wait for it to turn older.
+ * A map of at most `capacity` entries, least recently used dropped first, idle ones (`isIdle`)
+ * swept as it goes: for state an attacker can grow at will (a bucket per address, a key per guess).
+ * Two plain maps, as in hashlru: the recent half turns older when full and the older is dropped
+ * whole. An exact order (a linked list beside one map) pinned an object per entry: a million
+ * addresses grew the resident memory by 62–106 MiB, against 16–23 MiB so.
+ * Idle entries of the older half are swept two per new key by one iterator, never rescanning.
  */
 export class RecentMap<V> {
   private recent = new Map<string, V>()

@@ -6,9 +6,8 @@ const oneOf = <const Codes extends readonly [string, ...Array<string>]>(codes: C
   codes.length === 1 ? Schema.Literal(codes[0]) : Schema.Literals(codes)
 
 /**
- * Every error of the service answers with the interface's Error body: exactly `code`, `message`
- * and `status`. Each HTTP status has one tagged error carrying the codes it may use; on the wire
- * the tag is dropped (see `ErrorBody`), so clients see only the three fields.
+ * Every error answers with the interface's Error body, exactly `code`, `message` and `status`: one
+ * tagged error per HTTP status, carrying the codes it may use; the tag stays off the wire.
  */
 const errorFields = <const Codes extends readonly [string, ...Array<string>], const Status extends number>(
   status: Status,
@@ -26,66 +25,42 @@ export class BadRequest extends Schema.TaggedError<BadRequest>()(
   "BadRequest",
   errorFields(400, ["validation_failed", "malformed_json", "invalid_parameter", "invalid_header", "invalid_cursor"])
 ) {}
-
-export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
-  "Unauthorized",
-  errorFields(401, ["missing_api_key", "invalid_api_key"])
-) {}
-
-export class NotFound extends Schema.TaggedError<NotFound>()(
-  "NotFound",
-  errorFields(404, ["pet_not_found", "route_not_found"])
-) {}
-
-export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()(
-  "MethodNotAllowed",
-  errorFields(405, ["method_not_allowed"])
-) {}
-
-export class Conflict extends Schema.TaggedError<Conflict>()(
-  "Conflict",
-  errorFields(409, ["idempotency_request_in_progress"])
-) {}
-
-export class Gone extends Schema.TaggedError<Gone>()(
-  "Gone",
-  errorFields(410, ["endpoint_removed"])
-) {}
-
-export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
-  "PayloadTooLarge",
-  errorFields(413, ["payload_too_large"])
-) {}
-
+export class Unauthorized
+  extends Schema.TaggedError<Unauthorized>()("Unauthorized", errorFields(401, ["missing_api_key", "invalid_api_key"]))
+{}
+export class NotFound
+  extends Schema.TaggedError<NotFound>()("NotFound", errorFields(404, ["pet_not_found", "route_not_found"]))
+{}
+export class MethodNotAllowed
+  extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", errorFields(405, ["method_not_allowed"]))
+{}
+export class Conflict
+  extends Schema.TaggedError<Conflict>()("Conflict", errorFields(409, ["idempotency_request_in_progress"]))
+{}
+export class Gone extends Schema.TaggedError<Gone>()("Gone", errorFields(410, ["endpoint_removed"])) {}
+export class PayloadTooLarge
+  extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", errorFields(413, ["payload_too_large"]))
+{}
 export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()(
   "UnsupportedMediaType",
   errorFields(415, ["unsupported_media_type"])
 ) {}
-
 export class UnprocessableContent extends Schema.TaggedError<UnprocessableContent>()(
   "UnprocessableContent",
   errorFields(422, ["idempotency_key_reused"])
 ) {}
-
-export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()(
-  "TooManyRequests",
-  errorFields(429, ["rate_limited"])
-) {}
-
-export class InternalError extends Schema.TaggedError<InternalError>()(
-  "InternalError",
-  errorFields(500, ["internal_error"])
-) {}
-
+export class TooManyRequests
+  extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", errorFields(429, ["rate_limited"]))
+{}
+export class InternalError
+  extends Schema.TaggedError<InternalError>()("InternalError", errorFields(500, ["internal_error"]))
+{}
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
   "ServiceUnavailable",
   errorFields(503, ["database_unavailable", "database_read_only", "request_timeout", "shutting_down", "read_only"])
 ) {}
 
-/**
- * The seconds of `Retry-After` each 503 code is answered with, so that one code always asks for one
- * wait (`/readyz`'s 503s carry none: a balancer reads only the status).
- */
+/** `Retry-After` by 503 code, so one code always asks for one wait (`/readyz`'s 503s carry none). */
 export const retryAfterSeconds: { readonly [Code in ServiceUnavailable["code"]]: number } = {
   database_unavailable: 1,
   request_timeout: 1,
@@ -96,7 +71,6 @@ export const retryAfterSeconds: { readonly [Code in ServiceUnavailable["code"]]:
   read_only: 10
 }
 
-/** The `Retry-After` header a 503 with `code` is sent with. */
 export const retryAfterHeader = (code: ServiceUnavailable["code"]) => ({
   "retry-after": String(retryAfterSeconds[code])
 })
@@ -111,7 +85,7 @@ export const codesOf = <Code extends string>(
   )
 }
 
-/** A tagged error class of this file: its schema, its constructor and its fields (`_tag`, `code`, `message`, `status`). */
+/** A tagged error class of this file: its schema, its constructor and its fields. */
 type ErrorClass<Self, Tag extends string, Codes extends ReadonlyArray<string>, Status extends number> =
   & Schema.Codec<Self, unknown>
   & {
@@ -125,11 +99,10 @@ type ErrorClass<Self, Tag extends string, Codes extends ReadonlyArray<string>, S
   }
 
 /**
- * The wire form of a tagged error: the Error body without the tag, under its HTTP status. It
- * decodes to the class (so clients get `instanceof NotFound`) and encodes an instance to the
- * three fields.
+ * The wire form of a tagged error: the Error body without the tag, under its HTTP status; it
+ * decodes to the class, so clients get `instanceof NotFound`.
  */
-export const ErrorBody = <
+const ErrorBody = <
   Self extends { readonly code: Codes[number]; readonly message: string; readonly status: Status },
   Tag extends string,
   const Codes extends ReadonlyArray<string>,
@@ -155,57 +128,29 @@ export const ErrorBody = <
   ).annotate({ description })
 }
 
-export const BadRequestBody = ErrorBody(BadRequest, "The request has an invalid body, parameter or cursor.")
-export const UnauthorizedBody = ErrorBody(Unauthorized, "The API key is missing, malformed, unknown or revoked.")
-export const NotFoundBody = ErrorBody(NotFound, "Nothing is found at this address.")
-export const MethodNotAllowedBody = ErrorBody(MethodNotAllowed, "The path exists but not with this method.")
-export const ConflictBody = ErrorBody(Conflict, "A request with this Idempotency-Key is still being processed.")
-export const UnprocessableContentBody = ErrorBody(
-  UnprocessableContent,
-  "This Idempotency-Key was used with a different request body."
-)
-export const GoneBody = ErrorBody(Gone, "The endpoint was removed at its announced sunset.")
-export const PayloadTooLargeBody = ErrorBody(PayloadTooLarge, "The request body is larger than 64 KiB.")
-export const UnsupportedMediaTypeBody = ErrorBody(UnsupportedMediaType, "The request body is not application/json.")
-export const TooManyRequestsBody = ErrorBody(
-  TooManyRequests,
-  "Too many requests: the API key's rate, or failed authentications from this address; see Retry-After."
-)
-export const InternalErrorBody = ErrorBody(InternalError, "The service failed unexpectedly.")
-export const ServiceUnavailableBody = ErrorBody(
-  ServiceUnavailable,
-  "The database does not answer or is read-only (database_read_only: a standby, or writes turned off; reads are " +
-    "served), the request ran past the instance's deadline, the instance is shutting down, or writes are stopped " +
-    "for a move of the database (read_only); see Retry-After."
-)
-
-/** The wire form of every error the service answers with, by tag. */
+/** The wire form of every error the service answers with, by tag: what endpoints declare. */
 export const errorBodies = {
-  BadRequest: BadRequestBody,
-  Unauthorized: UnauthorizedBody,
-  NotFound: NotFoundBody,
-  MethodNotAllowed: MethodNotAllowedBody,
-  Conflict: ConflictBody,
-  Gone: GoneBody,
-  PayloadTooLarge: PayloadTooLargeBody,
-  UnsupportedMediaType: UnsupportedMediaTypeBody,
-  UnprocessableContent: UnprocessableContentBody,
-  TooManyRequests: TooManyRequestsBody,
-  InternalError: InternalErrorBody,
-  ServiceUnavailable: ServiceUnavailableBody
+  BadRequest: ErrorBody(BadRequest, "The request has an invalid body, parameter or cursor."),
+  Unauthorized: ErrorBody(Unauthorized, "The API key is missing, malformed, unknown or revoked."),
+  NotFound: ErrorBody(NotFound, "Nothing is found at this address."),
+  MethodNotAllowed: ErrorBody(MethodNotAllowed, "The path exists but not with this method."),
+  Conflict: ErrorBody(Conflict, "A request with this Idempotency-Key is still being processed."),
+  Gone: ErrorBody(Gone, "The endpoint was removed at its announced sunset."),
+  PayloadTooLarge: ErrorBody(PayloadTooLarge, "The request body is larger than 64 KiB."),
+  UnsupportedMediaType: ErrorBody(UnsupportedMediaType, "The request body is not application/json."),
+  UnprocessableContent: ErrorBody(UnprocessableContent, "This Idempotency-Key was used with a different request body."),
+  TooManyRequests: ErrorBody(
+    TooManyRequests,
+    "Too many requests: the API key's rate, or failed authentications from this address; see Retry-After."
+  ),
+  InternalError: ErrorBody(InternalError, "The service failed unexpectedly."),
+  ServiceUnavailable: ErrorBody(
+    ServiceUnavailable,
+    "The database does not answer or is read-only (database_read_only: a standby, or writes turned off; reads are " +
+      "served), the request ran past the instance's deadline, the instance is shutting down, or writes are stopped " +
+      "for a move of the database (read_only); see Retry-After."
+  )
 } as const
 
 /** Every error the service answers with. */
-export type ApiError =
-  | BadRequest
-  | Unauthorized
-  | NotFound
-  | MethodNotAllowed
-  | Conflict
-  | Gone
-  | PayloadTooLarge
-  | UnsupportedMediaType
-  | UnprocessableContent
-  | TooManyRequests
-  | InternalError
-  | ServiceUnavailable
+export type ApiError = (typeof errorBodies)[keyof typeof errorBodies]["Type"]

@@ -1,19 +1,11 @@
 import { Order, Schema, type SchemaAST, SchemaTransformation } from "effect"
 
-/**
- * Each schema of a request names the rule a client broke in one `message`, carried by the schema
- * and by each of its checks, so that whichever check fails the answer words the same rule
- * (`name: must be a string of 1 to 255 characters …`) rather than Schema's own wording.
- */
+/** One `message` on a schema and each of its checks, so whichever fails the answer words the same rule. */
 const rule = (message: string) => ({ message })
 
 const safeIntegerMessage = "must be an integer from -9007199254740991 to 9007199254740991"
 
-/**
- * A decimal integer written as text, as path and query parameters carry it, in its one canonical
- * spelling (no `+`, no leading zeros, no `-0`), so that one resource has one URL; every check
- * answers with `message`. Integers a JSON client cannot carry without rounding are rejected.
- */
+/** A decimal integer in a path or query, spelled one way (no `+`, leading zeros, `-0`): one URL per resource. */
 export const DecimalIntFromString = (message: string, ...checks: Array<SchemaAST.Check<number>>) =>
   Schema.String.annotate(rule(message)).check(Schema.isPattern(/^(?:0|-?[1-9][0-9]{0,15})$/, rule(message))).pipe(
     Schema.decodeTo(
@@ -22,10 +14,7 @@ export const DecimalIntFromString = (message: string, ...checks: Array<SchemaAST
     )
   )
 
-/**
- * What Schema's arbitraries draw for a safe integer: the whole range the check accepts, its bounds
- * and zero favoured (unbounded, they draw only small integers near zero).
- */
+/** Schema's arbitraries draw the whole safe range (unbounded, only small integers near zero). */
 const safeIntegers = {
   number: "integer",
   order: Order.Number,
@@ -54,16 +43,10 @@ export const PetStatus = Schema.Literals(["available", "pending", "sold"]).annot
 })
 export type PetStatus = typeof PetStatus.Type
 
-/**
- * Text every store keeps as it came: well-formed Unicode (a lone surrogate has no UTF-8 form) and
- * no U+0000 (PostgreSQL text cannot hold it).
- */
+/** Text every store keeps as it came: no lone surrogate (no UTF-8 form), no U+0000 (PostgreSQL text cannot hold it). */
 const isStorableText = (text: string) => text.isWellFormed() && !text.includes("\u0000")
 
-/**
- * What Schema's arbitraries draw for storable text: ASCII, the rest of the Basic Multilingual
- * Plane and the astral planes alike (by default they draw printable ASCII only).
- */
+/** Schema's arbitraries draw storable text from every plane (by default printable ASCII only). */
 const storableTextPattern = {
   source: "^(?:[\\u0001-\\u007F]|[\\u0080-\\uD7FF\\uE000-\\uFFFF]|[\\u{10000}-\\u{10FFFF}])*$",
   flags: "u"
@@ -103,10 +86,7 @@ const newPetFields = {
   }))
 }
 
-/**
- * The request body of createPet. A property the interface does not name is refused when decoded
- * with `newPetParseOptions` (the createPet endpoint does).
- */
+/** createPet's body; a property it does not name is refused when decoded with `newPetParseOptions`. */
 export const NewPet = Schema.Struct(newPetFields).annotate({
   identifier: "NewPet",
   description: "An animal to add to the store.",

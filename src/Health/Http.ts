@@ -5,24 +5,15 @@ import { ServiceUnavailable } from "../Domain/ApiError.js"
 import { PetRepository, type Readiness } from "../Pets/PetRepository.js"
 import { shuttingDown, Stopping } from "./Stopping.js"
 
-/**
- * A probe of the store still waiting after this long has met a database that does not answer (it
- * finishes in the background).
- */
+/** A probe still waiting after this long has met a database that does not answer (it ends in the background). */
 const probeTimeout = "750 millis"
 
-/**
- * How long a check waits for the probe before it answers with the last probe's finding: a load
- * balancer's check must get its answer at once, whatever the database does, even on a loaded
- * machine (HAProxy gives it 2 s, Kubernetes 1 s by default). A store that answers is answered
- * about fresh; one that does not is named by the probe before.
- */
+/** A check's wait for the probe before it answers the last finding: HAProxy gives it 2 s, Kubernetes 1 s. */
 const freshWait = "100 millis"
 
 /**
- * `/readyz`'s view of the store: one probe at a time, its finding kept for the checks that do not
- * wait for it. A probe runs as the service's own, with the layer's services, not as the request
- * that started it: its spans, logs and database waits belong to no request.
+ * One probe of the store at a time, its finding kept for the checks that do not wait for it; run
+ * as the service's own, so its spans, logs and database waits belong to no request.
  */
 const makeProbe = (
   check: Effect.Effect<Readiness>,
@@ -39,7 +30,7 @@ const makeProbe = (
     running === undefined
       ? Effect.sync(() => {
         const fiber = fork(probe)
-        // One that has already ended (a store answering at once) is not kept for the next check.
+        // One already ended (a store answering at once) is not kept for the next check.
         if (fiber.pollUnsafe() === undefined) running = fiber
         return fiber
       })
@@ -70,7 +61,6 @@ export const HealthHttpLive = HttpApiBuilder.group(PetStoreApi, "health", (handl
         stopping.begun()
           ? Effect.fail(shuttingDown)
           : Effect.flatMap(probe, (database) =>
-            // A fault of the shared database stays ready: a balancer taking every instance out
-            // would leave clients its own error page instead of the service's 503 with Retry-After.
+            // A shared database's fault stays ready: with every instance out, clients would get the balancer's page.
             database === "unusable" ? Effect.fail(unusable) : Effect.succeed({ status: "ok" as const, database })))
   }))

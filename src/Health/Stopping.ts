@@ -1,11 +1,7 @@
 import { Context } from "effect"
 import { ServiceUnavailable } from "../Domain/ApiError.js"
 
-/**
- * Whether this instance has begun to stop: from then on its readiness fails whatever the database
- * says, so that a load balancer takes it out while it still serves. The stop's owner
- * (`Http/InFlightRequests.ts`) provides it.
- */
+/** Whether this instance has begun to stop, so readiness fails while it still serves (`Http/InFlightRequests.ts`). */
 export class Stopping extends Context.Service<Stopping, { readonly begun: () => boolean }>()("petstore/Stopping") {}
 
 export const shuttingDown = new ServiceUnavailable({

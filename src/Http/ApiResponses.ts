@@ -20,10 +20,7 @@ import { toUnavailable } from "../Sql/DatabaseErrors.js"
 import { withResponseHeaders } from "./ResponseHeaders.js"
 import { makeAllowedMethods, pathOf } from "./Routes.js"
 
-/**
- * An answer the server middleware gives itself (the deadline's, a draining server's): the server
- * sends it as it is, so it gets here the headers every response leaves with.
- */
+/** An answer the server middleware gives itself (deadline, stop), sent as is: it gets every response's headers here. */
 export const answeredEarly = (response: HttpServerResponse.HttpServerResponse) =>
   CurrentRequest.use((current) =>
     Effect.succeed(current === undefined ? response : withResponseHeaders(current)(response))
@@ -50,12 +47,9 @@ const logFailure = (cause: Cause.Cause<unknown>, requestId: string | undefined) 
   Effect.logError("request failed").pipe(Effect.annotateLogs({ requestId, error: summarizeCause(cause) }))
 
 /**
- * What a request HttpApi's endpoints did not answer gets, as the interface's Error body: an
- * unknown route or method (the router's failure, before any endpoint: 404, or 405 with `Allow`),
- * a database that cannot serve now (a defect of the SQL layer: 503 with `Retry-After`) and any
- * other failure (500, logged with the request id, never shown). A client that went away stays a
- * failure: nobody is left to answer. Every endpoint answers its declared errors itself, by their
- * schemas, and its undecodable requests through `SchemaErrorsLive`.
+ * The Error body of what no endpoint answered: an unknown route (404) or method (405 with `Allow`),
+ * a database that cannot serve (an SQL defect: 503), any other failure (500, logged with the
+ * request id). A client that went away stays a failure: nobody is left to answer.
  */
 export const makeFailureAnswers = () => {
   const allowedMethods = makeAllowedMethods()
@@ -96,12 +90,7 @@ export const makeFailureAnswers = () => {
   }
 }
 
-/**
- * HttpApi's own schema failures as the interface's Error body: a request it cannot decode is 400
- * naming the parameter or header and its rule, `invalid_parameter` for a path or query parameter
- * and `invalid_header` for a header (`Idempotency-Key`); a response it cannot encode is a fault of
- * the service, 500 and logged.
- */
+/** HttpApi's schema failures: 400 naming the parameter or header and its rule; 500 for a response. */
 export const SchemaErrorsLive = HttpApiMiddleware.layerSchemaErrorTransform(SchemaErrors, (error) => {
   if (error.kind === "Body" || error.kind === "ResponseHeaders") {
     return CurrentRequest.use((current) =>

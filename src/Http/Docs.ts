@@ -6,18 +6,14 @@ import { docsPath, openApiPath, rootPath } from "../Api/DocumentPaths.js"
 import { precompressed } from "./Precompressed.js"
 
 /** Browsers and proxies may keep the page and the document this long, then revalidate by ETag. */
-export const docsCacheControl = "public, max-age=300"
+const docsCacheControl = "public, max-age=300"
 
-/**
- * The viewer names an operation's section with its method in capitals (`#tag/pets/GET/v1/pets`),
- * where the links already given out (getPet's `Link: …; rel="deprecation"`) spell it in lower
- * case, which it would not open: the fragment is respelled before the viewer reads it.
- */
+/** The viewer wants `#tag/pets/GET/v1/pets`, getPet's `Link` gave out lower case: respelled before it reads it. */
 const respellFragment =
   "<script>if (/^#tag[/][^/]+[/][a-z]+[/]/.test(location.hash)) history.replaceState(null, \"\", " +
   "location.hash.replace(/^(#tag[/][^/]+[/])([a-z]+)[/]/, (_, tag, method) => tag + method.toUpperCase() + \"/\"))</script>"
 
-/** Scalar's page for the API, rendered once through its own route; its fonts are the system's, so it needs no network. */
+/** Scalar's page, rendered once through its own route; with the system's fonts it needs no network. */
 const renderScalarPage = <Id extends string, Groups extends HttpApiGroup.Constraint>(
   api: HttpApi.HttpApi<Id, Groups>
 ) =>
@@ -38,10 +34,7 @@ const renderScalarPage = <Id extends string, Groups extends HttpApiGroup.Constra
 
 const sha256 = (text: string) => `'sha256-${createHash("sha256").update(text).digest("base64")}'`
 
-/**
- * The page may run only its own inline scripts (by hash) and call only the servers it lists (its
- * "Test request"); Scalar sets styles inline. No framing, no referrer sent to those servers.
- */
+/** The page runs only its own inline scripts and calls only its servers ("Test request"); no framing, no referrer. */
 const securityHeaders = (page: string, servers: ReadonlyArray<string>) => {
   const scripts = [...page.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(([, script]) => sha256(script!))
   const origins = [...new Set(servers.map((url) => new URL(url).origin))]
@@ -65,11 +58,7 @@ const securityHeaders = (page: string, servers: ReadonlyArray<string>) => {
 
 const utf8 = (text: string) => new TextEncoder().encode(text)
 
-/**
- * `GET /docs` (the interactive page, working offline), `GET /v1/openapi.json` and `GET /`
- * (a redirect to the page), for `api`. The page and the document are built, hashed and compressed
- * once at start, and may be cached: they change only with the deployment.
- */
+/** `GET /docs`, `GET /v1/openapi.json` and `GET /` (to the page), built once at start and cacheable. */
 export const DocsLive = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) =>
   HttpRouter.use((router) =>
     Effect.gen(function*() {

@@ -9,11 +9,7 @@ const refused = errorResponse(shuttingDown, { connection: "close", ...retryAfter
 
 type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
-/**
- * Where a stop stands: serving as usual; in its grace (`/readyz` answers 503, everything else is
- * still served, each answer closing its connection); or closed (the listener is shut, and a request
- * that still comes on an open connection is refused).
- */
+/** Serving; in the grace (`/readyz` 503, the rest served with `Connection: close`); closed (a late request refused). */
 type Phase = "serving" | "grace" | "closed"
 
 export interface StopOptions {
@@ -26,16 +22,13 @@ export interface StopOptions {
 }
 
 /**
- * Counts the requests being served and runs the stop a load balancer expects: first a grace in
- * which `/readyz` fails and every other request is still answered (with `Connection: close`, so
- * that clients and balancers open their next connection elsewhere); then the listener closes, and
- * the requests in flight are let finish, up to the drain's bound, the stop ending as soon as none
- * is left.
+ * Counts the requests in flight and runs the stop a load balancer expects: a grace in which only
+ * `/readyz` fails, then the listener closes and the requests in flight finish, up to the drain's bound.
  */
 export class InFlightRequests extends Context.Service<InFlightRequests, {
   /** Where requests enter: counted while they run, and told to close their connection once the stop begins. */
   readonly middleware: <E, R>(app: App<E, R>) => App<E, R>
-  /** A route's handler, refusing once the listener is closed: after routing, so the refusal is labelled by its route. */
+  /** A route's handler, refusing once the listener is closed: after routing, so labelled by its route. */
   readonly refusingWhenClosed: <E, R>(handler: App<E, R>) => App<E, R>
   readonly stop: (options: StopOptions) => Effect.Effect<void>
 }>()("petstore/InFlightRequests") {
@@ -55,8 +48,7 @@ export class InFlightRequests extends Context.Service<InFlightRequests, {
       middleware: (app) =>
         Effect.suspend(() => {
           running++
-          // However the request ends, its client gone included. The phase is read again at the
-          // answer: a request begun before the stop and answered after it closes its connection too.
+          // However it ends; the phase read at the answer, so one begun before the stop closes too.
           return Effect.map(Effect.onExit(app, () => finished), closingWhenStopping)
         }),
       refusingWhenClosed: (handler) => Effect.suspend(() => phase === "closed" ? answeredEarly(refused) : handler),

@@ -4,12 +4,9 @@ import { createHash } from "node:crypto"
 import { promisify } from "node:util"
 import { brotliCompress, constants, gzip } from "node:zlib"
 
-export type Encoding = "br" | "gzip" | "identity"
+type Encoding = "br" | "gzip" | "identity"
 
-/**
- * The encoding to send for an `Accept-Encoding` header (RFC 9110 §12.5.3): the acceptable one of
- * br and gzip with the higher weight, br on a tie, else the body as it is.
- */
+/** The encoding for `Accept-Encoding` (RFC 9110 §12.5.3): br or gzip by weight, br on a tie, else none. */
 export const chooseEncoding = (acceptEncoding: string | undefined): Encoding => {
   if (acceptEncoding === undefined) return "identity"
   const weights = new Map<string, number>()
@@ -27,7 +24,7 @@ export const chooseEncoding = (acceptEncoding: string | undefined): Encoding => 
 }
 
 /** Whether an `If-None-Match` header names this entity tag (weak comparison, RFC 9110 §13.1.2). */
-export const matchesEntityTag = (ifNoneMatch: string, etag: string) =>
+const matchesEntityTag = (ifNoneMatch: string, etag: string) =>
   ifNoneMatch.split(",").some((tag) => {
     const trimmed = tag.trim()
     return trimmed === "*" || trimmed.replace(/^W\//, "") === etag
@@ -39,14 +36,12 @@ interface Representation {
   readonly notModified: HttpServerResponse.HttpServerResponse
 }
 
-// Brotli's quality 5 compresses the docs page a tenth better than gzip in about the same time;
-// quality 11 would take seconds of CPU at every start.
+// Brotli's quality 5 beats gzip by a tenth in about its time; 11 would take seconds of CPU at every start.
 const brotliQuality = 5
 
 /**
- * A fixed body served compressed as the client accepts (br, gzip or none), with an `ETag` per
- * encoding answered by 304, and the given headers (caching, security). The body is compressed
- * once, off the event loop, while the server starts; a request arriving before that waits for it.
+ * `body` as the client accepts it, compressed off the event loop at start, with an `ETag` per
+ * encoding answered by 304: what `HttpMiddleware.compression` lacks and `DocsPage.test.ts` checks.
  */
 export const precompressed = (body: Uint8Array, contentType: string, headers: Record<string, string>) =>
   Effect.gen(function*() {

@@ -3,11 +3,7 @@ import { HttpRouter, type HttpServerResponse } from "effect/http"
 import { CurrentRequest } from "../Request/CurrentRequest.js"
 import { InFlightRequests } from "./InFlightRequests.js"
 
-/**
- * Registered with every route: the route the router matched (its `RouteContext`) noted on the
- * request's record, which its metrics, log line and server span are labelled by once it is
- * answered (`RequestObserver.ts`); then, once the stop has closed the listener, the refusal.
- */
+/** On every route: the matched route noted on the request's record for its labels, then the stop's refusal. */
 export const RouteNoted = HttpRouter.middleware(
   Effect.map(
     Effect.service(InFlightRequests),

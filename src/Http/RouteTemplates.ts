@@ -22,14 +22,11 @@ export const methodLabel = (method: string): string => knownMethods.has(method) 
 const templateOf = (path: string): string => path.replace(/:(\w+)/g, "{$1}")
 
 /**
- * A request's labels, from its method and the route the router matched for it (`RouteContext`,
- * noted on its record by `RouteNoted`; none for a request no route matched), made once per method
- * and route. With `exported` (metrics on), each route's series for the statuses its endpoint
- * declares are exported at 0 from the start, so an alert on their rate sees the first request.
+ * A request's labels from its method and matched route (`RouteNoted`), made once per pair. With
+ * `exported`, each route's declared statuses are exported at 0, so an alert's rate sees the first request.
  */
 export const makeRouteLabels = (exported = false) => {
-  // One entry per route and method it is asked with (its own, or HEAD for a GET), and per method
-  // with no route; each with at most one series per status the service answers (a few dozen).
+  // Per route and method (HEAD for a GET too), and per method with no route: a few dozen.
   const made = new Map<string, RouteLabels>()
   const labels = (method: string, route: string, statuses: ReadonlyArray<number> = []) => {
     const key = `${method} ${route}`
@@ -48,7 +45,6 @@ export const makeRouteLabels = (exported = false) => {
     return routeLabels
   }
   if (exported) { for (const { method, path, statuses } of routes) labels(method, templateOf(path), statuses) }
-  // The router's routes, made once at start: a few dozen entries.
   const byRoute = new Map<HttpRouter.Route<any, any>, RouteLabels>()
   return (method: string, route: HttpRouter.Route<any, any> | undefined): RouteLabels => {
     if (route === undefined) return labels(methodLabel(method), unmatchedRoute)

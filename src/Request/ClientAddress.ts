@@ -32,14 +32,10 @@ const parseNetwork = (entry: string): IpRange | undefined => {
   const [text = "", bits, ...rest] = entry.split("/")
   const address = parseAddress(text)
   if (address === undefined || rest.length > 0 || (bits !== undefined && !/^\d{1,3}$/.test(bits.trim()))) return
-  const network = Result.getOrUndefined(
-    IpNetwork.fromAddress(address, bits === undefined ? NetAddress.width(address) : Number(bits))
-  )
+  const ip = NetAddress.toCanonical(address)
   // A mapped range (`::ffff:10.0.0.0/104`) names IPv4 peers, which are matched as IPv4.
-  const ipv4 = network !== undefined && NetAddress.isIpv6Address(network.address) && network.prefixLength >= 96
-    ? NetAddress.fromIpv4Mapped(network.address)
-    : Option.none()
-  return Option.isSome(ipv4) ? IpNetwork.fromAddressUnsafe(ipv4.value, network!.prefixLength - 96) : network
+  const prefix = (bits === undefined ? NetAddress.width(address) : Number(bits)) - NetAddress.width(address)
+  return Result.getOrUndefined(IpNetwork.fromAddress(ip, prefix + NetAddress.width(ip)))
 }
 
 /** `TRUSTED_PROXIES`: comma-separated addresses and CIDR ranges; the bad entries, if any. */

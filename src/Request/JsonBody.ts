@@ -3,10 +3,10 @@ import { HttpServerError, HttpServerRequest } from "effect/http"
 import { BadRequest, PayloadTooLarge, UnsupportedMediaType } from "../Domain/ApiError.js"
 import { describeIssue } from "./ParseIssues.js"
 
-export const maxBodyBytes = 64 * 1024
+const maxBodyBytes = 64 * 1024
 
 /** How deep arrays and objects may nest in a body: a NewPet is flat, and `JSON.parse` recurses once per level. */
-export const maxJsonDepth = 32
+const maxJsonDepth = 32
 
 const tooLarge = new PayloadTooLarge({
   code: "payload_too_large",
@@ -29,22 +29,18 @@ const tooDeep = new BadRequest({
 const isJson = (contentType: string | undefined) =>
   contentType !== undefined && /^application\/json\s*(;|$)/i.test(contentType.trim())
 
-/**
- * A body that stopped before its end: its client closed the connection, so the request ends as if
- * the client had aborted it (logged 499, never answered), not as a failure of the service.
- */
+/** A body cut short: its client closed the connection, so the request ends as aborted (499), not as a failure. */
 const clientClosed = Effect.failCause(Cause.annotate(Cause.interrupt(), HttpServerError.ClientAbort.annotation))
 
 /** The body's bytes, refused once past the limit without reading the rest. */
 const readText = (request: HttpServerRequest.HttpServerRequest) => {
   const declared = request.headers["content-length"]
   if (declared !== undefined) {
-    // A declared length is checked before a byte is read, and the body read by the runtime at once.
+    // Checked before a byte is read; the runtime then reads the body at once.
     if (Number(declared) > maxBodyBytes) return Effect.fail(tooLarge)
     return Effect.catchDefect(Effect.promise(() => (request.source as Request).text()), () => clientClosed)
   }
-  // Neither a length nor chunks is an empty body (HTTP/1.1), which the runtime gives as no body at
-  // all: its stream would fail and be taken for a client gone away.
+  // Neither a length nor chunks is an empty body, whose stream would fail as if the client had gone.
   if ((request.source as Request).body === null) return Effect.succeed("")
   return request.stream.pipe(
     Stream.runFoldEffect(() => ({ size: 0, chunks: [] as Array<Uint8Array> }), (read, chunk: Uint8Array) => {
@@ -58,11 +54,9 @@ const readText = (request: HttpServerRequest.HttpServerRequest) => {
 }
 
 /**
- * Reads a JSON request body and decodes it with `schema` (with `options`, such as refusing
- * properties it does not name): 415 unless it is `application/json`, 413 past 64 KiB, 400
- * `malformed_json` when it does not parse, 400 `validation_failed` when it breaks the schema.
- * Here rather than HttpApi's payload decoding, which answers an unsupported media type with a
- * body of its own and cannot bound a body by its depth before parsing it.
+ * A JSON body decoded with `schema`: 415 unless `application/json`, 413 past 64 KiB, 400 when it
+ * does not parse or breaks the schema. Not HttpApi's payload decoding, which answers a wrong media
+ * type with a body of its own and cannot bound a body's depth before parsing it.
  */
 export const readJsonBody = <S extends Schema.ConstraintDecoder<unknown>>(
   schema: S,
@@ -102,10 +96,7 @@ export const readJsonBody = <S extends Schema.ConstraintDecoder<unknown>>(
   )
 }
 
-/**
- * Whether `text` opens more than `max` arrays or objects inside one another, found in one pass
- * over its characters (brackets inside strings skipped), so that no parser recurses that deep.
- */
+/** Whether `text` nests arrays or objects deeper than `max`, in one pass (brackets in strings skipped). */
 const nestsDeeperThan = (text: string, max: number): boolean => {
   let depth = 0
   let inString = false

@@ -7,7 +7,7 @@ const maxExcerpt = 64
 export const excerpt = (text: string, max: number = maxExcerpt): string =>
   text.length <= max ? text : `${text.slice(0, max)}…`
 
-/** The first failure an issue holds: where it is, and the rule it broke when a schema words it. */
+/** The first failure an issue holds: where, and the rule it broke when a schema words it. */
 interface Failure {
   readonly path: ReadonlyArray<PropertyKey>
   readonly issue: SchemaIssue.Issue
@@ -54,11 +54,8 @@ const formatValue = (value: unknown): string => {
 }
 
 /**
- * One line naming the offending field or parameter and the rule it broke, from the first issue a
- * Schema decoder reported: `name: must be a string of 1 to 255 characters`. The rules are the
- * schemas' own messages (`Domain/Pet.ts`, `Api/Pets.ts`); a value of the wrong type where no
- * message is given reads `Expected NewPet, actual []`, from `input`, the value decoded. Field names
- * and quoted values are cut short: a client's 60 KB key or value is not sent back.
+ * One line naming the offending field and the rule it broke, from the first issue: the schemas' own
+ * messages, else `Expected NewPet, actual []` from `input`; names and values cut short, never echoed whole.
  */
 export const describeIssue = (issue: SchemaIssue.Issue, subject: string, input?: unknown): string => {
   const failure = firstFailure(issue, [], undefined)

@@ -1,11 +1,7 @@
 import { Logger } from "effect"
 
-/**
- * The service's log lines: one JSON object per line on stdout, its fields named and ordered as
- * they always were (`message`, `logLevel`, `timestamp`, `cause` when there is one, `annotations`,
- * `spans`, `fiberId`), so that whatever reads the logs reads them as before.
- */
-export const jsonLogger = Logger.withConsoleLog(
+/** One JSON object per line on stdout, its fields named and ordered as they always were, for what reads the logs. */
+const jsonLogger = Logger.withConsoleLog(
   Logger.map(
     Logger.formatStructured,
     ({ annotations, cause, fiberId, level, message, spans, timestamp }) =>

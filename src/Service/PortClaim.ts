@@ -2,10 +2,8 @@ import { Effect } from "effect"
 import { connect } from "node:net"
 
 /**
- * The name a service holds while it serves `port`: a Linux abstract Unix socket, which needs no
- * file and which the kernel releases the moment the process ends, however it ends (SIGKILL too).
- * Named by the port alone: with SO_REUSEPORT the kernel also lets `0.0.0.0:3000` and
- * `127.0.0.1:3000` share connections.
+ * A Linux abstract Unix socket: no file, released by the kernel however the process ends (SIGKILL
+ * too). By the port alone: with SO_REUSEPORT `0.0.0.0:3000` and `127.0.0.1:3000` share connections.
  */
 const claimName = (port: number) => `\0petstore:${port}`
 
@@ -25,12 +23,9 @@ const accepts = (host: string, port: number) =>
   }).pipe(Effect.timeoutOrElse({ duration: "1 second", orElse: () => Effect.succeed(false) }))
 
 /**
- * One port, one service: claims `port` for this service (the single server, or the supervisor whose
- * workers share the port) for as long as the scope lasts, or fails with one line if another
- * service serves it. Binding the port cannot tell, as the kernel lets any process of the same user
- * join a port bound with SO_REUSEPORT; so the claim is a name only one process can hold, and, for
- * a server that holds none (another program, an older release of this one), a connection attempt.
- * Neither listens on the port.
+ * Claims `port` for this service while the scope lasts, or fails with one line if another serves
+ * it. Binding cannot tell (SO_REUSEPORT lets any process of the user join): the claim is a name
+ * only one process holds and, for a server holding none, a connection attempt.
  */
 export const claimPort = (host: string, port: number) =>
   Effect.gen(function*() {

@@ -4,10 +4,8 @@ import { Duration } from "effect"
 export const stopMargin = Duration.seconds(2)
 
 /**
- * The bound on a stop, whatever it waits for. The first SIGTERM, SIGINT or SIGHUP arms a timer that ends
- * the process once the bound has passed: a finalizer cannot be interrupted, so a database that
- * does not answer would otherwise keep the process alive. Before the configuration is read (a
- * start in progress) the bound is the margin alone. One per process, as signals are.
+ * The bound on a stop: the first signal arms a timer ending the process once it passes, since a
+ * finalizer cannot be interrupted and a silent database would keep it alive. One per process.
  */
 export const stopDeadline = (() => {
   let bound = stopMargin

@@ -8,11 +8,7 @@ import { PetRepository } from "../Pets/PetRepository.js"
 import { DatabaseLive } from "../Sql/DatabaseFromUrl.js"
 import { ReadOnlyMode } from "../Sql/ReadOnlyMode.js"
 
-/**
- * The stores on the database `DATABASE_URL` names. Rate-limit buckets are in PostgreSQL, shared by
- * every instance and leased in batches; on SQLite they are in memory, each of several workers
- * enforcing its share.
- */
+/** The stores on `DATABASE_URL`; rate limits shared in PostgreSQL, in memory (a share per worker) on SQLite. */
 export const StoresLive = Layer.unwrap(
   AppConfig.useSync(({ databaseUrl, workers }) =>
     Layer.mergeAll(

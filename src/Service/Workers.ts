@@ -5,21 +5,13 @@ export const workerVariable = "PETSTORE_WORKER"
 /** And the supervisor's process id, which the worker's parent must stay. */
 const supervisorVariable = "PETSTORE_SUPERVISOR_PID"
 
-/**
- * The command line that starts this same program again. In an executable made by Bun's compiler
- * (dist/petstore), argv[1] is its embedded entry (`/$bunfs/…`), not an argument to pass: the
- * executable alone is the program.
- */
+/** This same program's command line; in Bun's compiled executable argv[1] is its embedded entry (`/$bunfs/…`). */
 const thisProgram = () =>
   Bun.main.startsWith("/$bunfs/")
     ? [process.execPath, ...process.argv.slice(2)]
     : [process.execPath, ...process.argv.slice(1)]
 
-/**
- * Runs one worker process: this same program with `PETSTORE_WORKER` set, sharing stdout and
- * stderr. Interrupting it (the supervisor stopping) sends SIGTERM and waits for the worker to
- * finish its requests in flight.
- */
+/** One worker process, this program with `PETSTORE_WORKER` set; interrupted, it sends SIGTERM and waits. */
 const runWorker = (worker: number, env: Record<string, string>, stopTimeout: Duration.Input) =>
   Effect.acquireUseRelease(
     Effect.sync(() =>
@@ -46,11 +38,7 @@ const runWorker = (worker: number, env: Record<string, string>, stopTimeout: Dur
         : Effect.void
   )
 
-/**
- * Keeps `count` workers running: one that exits while the supervisor runs is started again a
- * second later. Interrupted (SIGTERM, SIGINT or SIGHUP to the supervisor), it stops them all, killing any
- * still running after `stopTimeout`. `env` is added to the workers' environment.
- */
+/** Keeps `count` workers running, each restarted a second after it exits; interrupted, stops them all. */
 export const supervise = (count: number, env: Record<string, string>, stopTimeout: Duration.Input) =>
   Effect.forEach(
     Array.from({ length: count }, (_, index) => index + 1),
@@ -64,10 +52,7 @@ export const supervise = (count: number, env: Record<string, string>, stopTimeou
     { concurrency: "unbounded", discard: true }
   )
 
-/**
- * In a worker: stops it (as SIGTERM would) once its supervisor is gone, so that a killed
- * supervisor leaves no orphans serving the port.
- */
+/** In a worker: stops it (as SIGTERM would) once its supervisor is gone, so no orphan serves the port. */
 export const stopWhenOrphaned = Effect.suspend(() => {
   // From the environment, not the parent at this moment: the supervisor may already be gone.
   const supervisor = Number(process.env[supervisorVariable])
