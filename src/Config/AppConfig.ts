@@ -14,8 +14,7 @@ import { readFileSync, statSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { dirname } from "node:path"
 import { metricsListener } from "../Observability/ObservabilityConfig.js"
-import { parseTrustedProxies } from "../Request/ClientAddress.js"
-import type { IpRange } from "../Request/IpAddress.js"
+import { type IpRange, parseTrustedProxies } from "../Request/ClientAddress.js"
 
 export type Environment = "production" | "staging"
 
