@@ -1,7 +1,6 @@
 /** Where the OpenAPI document and the interactive docs page are served, beside the API. */
 export const openApiPath = "/v1/openapi.json"
 export const docsPath = "/docs"
-/** Redirects to the docs page. */
 export const rootPath = "/"
 
 /** The routes served beside the API (`Http/Docs.ts`), outside its definition so client and document stay the API's. */

@@ -37,12 +37,6 @@ export interface KeyHolder {
   readonly name: string
 }
 
-/** A key as the in-memory store keeps it: its record and hash. */
-interface StoredKey {
-  readonly record: ApiKeyRecord
-  readonly hash: string
-}
-
 const environmentPrefix: Record<Environment, string> = { production: "ps_live_", staging: "ps_test_" }
 const shownPrefixLength = 12
 
@@ -70,7 +64,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
     ApiKeys,
     Effect.gen(function*() {
       const { environment } = yield* AppConfig
-      const keys: Array<StoredKey> = []
+      const keys: Array<{ readonly record: ApiKeyRecord; readonly hash: string }> = []
       return ApiKeys.of({
         create: (name) =>
           Effect.sync(() => {

@@ -42,8 +42,6 @@ const makeProbe = (
   )
 }
 
-const ok = { status: "ok" } as const
-
 /** This instance cannot use its SQLite file: the one fault of the store that is its alone. */
 const unusable = new ServiceUnavailable({
   code: "database_unavailable",
@@ -56,7 +54,7 @@ export const HealthHttpLive = HttpApiBuilder.group(PetStoreApi, "health", (handl
     const probe = makeProbe((yield* PetRepository).readiness, Effect.runForkWith(yield* Effect.context<never>()))
     const stopping = yield* Stopping
     return handlers
-      .handle("livez", () => Effect.succeed(ok))
+      .handle("livez", () => Effect.succeed({ status: "ok" as const }))
       .handle("readyz", () =>
         stopping.begun()
           ? Effect.fail(shuttingDown)

@@ -42,14 +42,15 @@ export class InFlightRequests extends Context.Service<InFlightRequests, {
       running--
       if (running === 0 && phase === "closed") Deferred.doneUnsafe(idle, Exit.void)
     })
-    const closingWhenStopping = (response: HttpServerResponse.HttpServerResponse) =>
-      phase === "serving" ? response : HttpServerResponse.setHeader(response, "connection", "close")
     const inFlight = InFlightRequests.of({
       middleware: (app) =>
         Effect.suspend(() => {
           running++
           // However it ends; the phase read at the answer, so one begun before the stop closes too.
-          return Effect.map(Effect.onExit(app, () => finished), closingWhenStopping)
+          return Effect.map(
+            Effect.onExit(app, () => finished),
+            (response) => phase === "serving" ? response : HttpServerResponse.setHeader(response, "connection", "close")
+          )
         }),
       refusingWhenClosed: (handler) => Effect.suspend(() => phase === "closed" ? answeredEarly(refused) : handler),
       stop: ({ closeListener, drain, grace }) =>

@@ -52,26 +52,16 @@ export const parseTrustedProxies = (
   return { ranges, invalid }
 }
 
-/** A forwarded node without its port: `192.0.2.1:80`, `[2001:db8::1]:80` or a bare address. */
-const withoutPort = (node: string): string => {
+/** A forwarded node, maybe quoted and with a port: `192.0.2.1:80`, `"[2001:db8::1]:80"` or a bare address. */
+const nodeAddress = (node: string): NetAddress.IpAddress | undefined => {
   const value = node.trim().replace(/^"|"$/g, "")
-  if (value.startsWith("[")) {
-    const end = value.indexOf("]")
-    return end === -1 ? value : value.slice(1, end)
-  }
-  const colon = value.indexOf(":")
-  // One colon is IPv4 with a port; more are an IPv6 address.
-  return colon !== -1 && colon === value.lastIndexOf(":") ? value.slice(0, colon) : value
+  const inet = Result.getOrUndefined(NetAddress.inetAddressFromString(value))
+  return inet === undefined ? parseIp(value) : NetAddress.toCanonical(inet.address)
 }
 
 /** The `for=` nodes of RFC 7239's `Forwarded`, in order. */
 const forwardedFor = (header: string): Array<string> =>
-  header.split(",").flatMap((element) =>
-    element.split(";").flatMap((pair) => {
-      const equals = pair.indexOf("=")
-      return equals !== -1 && pair.slice(0, equals).trim().toLowerCase() === "for" ? [pair.slice(equals + 1)] : []
-    })
-  )
+  Array.from(header.matchAll(/(?:^|[;,])\s*for\s*=([^;,]*)/gi), (match) => match[1]!)
 
 const maxDirectPeers = 4096
 
@@ -120,7 +110,7 @@ export const makeClientAddress = (trusted: ReadonlyArray<IpRange>) => {
       : []
     let hop = peer
     for (let i = chain.length - 1; i >= 0; i--) {
-      const address = parseIp(withoutPort(chain[i]!))
+      const address = nodeAddress(chain[i]!)
       if (address === undefined) break
       hop = address
       if (!isTrusted(address)) break

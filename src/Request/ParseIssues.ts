@@ -7,43 +7,6 @@ const maxExcerpt = 64
 export const excerpt = (text: string, max: number = maxExcerpt): string =>
   text.length <= max ? text : `${text.slice(0, max)}…`
 
-/** The first failure an issue holds: where, and the rule it broke when a schema words it. */
-interface Failure {
-  readonly path: ReadonlyArray<PropertyKey>
-  readonly issue: SchemaIssue.Issue
-  readonly message: string | undefined
-}
-
-const firstFailure = (
-  issue: SchemaIssue.Issue,
-  path: ReadonlyArray<PropertyKey>,
-  message: string | undefined
-): Failure => {
-  switch (issue._tag) {
-    case "Filter":
-      return firstFailure(issue.issue, path, message ?? SchemaIssue.defaultCheckHook(issue))
-    case "Encoding":
-      return firstFailure(issue.issue, path, message)
-    case "Pointer":
-      return firstFailure(issue.issue, [...path, ...issue.path], message)
-    case "Composite":
-      return firstFailure(issue.issues[0], path, message)
-    case "AnyOf":
-      return issue.issues.length > 0 ? firstFailure(issue.issues[0]!, path, message) : { path, issue, message }
-    default:
-      return { path, issue, message }
-  }
-}
-
-const valueAt = (input: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
-  path.reduce<unknown>(
-    (
-      value,
-      key
-    ) => (typeof value === "object" && value !== null ? (value as Record<PropertyKey, unknown>)[key] : undefined),
-    input
-  )
-
 const formatValue = (value: unknown): string => {
   if (value === undefined) return "undefined"
   try {
@@ -53,21 +16,20 @@ const formatValue = (value: unknown): string => {
   }
 }
 
+const valueAt = (input: unknown, keys: ReadonlyArray<PropertyKey>): unknown =>
+  keys.reduce<unknown>((value, key) => (value as Record<PropertyKey, unknown> | null | undefined)?.[key], input)
+
+const firstIssue = SchemaIssue.makeFormatterStandardSchemaV1()
+
 /**
  * One line naming the offending field and the rule it broke, from the first issue: the schemas' own
  * messages, else `Expected NewPet, actual []` from `input`; names and values cut short, never echoed whole.
  */
 export const describeIssue = (issue: SchemaIssue.Issue, subject: string, input?: unknown): string => {
-  const failure = firstFailure(issue, [], undefined)
-  const where = failure.path.length === 0 ? subject : failure.path.map((key) => excerpt(String(key))).join(".")
-  let message = failure.message
-  if (message === undefined) {
-    const leaf = failure.issue
-    const annotations = leaf._tag === "InvalidType" ? leaf.ast.annotations : undefined
-    const identifier = annotations?.message === undefined ? annotations?.identifier : undefined
-    message = typeof identifier === "string"
-      ? `Expected ${identifier}, actual ${formatValue(valueAt(input, failure.path))}`
-      : SchemaIssue.makeFormatterStandardSchemaV1()(leaf).issues[0]?.message ?? "is invalid"
-  }
-  return `${where}: ${excerpt(message, 4 * maxExcerpt)}`
+  const { message, path = [] } = firstIssue(issue).issues[0] ?? { message: "is invalid" }
+  const keys = path.map((key) => typeof key === "object" ? key.key : key)
+  const where = keys.length === 0 ? subject : keys.map((key) => excerpt(String(key))).join(".")
+  // A value of the wrong type, where the schema words no rule, is shown as it came.
+  const actual = /^Expected \w+$/.test(message) ? `, actual ${formatValue(valueAt(input, keys))}` : ""
+  return `${where}: ${excerpt(message + actual, 4 * maxExcerpt)}`
 }
