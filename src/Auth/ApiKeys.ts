@@ -16,7 +16,6 @@ export class ApiKeyRecord extends Schema.Class<ApiKeyRecord>("ApiKeyRecord")({
   revokedAt: Schema.OptionFromNullOr(Schema.DateFromString)
 }) {}
 
-/** No key has the id a revocation named. */
 export class ApiKeyNotFound extends Data.TaggedError("ApiKeyNotFound")<{ readonly id: number }> {
   override get message() {
     return `id: no API key has id ${this.id}`
@@ -57,7 +56,6 @@ export class ApiKeys extends Context.Service<ApiKeys, {
   readonly revoke: (
     id: number
   ) => Effect.Effect<ApiKeyRecord, ApiKeyNotFound | ApiKeyAlreadyRevoked | DatabaseUnavailable>
-  /** The holder of an unrevoked key with this hash. */
   readonly findActiveByHash: (hash: string) => Effect.Effect<Option.Option<KeyHolder>, DatabaseUnavailable>
 }>()("petstore/ApiKeys") {
   static readonly InMemory = Layer.effect(

@@ -50,7 +50,6 @@ export class RecentMap<V> {
     if (!this.recent.delete(key)) this.older.delete(key)
   }
 
-  /** Forgets every entry. */
   clear(): void {
     this.recent = new Map()
     this.older = new Map()

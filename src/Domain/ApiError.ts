@@ -152,5 +152,4 @@ export const errorBodies = {
   )
 } as const
 
-/** Every error the service answers with. */
 export type ApiError = (typeof errorBodies)[keyof typeof errorBodies]["Type"]

@@ -94,7 +94,6 @@ export const NewPet = Schema.Struct(newPetFields).annotate({
 })
 export type NewPet = typeof NewPet.Type
 
-/** How a NewPet is decoded from a request: a property the interface does not name is an error. */
 export const newPetParseOptions = { onExcessProperty: "error" } as const
 
 export const Pet = Schema.Struct({ id: PetId, ...newPetFields }).annotate({

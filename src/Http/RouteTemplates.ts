@@ -2,13 +2,8 @@ import type { HttpRouter } from "effect/http"
 import { requestDurationOf } from "../Observability/Metrics.js"
 import { routes } from "./Routes.js"
 
-/** What a request is labelled with: its route template, and its duration's series by status. */
-export interface RouteLabels {
-  /** `/v1/pets/{petId}`; `unmatched` for every request no route matched. */
-  readonly route: string
-  /** Records the request's duration in seconds, in its series for `status`. */
-  readonly recordDuration: (status: number, seconds: number) => void
-}
+/** A request's route template (`/v1/pets/{petId}`, `unmatched`) and its duration's series by status. */
+type RouteLabels = { readonly route: string; readonly recordDuration: (status: number, seconds: number) => void }
 
 export const unmatchedRoute = "unmatched"
 

@@ -42,14 +42,12 @@ const parseNetwork = (entry: string): IpRange | undefined => {
 export const parseTrustedProxies = (
   value: string
 ): { readonly ranges: ReadonlyArray<IpRange>; readonly invalid: ReadonlyArray<string> } => {
-  const ranges: Array<IpRange> = []
-  const invalid: Array<string> = []
-  for (const entry of value.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")) {
-    const range = parseNetwork(entry)
-    if (range === undefined) invalid.push(entry)
-    else ranges.push(range)
+  const entries = value.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
+  const parsed = entries.map((entry) => [entry, parseNetwork(entry)] as const)
+  return {
+    ranges: parsed.flatMap(([, range]) => range === undefined ? [] : [range]),
+    invalid: parsed.flatMap(([entry, range]) => range === undefined ? [entry] : [])
   }
-  return { ranges, invalid }
 }
 
 /** A forwarded node, maybe quoted and with a port: `192.0.2.1:80`, `"[2001:db8::1]:80"` or a bare address. */

@@ -29,7 +29,10 @@ const accepts = (host: string, port: number) =>
  */
 export const claimPort = (host: string, port: number) =>
   Effect.gen(function*() {
-    const where = `Cannot serve on ${host}:${port} (HOST, PORT)`
+    const taken = (by: string) =>
+      new Error(
+        `Cannot serve on ${host}:${port} (HOST, PORT): ${by} port ${port}; stop it first, or choose another PORT`
+      )
     // Abstract sockets are Linux's; elsewhere only the connection attempt below stands.
     if (process.platform === "linux") {
       yield* Effect.acquireRelease(
@@ -41,20 +44,12 @@ export const claimPort = (host: string, port: number) =>
         (claim) => Effect.sync(() => claim.stop(true))
       ).pipe(Effect.catch((cause) =>
         cause.code === "EADDRINUSE"
-          ? Effect.fail(
-            new Error(
-              `${where}: another Pet Store service already serves port ${port}; stop it first, or choose another PORT`
-            )
-          )
+          ? Effect.fail(taken("another Pet Store service already serves"))
           // Unix sockets forbidden (systemd's RestrictAddressFamilies): the service runs, unguarded against its kind.
           : Effect.logWarning(`cannot claim port ${port} for this service alone: ${cause.message}`)
       ))
     }
     if (yield* accepts(host, port)) {
-      return yield* Effect.fail(
-        new Error(
-          `${where}: another process already accepts connections on port ${port}; stop it first, or choose another PORT`
-        )
-      )
+      return yield* Effect.fail(taken("another process already accepts connections on"))
     }
   })
