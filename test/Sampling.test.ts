@@ -1,16 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Exit, Layer, Option } from "effect"
+import { ConfigProvider, Context, Effect, Exit, Layer, Option, Tracer } from "effect"
 import { Headers, HttpServerRequest } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { makeRequestLog } from "../src/Http/RequestLog.js"
 import { ObservabilityConfig, type Tracing } from "../src/Observability/ObservabilityConfig.js"
-import { RequestTrace, SpanRecorder, type TraceSpan } from "../src/Observability/RequestTrace.js"
 import { makeSampler } from "../src/Observability/Sampler.js"
 import { callerSpanOf } from "../src/Observability/TraceContext.js"
-import { TracingLive } from "../src/Observability/Tracing.js"
+import { inSampledSpan, TracingLive } from "../src/Observability/Tracing.js"
 import { makeClientAddress } from "../src/Request/ClientAddress.js"
-import { CurrentRequest, RequestRecord } from "../src/Request/CurrentRequest.js"
-import { inRequestSpan, startStatementSpan } from "../src/Request/RequestSpans.js"
+import { RequestRecord } from "../src/Request/CurrentRequest.js"
+import { startStatementSpan } from "../src/Sql/StatementSpans.js"
 import { startOtlpReceiver } from "./support/OtlpReceiver.js"
 
 const traceId = "0af7651916cd43dd8448eb211c80319c"
@@ -98,14 +97,15 @@ const tracingTo = (url: string, overrides: Partial<Tracing["batch"]> = {}, timeo
     })))
   )
 
-/** A sampled request's trace as the request observer starts one, with `children` spans below its server span. */
+/**
+ * A sampled request's trace as the request observer starts one (Effect's tracing on below its
+ * server span), with `children` spans of Effect's below its server span; answers the server span.
+ */
 const sampledRequest = (name: string, children: number) =>
   Effect.gen(function*() {
-    const trace = RequestTrace.start((yield* SpanRecorder)!, name, undefined)
-    for (let i = 0; i < children; i++) yield* trace.around(Effect.void, `child ${i}`, { i })
-    trace.answered(Exit.void)
-    return trace.server
-  })
+    for (let i = 0; i < children; i++) yield* Effect.withSpan(Effect.void, `child ${i}`, { attributes: { i } })
+    return yield* Effect.currentSpan
+  }).pipe(Effect.withSpan(name, { kind: "server", root: true }), Effect.orDie, Effect.withTracerEnabled(true))
 
 /** A series' value in this process's exposition, or undefined when it is absent. */
 const valueOf = (series: string) => {
@@ -150,77 +150,36 @@ describe("the tracer", () => {
     expect(headers).toEqual(Exit.succeed({ authorization: "Bearer x", "x-team": "pets" }))
   })
 
-  it("a request's trace: each span the child of the innermost one open; one left open ends with the span around it, or with the request; a span the export dropped, open twice, is told apart", () => {
-    const made: Array<readonly [string, string | undefined]> = []
-    const ended: Array<readonly [string, string]> = []
-    const dropped = { name: "dropped" } as TraceSpan
-    let full = false
-    const recorder: SpanRecorder = {
-      start: (name, _kind, parent) => {
-        if (full) return dropped
-        made.push([name, (parent as TraceSpan | undefined)?.name])
-        return { name } as TraceSpan
-      },
-      end: (span, _endTime, exit) => void ended.push([span.name, exit._tag])
-    }
-    const trace = new RequestTrace({ name: "server" } as TraceSpan, recorder)
-    const store = trace.child("store call", "internal")
-    const statement = trace.child("statement", "client")
-    // The store call ends, its statement left running: both end, as the store call did.
-    trace.end(store, Exit.fail("timed out"))
-    trace.end(statement, Exit.void)
-    full = true
-    const outer = trace.child("outer", "internal")
-    trace.child("inner", "client")
-    trace.end(outer, Exit.void)
-    full = false
-    trace.child("next", "internal")
-    // Answered with a span left open (its fiber interrupted before its end): it ends first.
-    trace.answered(Exit.void)
-    expect(made).toEqual([["store call", "server"], ["statement", "store call"], ["next", "server"]])
-    expect(ended).toEqual([
-      ["statement", "Failure"],
-      ["store call", "Failure"],
-      ["dropped", "Success"],
-      ["dropped", "Success"],
-      ["next", "Success"],
-      ["server", "Success"]
-    ])
-  })
-
-  it("records a request's trace from where the edge sampled it: its work and statements below its server span; Effect's own spans are never made", async () => {
+  it("records a sampled request's trace: Effect's spans and the statements' below its server span; outside one, Effect's spans are never made", async () => {
     const receiver = startOtlpReceiver()
-    // The clock spans are timed by: the monotonic one from the process's start, not the wall clock.
+    // The clock spans are timed by: nanoseconds since the epoch.
     const nanosNow = () => BigInt(Math.floor((performance.timeOrigin + performance.now()) * 1000)) * 1000n
     const before = nanosNow() - 1000n
     try {
-      const caller = { traceId, spanId: "b7ad6b7169203331" }
+      const caller = Tracer.externalSpan({ traceId, spanId: "b7ad6b7169203331", sampled: false })
       const request = await Effect.gen(function*() {
-        // Background work, and what a library opens: Effect's tracing is off.
+        // Background work, and what a library opens outside a sampled request: Effect's tracing is off.
         yield* Effect.withSpan(Effect.withSpan(Effect.void, "inner"), "library work")
-        // The sampler's choice holds even when the caller's flag said no.
-        // Named by its method when made; by its method and route once the route is set.
-        const trace = RequestTrace.start((yield* SpanRecorder)!, "GET", caller)
-        const record = new RequestRecord(
-          HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets")),
-          makeClientAddress([]),
-          performance.now(),
-          trace
-        )
+        // Outside a request, a statement has no span.
+        expect(startStatementSpan("sqlite", "SELECT 1")).toBeUndefined()
         const statement = Effect.sync(() =>
           startStatementSpan("sqlite", "SELECT id, name FROM pets WHERE id = ?")?.(Exit.void)
         )
-        yield* inRequestSpan("outer", {})(trace.around(statement, "authenticate", { "code.function.name": "x" })).pipe(
-          Effect.provideService(CurrentRequest, record)
+        // The sampler's choice holds even when the caller's flag said no; named by its method, and
+        // by its method and route once the route is set.
+        const server = yield* Effect.gen(function*() {
+          yield* inSampledSpan("outer", {})(inSampledSpan("authenticate", { "code.function.name": "x" })(statement))
+          const span = yield* Effect.currentSpan
+          span.attribute("http.route", "/v1/pets")
+          return span
+        }).pipe(
+          Effect.withSpan("GET", { kind: "server", parent: caller, sampled: true }),
+          Effect.withTracerEnabled(true)
         )
-        // Outside the request, a statement has no span.
-        expect(startStatementSpan("sqlite", "SELECT 1")).toBeUndefined()
-        trace.server.attribute("http.route", "/v1/pets")
-        trace.answered(Exit.void)
         yield* Effect.promise(() => receiver.waitFor(() => receiver.spans.length === 4))
         expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter}}`)).toBe(4)
         expect(valueOf(`otel_sdk_processor_span_processed_total{${processor}}`)).toBe(4)
-        return trace.server
+        return server
       }).pipe(Effect.provide(tracingTo(receiver.endpoint)), Effect.runPromise)
 
       const exported = await receiver.waitFor((span) => span.kind === 2)
@@ -291,7 +250,7 @@ describe("the tracer", () => {
       expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter}}`)).toBe(0)
       // Its request's log line names no trace: the dropped span's ids are all zero.
       const lines: Array<string> = []
-      const dropped = RequestTrace.start((yield* SpanRecorder)!, "GET", undefined)
+      const dropped = yield* sampledRequest("GET", 0)
       const request = HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets"))
       makeRequestLog((line) => lines.push(line))(
         new RequestRecord(request, makeClientAddress([]), performance.now(), dropped),

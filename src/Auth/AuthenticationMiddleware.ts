@@ -6,6 +6,7 @@ import { codesOf, type ServiceUnavailable, TooManyRequests, Unauthorized } from 
 import { CurrentCaller } from "../Domain/Caller.js"
 import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { failedAuthenticationCounter, rateLimitedCounter } from "../Observability/Metrics.js"
+import { inSampledSpan } from "../Observability/Tracing.js"
 import { type ClientAddress, makeClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest, noteResponseHeadersOn, type RequestRecord } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
@@ -43,13 +44,15 @@ const tooManyFailures = rateLimited(
 )
 const overRate = rateLimited("This API key is over its request rate; retry after the Retry-After seconds")
 
-const codeFunction = { "code.function.name": "Authentication.bearer" }
-
 /** A refusal answered ends the authentication span failed, as a failure would. */
-const refusalsFailed = (exit: Exit.Exit<unknown, unknown>): Exit.Exit<unknown, unknown> =>
-  Exit.isSuccess(exit) && HttpServerResponse.isHttpServerResponse(exit.value)
-    ? Exit.fail(new Error(`answered ${exit.value.status}`))
-    : exit
+const inAuthenticationSpan = inSampledSpan(
+  "authenticate",
+  { "code.function.name": "Authentication.bearer" },
+  (exit) =>
+    Exit.isSuccess(exit) && HttpServerResponse.isHttpServerResponse(exit.value)
+      ? Exit.fail(new Error(`answered ${exit.value.status}`))
+      : exit
+)
 
 /** Once half the allowed failures are spent, each further 401 waits 200 ms longer, up to 2 s. */
 const slowdown = (policy: RateLimitPolicy, remaining: number) =>
@@ -138,9 +141,9 @@ export const AuthenticationLive = Layer.effect(
           const current = fiber.getRef(CurrentRequest)
           return Effect.flatMap(
             // A sampled request's authentication is a span of its trace; never the key, nor the header.
-            current?.trace === undefined
-              ? authenticate(request, current)
-              : current.trace.around(authenticate(request, current), "authenticate", codeFunction, refusalsFailed),
+            fiber.cache.tracerEnabled
+              ? inAuthenticationSpan(authenticate(request, current))
+              : authenticate(request, current),
             (answer) =>
               HttpServerResponse.isHttpServerResponse(answer)
                 ? Effect.succeed(answer)

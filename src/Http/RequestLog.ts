@@ -68,7 +68,7 @@ export const makeRequestLog = (log: (line: string) => void) => {
   return (record: RequestRecord, route: string, status: number): void => {
     const { request } = record
     // A server span the export could not hold has all-zero ids, which name no trace.
-    const span = record.trace?.server.sampled === true ? record.trace.server : undefined
+    const span = record.trace?.sampled === true ? record.trace : undefined
     const durationMs = Math.round((performance.now() - record.startedAt) * 100) / 100
     log(
       `{"message":"request","logLevel":"INFO","timestamp":"${timestampAt(Date.now())}","annotations":{` +

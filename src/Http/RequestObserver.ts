@@ -1,7 +1,6 @@
-import { Effect, Exit } from "effect"
+import { type Clock, Context, Effect, Exit, Option, References, Tracer } from "effect"
 import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { adjustActiveRequests } from "../Observability/Metrics.js"
-import { RequestTrace, type SpanRecorder } from "../Observability/RequestTrace.js"
 import type { Sampler } from "../Observability/Sampler.js"
 import { callerSpanOf } from "../Observability/TraceContext.js"
 import type { ClientAddress } from "../Request/ClientAddress.js"
@@ -15,42 +14,54 @@ type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 /**
  * Where a request enters: its record (`Request/CurrentRequest.ts`) made and provided to everything
  * below; with metrics, its duration by method, route template and status and the gauge of requests
- * in flight; with tracing, whether it is sampled and, if so, its trace (`RequestTrace`): a server
- * span continuing the caller's `traceparent`, with the HTTP semantic conventions' attributes (never
- * a header: the Authorization header stays out of every span). `ended` (the request log) is given
- * its route template and status as it is answered, in the same step as the metrics.
+ * in flight; with tracing, whether it is sampled and, if so, its server span continuing the caller's
+ * `traceparent`, with the HTTP semantic conventions' attributes (never a header: the Authorization
+ * header stays out of every span), and Effect's tracing on below it, so that the spans its work opens
+ * are its trace's. `ended` (the request log) is given its route template and status as it is
+ * answered, in the same step as the metrics.
  *
  * Not the platform's `HttpMiddleware.tracer` (kept off in `Server.ts`): it follows B3 headers and
  * refuses a `traceparent` of a later version (`Sampling.test.ts`, "traceparent"), writes `http.route`
  * in the router's syntax (`/v1/pets/:petId` where spans, metrics and logs say `/v1/pets/{petId}`:
- * `Tracing.test.ts`), adds `url.full`, `url.query` and `server.*`, and runs the request in a span of
- * Effect's (see `RequestTrace`).
+ * `Tracing.test.ts`), adds `url.full`, `url.query` and `server.*`, and makes a span for every request,
+ * sampled or not.
  */
 export const makeRequestObserver = (options: {
   readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress
   readonly metrics: boolean
-  /** With tracing: whether a trace is recorded, asked once per request before any span is made, and where it is. */
-  readonly tracing: { readonly sample: Sampler; readonly recorder: SpanRecorder } | undefined
+  /** With tracing: whether a trace is recorded, asked once per request before any span is made, and where and when. */
+  readonly tracing:
+    | { readonly sample: Sampler; readonly tracer: Tracer.Tracer; readonly clock: Clock.Clock }
+    | undefined
   readonly ended?: ((record: RequestRecord, route: string, status: number) => void) | undefined
 }) => {
   const { clientAddress, ended, metrics, tracing } = options
   const routeOf = makeRouteLabels(metrics)
 
-  /** The request's trace, when the sampler chooses it, its server span named by its method until its route is known. */
-  const traceOf = (request: HttpServerRequest.HttpServerRequest): RequestTrace | undefined => {
+  /** The request's server span, when the sampler chooses it, named by its method until its route is known. */
+  const serverSpanOf = (request: HttpServerRequest.HttpServerRequest): Tracer.Span | undefined => {
     if (tracing === undefined) return undefined
-    const parent = callerSpanOf(request.headers)
-    if (!tracing.sample(parent)) return undefined
+    const caller = callerSpanOf(request.headers)
+    if (!tracing.sample(caller)) return undefined
     const method = methodLabel(request.method)
-    const trace = RequestTrace.start(tracing.recorder, method, parent)
-    const span = trace.server
+    const span = tracing.tracer.span({
+      name: method,
+      parent: caller === undefined ? Option.none() : Option.some(Tracer.externalSpan(caller)),
+      annotations: Context.empty(),
+      links: [],
+      startTime: tracing.clock.currentTimeNanosUnsafe(),
+      kind: "server",
+      root: caller === undefined,
+      // The sampler's choice holds even when the caller's flag said no.
+      sampled: true
+    })
     span.attribute("http.request.method", method)
     span.attribute("url.scheme", "http")
     span.attribute("url.path", pathOf(request.url))
     if (request.method !== method) span.attribute("http.request.method_original", request.method)
     const userAgent = request.headers["user-agent"]
     if (userAgent !== undefined) span.attribute("user_agent.original", userAgent)
-    return trace
+    return span
   }
 
   /** The request's labels, log line and server span, once it is answered (its route noted by then, if one matched). */
@@ -62,25 +73,33 @@ export const makeRequestObserver = (options: {
       labels.recordDuration(status, (performance.now() - current.startedAt) / 1000)
     }
     ended?.(current, labels.route, status)
-    const trace = current.trace
-    if (trace === undefined) return
-    const span = trace.server
+    const span = current.trace
+    if (span === undefined || tracing === undefined) return
     span.attribute("client.address", current.clientAddress.text)
     if (labels.route !== unmatchedRoute) span.attribute("http.route", labels.route)
     span.attribute("http.response.status_code", status)
     if (status >= 500) span.attribute("error.type", String(status))
-    trace.answered(status >= 500 && Exit.isSuccess(exit) ? Exit.fail(new Error(`HTTP ${status}`)) : exit)
+    span.end(
+      tracing.clock.currentTimeNanosUnsafe(),
+      status >= 500 && Exit.isSuccess(exit) ? Exit.fail(new Error(`HTTP ${status}`)) : exit
+    )
   }
 
   const observed = metrics || ended !== undefined || tracing !== undefined
   return <E, R>(request: HttpServerRequest.HttpServerRequest, app: App<E, R>): App<E, R> => {
     const startedAt = performance.now()
-    const current = new RequestRecord(request, clientAddress, startedAt, traceOf(request))
-    if (!observed) return Effect.provideService(app, CurrentRequest, current)
+    const span = serverSpanOf(request)
+    const current = new RequestRecord(request, clientAddress, startedAt, span)
+    const served = Effect.provideService(app, CurrentRequest, current)
+    if (!observed) return served
     if (metrics) adjustActiveRequests(1)
     // However the request ends, its client gone included.
     return Effect.onExit(
-      Effect.provideService(app, CurrentRequest, current),
+      span === undefined ? served : Effect.provideService(
+        Effect.provideService(served, Tracer.ParentSpan, span),
+        References.TracerEnabled,
+        true
+      ),
       (exit) => Effect.sync(() => answered(current, exit))
     )
   }

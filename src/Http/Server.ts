@@ -1,4 +1,4 @@
-import { Effect, Layer, LogLevel, Option } from "effect"
+import { Clock, Effect, Layer, LogLevel, Option, Tracer } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
@@ -6,16 +6,15 @@ import { AuthenticationLive } from "../Auth/AuthenticationMiddleware.js"
 import { AppConfig } from "../Config/AppConfig.js"
 import { HealthHttpLive } from "../Health/Http.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
-import { SpanRecorder } from "../Observability/RequestTrace.js"
 import { makeSampler } from "../Observability/Sampler.js"
 import { TracingLive } from "../Observability/Tracing.js"
 import { PetsHttpLive, SunsetPolicyLive } from "../Pets/Http.js"
+import { ObservedPetRepository } from "../Pets/PetRepositoryObserved.js"
 import { makeClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest } from "../Request/CurrentRequest.js"
 import { makeFailureAnswers, routeNotFound, SchemaErrorsLive } from "./ApiResponses.js"
 import { DocsLive } from "./Docs.js"
 import { InFlightRequests } from "./InFlightRequests.js"
-import { ObservedPetRepository } from "./ObservedServices.js"
 import { makeDeadline } from "./RequestDeadline.js"
 import { makeRequestLog, RequestLines } from "./RequestLog.js"
 import { makeRequestObserver } from "./RequestObserver.js"
@@ -90,14 +89,14 @@ export const serverMiddleware = Effect.gen(function*() {
   const { middleware } = yield* InFlightRequests
   const { logLevel, requestTimeout, trustedProxies } = yield* AppConfig
   const { metrics, tracing } = yield* ObservabilityConfig
-  const recorder = yield* SpanRecorder
+  const tracer = yield* Tracer.Tracer
+  const clock = yield* Clock.Clock
   const observe = makeRequestObserver({
     clientAddress: makeClientAddress(trustedProxies),
     metrics: Option.isSome(metrics),
     tracing: Option.match(tracing, {
       onNone: () => undefined,
-      onSome: ({ ratio, sampler }) =>
-        recorder === undefined ? undefined : { sample: makeSampler(sampler, ratio), recorder }
+      onSome: ({ ratio, sampler }) => ({ sample: makeSampler(sampler, ratio), tracer, clock })
     }),
     ended: LogLevel.isGreaterThan(logLevel, "Info") ? undefined : makeRequestLog((yield* RequestLines).add)
   })
@@ -112,8 +111,8 @@ export const serverMiddleware = Effect.gen(function*() {
  * The whole HTTP service on `server`: the router's app, answered as above, served under the server
  * middleware. The server is built last, once the app is: it takes connections from the moment it
  * listens, and would answer those it took before the app was served 503 with no body (with
- * SO_REUSEPORT, a worker starting beside others takes its share of everyone's). Effect's own
- * tracing is off (`TracingLive`): a sampled request's spans are its trace's. Needs the stores,
+ * SO_REUSEPORT, a worker starting beside others takes its share of everyone's). Effect's tracing is
+ * on for sampled requests alone (`TracingLive`). Needs the stores,
  * `InFlightRequests`, `RequestLines`, `AppConfig`, `ObservabilityConfig`, and what `server` needs.
  */
 export const serveOn = <A, E, R>(server: Layer.Layer<A, E, R>) =>
@@ -127,12 +126,14 @@ export const serveOn = <A, E, R>(server: Layer.Layer<A, E, R>) =>
       )
     })
   ).pipe(
+    // To the server's requests alone: HttpApi gives each handler the context its layer was built
+    // with, which would otherwise override a sampled request's tracing turned on.
+    Layer.provide(TracingLive),
     Layer.provide(Layer.provideMerge(AppLive, HttpRouter.layer)),
     Layer.provide(ExactRoutes),
     // The platform's request tracer stays off: the request observer makes the server span, and
     // only when traces are exported, so tracing off costs nothing.
-    Layer.provide(Layer.succeed(HttpMiddleware.TracerDisabledWhen, () => true)),
-    Layer.provide(TracingLive)
+    Layer.provide(Layer.succeed(HttpMiddleware.TracerDisabledWhen, () => true))
   )
 
 /** The whole HTTP service on the `HttpServer` it is given (the tests' server, a benchmark's handler). */

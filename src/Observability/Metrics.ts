@@ -113,43 +113,6 @@ export const statementFailureCounter = (system: string, errorType: string): () =
     { db_system_name: system, error_type: errorType }
   )
 
-/** A table's name, without its schema or quotes. */
-const tableName = String.raw`(?:ONLY\s+)?(?:"?\w+"?\.)?"?(\w+)(?!\w)`
-
-/**
- * The table a statement works on: the first name after `FROM` (not a function's, `FROM unnest(…)`),
- * `INTO`, `UPDATE`, `TABLE` (past `IF [NOT] EXISTS`), an index's `ON`, or a leading `COPY`. A
- * subquery's parenthesis is skipped for the next name.
- */
-const tableOf = new RegExp(
-  String
-    .raw`\bFROM\s+${tableName}(?!"?\s*\()|(?:^\s*COPY|\b(?:INTO|UPDATE|TABLE(?:\s+IF(?:\s+NOT)?\s+EXISTS)?|INDEX\b[^;(]*?\bON))\s+${tableName}`,
-  "i"
-)
-
-interface StatementSummary {
-  readonly operation: string
-  readonly table: string | undefined
-  /** Its span's name: the operation and the table (`SELECT pets`). */
-  readonly name: string
-}
-
-/** Summaries found, by statement text: the service has a few dozen; past 1,000, one is found per call. */
-const summaries = new Map<string, StatementSummary>()
-
-/** A statement's operation (`SELECT`, …) and the table it works on, when it names one, for its labels and its span. */
-export const statementSummary = (sql: string): StatementSummary => {
-  let found = summaries.get(sql)
-  if (found === undefined) {
-    const match = tableOf.exec(sql)
-    const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? "OTHER"
-    const table = match?.[1] ?? match?.[2]
-    found = { operation, table, name: table === undefined ? operation : `${operation} ${table}` }
-    if (summaries.size < 1000) summaries.set(sql, found)
-  }
-  return found
-}
-
 /** Records a SQL statement's duration in seconds into its series; one on no table (`BEGIN`, `SELECT 1`) has no table label. */
 export const statementDurationOf = (
   system: string,

@@ -1,69 +1,122 @@
-import { Cause, Duration, Effect, type Exit, FiberSet, Layer, Option, References, Scope, Version } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Duration,
+  Effect,
+  Exit,
+  FiberSet,
+  Layer,
+  Option,
+  References,
+  Scope,
+  Tracer,
+  Version
+} from "effect"
 import { Hex } from "effect/encoding"
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
 import { OtlpResource, OtlpSerialization, type OtlpTracer } from "effect/observability"
 import { readAtScrape } from "./Metrics.js"
 import { ObservabilityConfig, type Tracing } from "./ObservabilityConfig.js"
-import { type SpanKind, SpanRecorder, type TraceSpan } from "./RequestTrace.js"
 
 type OtlpSpan = OtlpTracer.TraceData["resourceSpans"][number]["scopeSpans"][number]["spans"][number]
 
-/** A sampled trace's span while the export can hold no more: one shared value with W3C's invalid ids, never exported. */
-const dropped: TraceSpan = {
+/**
+ * The span of a sampled request that the export could not hold, and of work below it: one shared
+ * value with W3C's invalid ids (a log line names no trace for it), never exported.
+ */
+const dropped: Tracer.Span = {
+  _tag: "Span",
   name: "dropped",
-  traceId: "0".repeat(32),
   spanId: "0".repeat(16),
+  traceId: "0".repeat(32),
+  parent: Option.none(),
+  annotations: Context.empty(),
+  status: { _tag: "Ended", startTime: 0n, endTime: 0n, exit: Exit.void },
+  attributes: new Map(),
+  links: [],
   sampled: false,
-  attribute() {}
+  kind: "internal",
+  end() {},
+  attribute() {},
+  event() {},
+  addLinks() {}
 }
 
-const kinds = { internal: 1, server: 2, client: 3 } as const
+/** A span that stands for `span` to the work below it, and is not itself exported. */
+const transparent = (span: Tracer.Span): Tracer.Span => ({
+  ...dropped,
+  name: "transparent",
+  spanId: span.spanId,
+  traceId: span.traceId,
+  parent: Option.some(span),
+  sampled: span.sampled
+})
+
+const kinds = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const
 
 /**
  * A sampled trace's span as the export holds it: plain values, made into OTLP's form only when
  * its batch is sent, off the request's path. Not `OtlpTracer`'s: its spans go to the library's
  * exporter, which bounds nothing it holds (below).
  */
-class ExportedSpan implements TraceSpan {
+class ExportedSpan implements Tracer.Span {
+  readonly _tag = "Span"
   readonly sampled = true
   /** A key set again takes its last value. */
-  readonly attributes: Record<string, unknown> = {}
-  endTime = 0
-  /** Kept only when the span failed: what its status and exception events are made of. */
-  failure: Exit.Failure<unknown, unknown> | undefined = undefined
+  readonly attributes = new Map<string, unknown>()
+  status: Tracer.SpanStatus
 
   constructor(
     readonly name: string,
-    readonly kind: SpanKind,
+    readonly kind: Tracer.SpanKind,
     readonly traceId: string,
     readonly spanId: string,
-    readonly parentSpanId: string | undefined,
-    readonly startTime: number
-  ) {}
+    readonly parent: Option.Option<Tracer.AnySpan>,
+    readonly annotations: Context.Context<never>,
+    readonly links: ReadonlyArray<Tracer.SpanLink>,
+    startTime: bigint,
+    private readonly ended: (span: ExportedSpan) => void
+  ) {
+    this.status = { _tag: "Started", startTime }
+  }
 
   attribute(key: string, value: unknown): void {
     // Ended, it is as it will be sent.
-    if (this.endTime === 0) this.attributes[key] = value
+    if (this.status._tag === "Started") this.attributes.set(key, value)
+  }
+
+  // Events and links are not exported: the service publishes none.
+  event(): void {}
+  addLinks(): void {}
+
+  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+    if (this.status._tag === "Ended") return
+    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
+    this.ended(this)
   }
 
   /** As OTLP carries it, with the library's status and exception events; a server span named by its method and route. */
   toOtlp(): OtlpSpan {
     const attributes: OtlpSpan["attributes"] = []
-    for (const key in this.attributes) {
-      attributes.push({ key, value: OtlpResource.unknownToAttributeValue(this.attributes[key]) })
+    for (const [key, value] of this.attributes) {
+      attributes.push({ key, value: OtlpResource.unknownToAttributeValue(value) })
     }
-    const route = this.attributes["http.route"]
+    const { status: ended } = this
+    const endTime = ended._tag === "Ended" ? ended.endTime : ended.startTime
+    const failure = ended._tag === "Ended" && Exit.isFailure(ended.exit) ? ended.exit : undefined
+    const route = this.attributes.get("http.route")
     let status: OtlpSpan["status"] = { code: 1 }
     const events: OtlpSpan["events"] = []
-    if (this.failure !== undefined && Cause.hasInterruptsOnly(this.failure.cause)) {
+    if (failure !== undefined && Cause.hasInterruptsOnly(failure.cause)) {
       status = { code: 0 }
       attributes.push({ key: "effect.fiber.interrupted", value: { boolValue: true } })
-    } else if (this.failure !== undefined) {
-      for (const error of Cause.prettyErrors(this.failure.cause, { includeCauseInStack: true })) {
+    } else if (failure !== undefined) {
+      for (const error of Cause.prettyErrors(failure.cause, { includeCauseInStack: true })) {
         if (status.code !== 2) status = { code: 2, message: error.message }
         events.push({
           name: "exception",
-          timeUnixNano: unixNanos(this.endTime),
+          timeUnixNano: String(endTime),
           droppedAttributesCount: 0,
           attributes: OtlpResource.entriesToAttributes([
             ["exception.type", error.name],
@@ -77,38 +130,16 @@ class ExportedSpan implements TraceSpan {
     return {
       traceId: this.traceId,
       spanId: this.spanId,
-      parentSpanId: this.parentSpanId,
+      parentSpanId: Option.isSome(this.parent) ? this.parent.value.spanId : undefined,
       name: this.kind === "server" && typeof route === "string" ? `${this.name} ${route}` : this.name,
       kind: kinds[this.kind],
-      startTimeUnixNano: unixNanos(this.startTime),
-      endTimeUnixNano: unixNanos(this.endTime),
+      startTimeUnixNano: String(ended.startTime),
+      endTimeUnixNano: String(endTime),
       attributes,
       ...(events.length > 0 && { events }),
       status
     } as OtlpSpan
   }
-}
-
-const originMicros = Math.round(performance.timeOrigin * 1000)
-let lastSecond = -1
-let lastSecondText = ""
-
-/**
- * A `performance.now()` time as OTLP's nanoseconds since the epoch: whole numbers that stay exact
- * (microseconds since the epoch fit a double), the second's digits written once per second (a
- * 16-digit number written whole cost as much as the rest of the span's conversion).
- */
-const unixNanos = (time: number): string => {
-  const micros = time * 1000
-  const whole = Math.floor(micros)
-  const nanos = Math.min(999, Math.round((micros - whole) * 1000))
-  const total = originMicros + whole
-  const second = Math.floor(total / 1e6)
-  if (second !== lastSecond) {
-    lastSecond = second
-    lastSecondText = String(second)
-  }
-  return lastSecondText + String(total - second * 1e6 + 1e6).slice(1) + String(nanos + 1000).slice(1)
 }
 
 /** The answers OTLP/HTTP asks a client to retry: the collector is overloaded or briefly unavailable. */
@@ -131,155 +162,161 @@ const errorTypeOf = (error: unknown): string => {
 }
 
 /**
- * The export of sampled traces' spans over OTLP/HTTP (JSON, `OtlpSerialization`'s) as the
- * `OTEL_EXPORTER_OTLP_*` variables configure it, in batches of `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` sent
- * as soon as one is full and at least every `OTEL_BSP_SCHEDULE_DELAY`; what is left is sent when the
- * layer is released, for 3 s at most.
+ * Effect's spans in a sampled request's trace, exported over OTLP/HTTP (JSON, `OtlpSerialization`'s)
+ * as the `OTEL_EXPORTER_OTLP_*` variables configure it, in batches of `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`
+ * sent as soon as one is full and at least every `OTEL_BSP_SCHEDULE_DELAY`; what is left is sent
+ * when the layer is released, for 3 s at most.
  *
- * Not effect/observability's `OtlpExporter`, which starts an export per full batch and retries
- * each, so that while a collector is away or hung every span waits in memory until it gives up
- * (in process, 2,000 requests/s of five spans for 10 s: resident memory grew 55 MiB with a
- * collector refusing, 140 MiB with one hung). Here what is held is bounded (`Tracing.test.ts`, "a
- * collector stopped costs requests nothing"; `Sampling.test.ts`, "beyond the queue"): a span is
- * made only while fewer than `OTEL_BSP_MAX_QUEUE_SIZE` are held (open, waiting, or in a batch being
- * sent), and not for 1 s doubling to 30 s after a failed export; others, and every span below one,
- * are dropped and counted. A batch answered 429, 502, 503 or 504 (the answers OTLP/HTTP asks to
- * retry) is sent again after the collector's `Retry-After` (in seconds, 30 at most), or after that
- * pause, five sends in all, its spans held meanwhile; on any other failure, or the fifth, its spans
- * are counted by the error. Nothing is sent while paused but what is left at the layer's release.
- * Against the library's spans and exporter (`OtlpTracer`, with the guard that bounded what it
- * held), every request traced and both loaded at once (`OTEL_TRACES_SAMPLER=always_on … npm run
- * bench -- --ab 2a7f476 af9a87a --only sqlite --at-once --fresh`, 28 November 2026, two runs in
- * both orders), this answers 1.067–1.073× the requests per second on the list of 20, 1.059–1.096×
- * on get by id, 1.018–1.034× on create and 1.127–1.148× on the 401; at 1%, 0.995–1.022×.
+ * Not effect/observability's `OtlpTracer` and `OtlpExporter`, which start an export per full batch
+ * and retry each, so that while a collector is away or hung every span waits in memory until it
+ * gives up. Here what is held is bounded (`Tracing.test.ts`, "a collector stopped costs requests
+ * nothing"; `Sampling.test.ts`, "beyond the queue"): a span is made only while fewer than
+ * `OTEL_BSP_MAX_QUEUE_SIZE` are held (open, waiting, or in a batch being sent), and not for 1 s
+ * doubling to 30 s after a failed export; others, and every span below one, are dropped and
+ * counted. A batch answered 429, 502, 503 or 504 (the answers OTLP/HTTP asks to retry) is sent
+ * again after the collector's `Retry-After` (in seconds, 30 at most), or after that pause, five
+ * sends in all, its spans held meanwhile; on any other failure, or the fifth, its spans are counted
+ * by the error. Nothing is sent while paused but what is left at the layer's release.
  */
-const exportingRecorder = ({ batch, defaultServiceName, exporter }: Tracing) =>
-  Layer.effect(
-    SpanRecorder,
-    Effect.gen(function*() {
-      // With none, the library reads the service's name from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
-      const resource = yield* OtlpResource.fromConfig({ serviceName: defaultServiceName })
-      const serialization = yield* OtlpSerialization.OtlpSerialization
-      const client = yield* HttpClient.HttpClient
-      const scope = { name: "effect", version: Version.getCurrentVersion() }
-      // Named as effect/observability's exporter names itself, after the operator's own name, if any.
-      const userAgent = [
-        exporter.headers["user-agent"],
-        `OTel-OTLP-Exporter-JavaScript-Effect-OtlpTracer/${scope.version}`
-      ]
-      const request = HttpClientRequest.post(exporter.url, {
-        headers: { ...exporter.headers, "user-agent": userAgent.filter(Boolean).join(" ") }
-      })
-
-      const waiting: Array<ExportedSpan> = []
-      // Spans made and not yet answered for (open, waiting, or in a batch being sent), and the counts of the export's series.
-      const counts = { held: 0, handed: 0, dropped: 0, exported: 0, failed: new Map<string, number>() }
-      // Batches the collector asked for again later, with how many times each was sent.
-      const again: Array<{ readonly spans: Array<ExportedSpan>; readonly sends: number }> = []
-      let pausedUntil = 0
-      let backoffMillis = 0
-      let released = false
-
-      /** Pauses the export, for `askedMillis` (a collector's `Retry-After`) or the next backoff; batches failing together pause once. */
-      const pause = (askedMillis?: number) => {
-        if (Date.now() < pausedUntil) return
-        backoffMillis = Math.min(30_000, Math.max(1000, backoffMillis * 2))
-        pausedUntil = Date.now() + (askedMillis ?? backoffMillis)
-      }
-
-      /** Sends `spans` (their `sends`th send), answering the error's type when they were not taken; each outcome counted. */
-      const send = (spans: Array<ExportedSpan>, sends: number) =>
-        Effect.gen(function*() {
-          const body = serialization.traces({
-            resourceSpans: [{ resource, scopeSpans: [{ scope, spans: spans.map((span) => span.toOtlp()) }] }]
-          })
-          const withBody = HttpClientRequest.setBody(request, body)
-          const response =
-            yield* (exporter.gzip ? HttpClientRequest.compressBody(withBody, "gzip") : Effect.succeed(withBody)).pipe(
-              Effect.flatMap(client.execute),
-              Effect.tap((response) => Effect.ignore(response.arrayBuffer)),
-              Effect.timeout(Duration.millis(exporter.timeoutMillis))
-            )
-          if (response.status >= 200 && response.status < 300) return undefined
-          if (retried.has(response.status) && sends < maxSends && !released) {
-            again.push({ spans, sends: sends + 1 })
-            pause(retryAfterMillis(response.headers["retry-after"]))
-            return null
-          }
-          return String(response.status)
-        }).pipe(
-          Effect.catchCause((cause) => Effect.succeed(errorTypeOf(Cause.squash(cause)))),
-          Effect.map((errorType) => {
-            if (errorType === null) return undefined
-            counts.held -= spans.length
-            if (errorType === undefined) {
-              counts.exported += spans.length
-              backoffMillis = pausedUntil = 0
-              return errorType
-            }
-            counts.failed.set(errorType, (counts.failed.get(errorType) ?? 0) + spans.length)
-            pause()
-            return errorType
-          }),
-          // Effect's tracing is off for the export too: no span of its own, no traceparent sent.
-          Effect.withTracerEnabled(false)
-        )
-
-      const noteFailure = yield* exportSeries(batch.maxQueueSize, counts)
-      const exports = yield* FiberSet.make<void>()
-      const fork = yield* FiberSet.runtime(exports)<never>()
-      /** Sends the next batch, one asked for again first, else taken now from the waiting spans; nothing while paused or when none wait. */
-      const sendNext = () => {
-        if (Date.now() < pausedUntil) return
-        const retry = again.shift()
-        const spans = retry?.spans ?? waiting.splice(0, batch.maxExportBatchSize)
-        if (retry === undefined) counts.handed += spans.length
-        // After a yield: the fork runs at once, and the batch is not the ending request's work.
-        if (spans.length > 0) {
-          fork(Effect.andThen(Effect.yieldNow, Effect.flatMap(send(spans, retry?.sends ?? 1), noteFailure)))
-        }
-      }
-
-      yield* Effect.sleep(Duration.millis(batch.scheduleDelayMillis)).pipe(
-        Effect.andThen(Effect.sync(sendNext)),
-        Effect.forever,
-        Effect.forkScoped
-      )
-      yield* Effect.addFinalizer(() =>
-        Effect.suspend(() => {
-          // What is left is sent once now, pause or not.
-          released = true
-          pausedUntil = 0
-          while (again.length > 0 || waiting.length > 0) sendNext()
-          return FiberSet.awaitEmpty(exports)
-        }).pipe(Effect.timeoutOption(Duration.seconds(3)))
-      )
-
-      const refuse = () => {
-        counts.dropped++
-        return dropped
-      }
-      return SpanRecorder.of({
-        start: (name, kind, parent, startTime) => {
-          if (parent === dropped || counts.held >= batch.maxQueueSize) return refuse()
-          if (pausedUntil !== 0) {
-            if (Date.now() < pausedUntil) return refuse()
-            pausedUntil = 0
-          }
-          counts.held++
-          const traceId = parent === undefined ? Hex.random(32) : parent.traceId
-          return new ExportedSpan(name, kind, traceId, Hex.random(16), parent?.spanId, startTime)
-        },
-        end: (span, endTime, exit) => {
-          if (!(span instanceof ExportedSpan) || span.endTime !== 0) return
-          span.endTime = endTime
-          if (exit._tag === "Failure") span.failure = exit
-          waiting.push(span)
-          if (waiting.length >= batch.maxExportBatchSize) sendNext()
-        }
-      })
+const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
+  Effect.gen(function*() {
+    // With none, the library reads the service's name from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+    const resource = yield* OtlpResource.fromConfig({ serviceName: defaultServiceName })
+    const serialization = yield* OtlpSerialization.OtlpSerialization
+    const client = yield* HttpClient.HttpClient
+    const scope = { name: "effect", version: Version.getCurrentVersion() }
+    // Named as effect/observability's exporter names itself, after the operator's own name, if any.
+    const userAgent = [
+      exporter.headers["user-agent"],
+      `OTel-OTLP-Exporter-JavaScript-Effect-OtlpTracer/${scope.version}`
+    ]
+    const request = HttpClientRequest.post(exporter.url, {
+      headers: { ...exporter.headers, "user-agent": userAgent.filter(Boolean).join(" ") }
     })
-  ).pipe(Layer.provide([OtlpSerialization.layerJson, FetchHttpClient.layer]))
+
+    const waiting: Array<ExportedSpan> = []
+    // Spans made and not yet answered for (open, waiting, or in a batch being sent), and the counts of the export's series.
+    const counts = { held: 0, handed: 0, dropped: 0, exported: 0, failed: new Map<string, number>() }
+    // Batches the collector asked for again later, with how many times each was sent.
+    const again: Array<{ readonly spans: Array<ExportedSpan>; readonly sends: number }> = []
+    let pausedUntil = 0
+    let backoffMillis = 0
+    let released = false
+
+    /** Pauses the export, for `askedMillis` (a collector's `Retry-After`) or the next backoff; batches failing together pause once. */
+    const pause = (askedMillis?: number) => {
+      if (Date.now() < pausedUntil) return
+      backoffMillis = Math.min(30_000, Math.max(1000, backoffMillis * 2))
+      pausedUntil = Date.now() + (askedMillis ?? backoffMillis)
+    }
+
+    /** Sends `spans` (their `sends`th send), answering the error's type when they were not taken; each outcome counted. */
+    const send = (spans: Array<ExportedSpan>, sends: number) =>
+      Effect.gen(function*() {
+        const body = serialization.traces({
+          resourceSpans: [{ resource, scopeSpans: [{ scope, spans: spans.map((span) => span.toOtlp()) }] }]
+        })
+        const withBody = HttpClientRequest.setBody(request, body)
+        const response =
+          yield* (exporter.gzip ? HttpClientRequest.compressBody(withBody, "gzip") : Effect.succeed(withBody)).pipe(
+            Effect.flatMap(client.execute),
+            Effect.tap((response) => Effect.ignore(response.arrayBuffer)),
+            Effect.timeout(Duration.millis(exporter.timeoutMillis))
+          )
+        if (response.status >= 200 && response.status < 300) return undefined
+        if (retried.has(response.status) && sends < maxSends && !released) {
+          again.push({ spans, sends: sends + 1 })
+          pause(retryAfterMillis(response.headers["retry-after"]))
+          return null
+        }
+        return String(response.status)
+      }).pipe(
+        Effect.catchCause((cause) => Effect.succeed(errorTypeOf(Cause.squash(cause)))),
+        Effect.map((errorType) => {
+          if (errorType === null) return undefined
+          counts.held -= spans.length
+          if (errorType === undefined) {
+            counts.exported += spans.length
+            backoffMillis = pausedUntil = 0
+            return errorType
+          }
+          counts.failed.set(errorType, (counts.failed.get(errorType) ?? 0) + spans.length)
+          pause()
+          return errorType
+        }),
+        // Effect's tracing is off for the export: no span of its own, no traceparent sent.
+        Effect.withTracerEnabled(false)
+      )
+
+    const noteFailure = yield* exportSeries(batch.maxQueueSize, counts)
+    const exports = yield* FiberSet.make<void>()
+    const fork = yield* FiberSet.runtime(exports)<never>()
+    /** Sends the next batch, one asked for again first, else taken now from the waiting spans; nothing while paused or when none wait. */
+    const sendNext = () => {
+      if (Date.now() < pausedUntil) return
+      const retry = again.shift()
+      const spans = retry?.spans ?? waiting.splice(0, batch.maxExportBatchSize)
+      if (retry === undefined) counts.handed += spans.length
+      // After a yield: the fork runs at once, and the batch is not the ending request's work.
+      if (spans.length > 0) {
+        fork(Effect.andThen(Effect.yieldNow, Effect.flatMap(send(spans, retry?.sends ?? 1), noteFailure)))
+      }
+    }
+
+    yield* Effect.sleep(Duration.millis(batch.scheduleDelayMillis)).pipe(
+      Effect.andThen(Effect.sync(sendNext)),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        // What is left is sent once now, pause or not.
+        released = true
+        pausedUntil = 0
+        while (again.length > 0 || waiting.length > 0) sendNext()
+        return FiberSet.awaitEmpty(exports)
+      }).pipe(Effect.timeoutOption(Duration.seconds(3)))
+    )
+
+    const ended = (span: ExportedSpan) => {
+      waiting.push(span)
+      if (waiting.length >= batch.maxExportBatchSize) sendNext()
+    }
+    const refuse = () => {
+      counts.dropped++
+      return dropped
+    }
+    return Tracer.make({
+      span: ({ annotations, kind, links, name, parent, sampled, startTime }) => {
+        // effect/sql's own spans stand aside for the service's (`Sql/StatementSpans.ts`): its statement
+        // spans, named by the database system, for those named by what a statement does; its
+        // transaction's, which leaves out the `BEGIN` and `COMMIT`, for the one around it.
+        if (kind === "client" && (name === "sqlite" || name === "postgresql")) return dropped
+        if (name === "sql.transaction" && Option.isSome(parent) && parent.value._tag === "Span") {
+          const around = parent.value
+          if (around.name === "sql.transaction") return transparent(around)
+        }
+        if (!sampled || counts.held >= batch.maxQueueSize) return refuse()
+        if (pausedUntil !== 0) {
+          if (Date.now() < pausedUntil) return refuse()
+          pausedUntil = 0
+        }
+        counts.held++
+        const traceId = Option.isNone(parent) ? Hex.random(32) : parent.value.traceId
+        return new ExportedSpan(
+          name,
+          kind,
+          traceId,
+          Hex.random(16),
+          parent,
+          annotations,
+          links,
+          startTime,
+          ended
+        )
+      }
+    })
+  }).pipe(Effect.provide([OtlpSerialization.layerJson, FetchHttpClient.layer]))
 
 const processor = { otel_component_type: "batching_span_processor" }
 const exporterLabel = { otel_component_type: "otlp_http_json_span_exporter" }
@@ -322,17 +359,39 @@ const exportSeries = (capacity: number, counts: {
     }
   })
 
-/** Effect's own tracing off: the spans libraries open (effect/sql's per statement) are never made. */
-const effectTracingOff = Layer.succeed(References.TracerEnabled)(false)
-
 /**
- * The request traces' spans exported over OTLP when an endpoint is configured (`SpanRecorder`),
- * and Effect's tracing off in any case: a request's spans are its trace's (`RequestTrace.ts`).
+ * Effect's tracing, off for the whole service: the spans libraries and the service open outside a
+ * sampled request are never made. With traces exported, the tracer above is installed, and the
+ * request observer turns tracing on for a sampled request alone (`Http/RequestObserver.ts`): an
+ * unsampled one makes no span object.
  */
 export const TracingLive: Layer.Layer<never, never, ObservabilityConfig> = Layer.unwrap(
-  Effect.map(ObservabilityConfig, ({ tracing }) =>
-    Option.match(tracing, {
-      onNone: () => effectTracingOff,
-      onSome: (tracing) => Layer.merge(effectTracingOff, exportingRecorder(tracing))
-    }))
+  Effect.map(ObservabilityConfig, ({ tracing }) => {
+    const off = Layer.succeed(References.TracerEnabled)(false)
+    return Option.match(tracing, {
+      onNone: () => off,
+      onSome: (tracing) => Layer.merge(off, Layer.effect(Tracer.Tracer)(exportingTracer(tracing)))
+    })
+  })
 )
+
+/**
+ * `effect` in a span named `name` when it runs in a sampled request, ended with `exitOf` of its
+ * exit (its own by default), and as it is otherwise: `Effect.withSpan` would make a no-op span per
+ * call there.
+ */
+export const inSampledSpan = (
+  name: string,
+  attributes: Readonly<Record<string, unknown>>,
+  exitOf?: (exit: Exit.Exit<unknown, unknown>) => Exit.Exit<unknown, unknown>
+) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiber((fiber) => {
+    if (!fiber.cache.tracerEnabled) return effect
+    if (exitOf === undefined) return Effect.withSpan(effect, name, { attributes, captureStackTrace: false })
+    return Effect.useSpan(name, { attributes }, (span) =>
+      Effect.onExit(
+        Effect.withParentSpan(effect, span, { captureStackTrace: false }),
+        (exit) => Effect.sync(() => span.end(fiber.getRef(Clock.Clock).currentTimeNanosUnsafe(), exitOf(exit)))
+      ))
+  })

@@ -1,6 +1,5 @@
-import { Context, Effect } from "effect"
+import { Context, Effect, type Tracer } from "effect"
 import { HttpEffect, type HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
-import type { RequestTrace } from "../Observability/RequestTrace.js"
 import type { ClientAddress } from "./ClientAddress.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
@@ -30,8 +29,8 @@ export class RequestRecord {
     private readonly clientAddressOf: (request: HttpServerRequest.HttpServerRequest) => ClientAddress,
     /** `performance.now()` when the request arrived. */
     readonly startedAt: number,
-    /** The request's trace, when it is sampled: its server span's ids go in the log line. */
-    readonly trace: RequestTrace | undefined
+    /** The request's server span, when it is sampled: its ids go in the log line. */
+    readonly trace: Tracer.Span | undefined
   ) {
     this.id = requestIdFor(request)
   }

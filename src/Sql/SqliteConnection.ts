@@ -6,10 +6,10 @@ import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs"
 import { dirname } from "node:path"
 import { AppConfig, databaseUrlProblem, defaultDatabaseUrl, sqliteFilename } from "../Config/AppConfig.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
-import { startStatementSpan, withTransactionSpans } from "../Request/RequestSpans.js"
 import { databaseWords } from "./DatabaseErrors.js"
 import { runMigrations } from "./Migrations.js"
 import * as SqliteClient from "./SqliteClient.js"
+import { startStatementSpan, withTransactionSpans } from "./StatementSpans.js"
 import { statementDurations, statementFailures } from "./StatementTiming.js"
 
 /**

@@ -1,5 +1,6 @@
 import { type SqlError, SqlErrorReason } from "effect/sql/SqlError"
-import { statementDurationOf, statementFailureCounter, statementSummary } from "../Observability/Metrics.js"
+import { statementDurationOf, statementFailureCounter } from "../Observability/Metrics.js"
+import { statementSummary } from "./StatementSummary.js"
 
 export type DatabaseSystem = "sqlite" | "postgresql"
 

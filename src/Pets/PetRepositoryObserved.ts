@@ -1,12 +1,9 @@
 import { Effect, Layer } from "effect"
 import { petsCreatedCounter } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
-import { PetRepository } from "../Pets/PetRepository.js"
-import { inRequestSpan } from "../Request/RequestSpans.js"
+import { inSampledSpan } from "../Observability/Tracing.js"
 import { waitingOnDatabase } from "../Request/Unavailable.js"
-
-const inSpan = (spanName: string, functionName: string) =>
-  inRequestSpan(spanName, { "code.function.name": functionName })
+import { PetRepository } from "./PetRepository.js"
 
 /**
  * The repository's calls counted as the request's waits on its database (a deadline passing in one
@@ -37,8 +34,10 @@ export const ObservedPetRepository = Layer.effect(
         Effect.map(pets.createOnce(scope, claimedAt, fingerprint, pet), (created) => (countPetCreated(), created))
     }
     if (tracing._tag === "None") return counted
+    const inSpan = (name: string) =>
+      inSampledSpan(`PetRepository.${name}`, { "code.function.name": `PetRepository.${name}` })
     const traced = <A extends Array<any>, B, E, R>(name: string, call: (...args: A) => Effect.Effect<B, E, R>) => {
-      const inRepositorySpan = inSpan(`PetRepository.${name}`, `PetRepository.${name}`)
+      const inRepositorySpan = inSpan(name)
       return (...args: A) => inRepositorySpan(call(...args))
     }
     return PetRepository.of({
@@ -48,7 +47,7 @@ export const ObservedPetRepository = Layer.effect(
       list: traced("list", counted.list),
       reserve: traced("reserve", counted.reserve),
       release: traced("release", counted.release),
-      readiness: inSpan("PetRepository.readiness", "PetRepository.readiness")(counted.readiness)
+      readiness: inSpan("readiness")(counted.readiness)
     })
   })
 )

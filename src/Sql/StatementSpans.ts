@@ -1,0 +1,51 @@
+import { Clock, Context, type Effect, type Exit, Fiber, Option, Tracer } from "effect"
+import type { SqlClient } from "effect/sql"
+import { inSampledSpan } from "../Observability/Tracing.js"
+import { statementSummary } from "./StatementSummary.js"
+
+/**
+ * A statement's span, started now when the running fiber is traced (a sampled request): the child
+ * of the span it runs under, named by what it does (`SELECT pets`), with the database semantic
+ * conventions' attributes. Answers how to end it, or undefined. Called as the statement starts,
+ * outside any effect (SQLite's run at once), so that a transaction's `BEGIN` and `COMMIT`, which
+ * effect/sql runs without a span, have one too.
+ */
+export const startStatementSpan = (
+  system: string,
+  sql: string
+): ((exit: Exit.Exit<unknown, unknown>) => void) | undefined => {
+  const fiber = Fiber.getCurrent()
+  if (fiber === undefined || !fiber.cache.tracerEnabled) return undefined
+  const parent = fiber.cache.span
+  const clock = fiber.getRef(Clock.Clock)
+  const { name, operation, table } = statementSummary(sql)
+  const span = fiber.getRef(Tracer.Tracer).span({
+    name,
+    parent: Option.fromUndefinedOr(parent),
+    annotations: Context.empty(),
+    links: [],
+    startTime: clock.currentTimeNanosUnsafe(),
+    kind: "client",
+    root: parent === undefined,
+    sampled: parent?.sampled !== false
+  })
+  span.attribute("db.system.name", system)
+  span.attribute("db.system", system)
+  span.attribute("db.query.text", sql)
+  span.attribute("db.operation.name", operation)
+  if (table !== undefined) span.attribute("db.collection.name", table)
+  return (exit) => span.end(clock.currentTimeNanosUnsafe(), exit)
+}
+
+/**
+ * `client` with its transactions in a `sql.transaction` span of a sampled request's trace: the
+ * transaction's statements, its `BEGIN` and `COMMIT` included, are the span's children (effect/sql's
+ * own span leaves those two out, and stands aside: `Observability/Tracing.ts`).
+ */
+export const withTransactionSpans = <C extends SqlClient.SqlClient>(client: C, system: string): C => {
+  const withTransaction = client.withTransaction
+  const inTransactionSpan = inSampledSpan("sql.transaction", { "db.system.name": system, "db.system": system })
+  return Object.assign(client, {
+    withTransaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => inTransactionSpan(withTransaction(effect))
+  })
+}
