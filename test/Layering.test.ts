@@ -9,9 +9,10 @@ import { dirname, join, relative, resolve } from "node:path"
  */
 const layers: ReadonlyArray<ReadonlyArray<string>> = [
   ["Domain", "Observability"],
-  ["Api", "Request"],
-  ["Client", "CommandLine", "Config"],
+  ["Config"],
   ["Sql"],
+  ["Api", "Request"],
+  ["Client", "CommandLine"],
   ["Auth", "Move", "Pets"],
   ["Health"],
   ["Http", "Service"],

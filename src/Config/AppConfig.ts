@@ -14,7 +14,7 @@ import { readFileSync, statSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { dirname } from "node:path"
 import { metricsListener } from "../Observability/ObservabilityConfig.js"
-import { type IpRange, parseTrustedProxies } from "../Request/ClientAddress.js"
+import { type IpRange, parseTrustedProxies } from "./TrustedProxies.js"
 
 export type Environment = "production" | "staging"
 

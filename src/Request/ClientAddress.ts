@@ -1,6 +1,10 @@
 import { Option, Result } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { IpNetwork, NetAddress } from "effect/net"
+import { type IpRange, parseAddress } from "../Config/TrustedProxies.js"
+
+// Read as a setting in Config/, where the settings are checked; offered here with the addresses it ranges over.
+export { parseTrustedProxies } from "../Config/TrustedProxies.js"
 
 /** Who sent a request, as far as the service can tell. */
 export interface ClientAddress {
@@ -10,44 +14,10 @@ export interface ClientAddress {
   readonly limitedAs: string
 }
 
-/** An entry of `TRUSTED_PROXIES`. */
-export type IpRange = IpNetwork.IpNetwork
-
-/** An address as a socket or a proxy writes it (IPv6 maybe in brackets or with a zone), not yet canonical. */
-const parseAddress = (text: string): NetAddress.IpAddress | undefined => {
-  let value = text.trim()
-  if (value.startsWith("[") && value.endsWith("]")) value = value.slice(1, -1)
-  const zone = value.indexOf("%")
-  return Result.getOrUndefined(NetAddress.ipFromString(zone === -1 ? value : value.slice(0, zone)))
-}
-
 /** An address, an IPv4-mapped one (a dual-stack socket's IPv4 peer) as IPv4; undefined if it is none. */
 export const parseIp = (text: string): NetAddress.IpAddress | undefined => {
   const address = parseAddress(text)
   return address === undefined ? undefined : NetAddress.toCanonical(address)
-}
-
-/** An address or a CIDR range (`10.0.0.0/8`, `fd00::/8`; a bare address is a range of one). */
-const parseNetwork = (entry: string): IpRange | undefined => {
-  const [text = "", bits, ...rest] = entry.split("/")
-  const address = parseAddress(text)
-  if (address === undefined || rest.length > 0 || (bits !== undefined && !/^\d{1,3}$/.test(bits.trim()))) return
-  const ip = NetAddress.toCanonical(address)
-  // A mapped range (`::ffff:10.0.0.0/104`) names IPv4 peers, which are matched as IPv4.
-  const prefix = (bits === undefined ? NetAddress.width(address) : Number(bits)) - NetAddress.width(address)
-  return Result.getOrUndefined(IpNetwork.fromAddress(ip, prefix + NetAddress.width(ip)))
-}
-
-/** `TRUSTED_PROXIES`: comma-separated addresses and CIDR ranges; the bad entries, if any. */
-export const parseTrustedProxies = (
-  value: string
-): { readonly ranges: ReadonlyArray<IpRange>; readonly invalid: ReadonlyArray<string> } => {
-  const entries = value.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
-  const parsed = entries.map((entry) => [entry, parseNetwork(entry)] as const)
-  return {
-    ranges: parsed.flatMap(([, range]) => range === undefined ? [] : [range]),
-    invalid: parsed.flatMap(([entry, range]) => range === undefined ? [entry] : [])
-  }
 }
 
 /** A forwarded node, maybe quoted and with a port: `192.0.2.1:80`, `"[2001:db8::1]:80"` or a bare address. */
