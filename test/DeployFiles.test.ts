@@ -11,7 +11,9 @@ import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSyn
 import { basename, dirname, join, relative } from "node:path"
 import ts from "typescript"
 import { builtExecutable } from "./support/Build.js"
+import { setupCommand } from "./support/DebianPackages.js"
 import { freePort, temporaryFolder } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 const root = new URL("..", import.meta.url).pathname
 const kubernetesFolder = join(root, "deploy", "kubernetes")
@@ -804,19 +806,10 @@ const syscallGroup = (group: string): Set<string> => {
   return new Set(expand(group))
 }
 
-/** Installs a command from Debian's package when it is missing, as root. */
-const ensureCommand = (command: string, debianPackage: string) => {
+/** Fails, naming the set-up command, when a command from Debian's package is not installed. */
+const requireCommand = (command: string, debianPackage: string) => {
   if (spawnSync("sh", ["-c", `command -v ${command}`]).status === 0) return
-  if (process.getuid?.() !== 0) {
-    throw new Error(`${command} is not installed: run \`apt-get install ${debianPackage}\` as root`)
-  }
-  for (const args of [["update"], ["install", "-y", "--no-install-recommends", debianPackage]]) {
-    const result = spawnSync("apt-get", args, {
-      encoding: "utf8",
-      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" }
-    })
-    if (result.status !== 0) throw new Error(`apt-get ${args.join(" ")} failed: ${result.stdout}${result.stderr}`)
-  }
+  throw new Error(`${command} is not installed (Debian's ${debianPackage}): run \`${setupCommand}\` as root`)
 }
 
 describe("the systemd unit", () => {
@@ -941,7 +934,9 @@ describe("the systemd unit", () => {
     const system = ["/usr/lib/systemd/system", "/lib/systemd/system"].find((path) =>
       existsSync(join(path, "sysinit.target"))
     )
-    if (!system) throw new Error("systemd's units are not installed: run `apt-get install systemd` as root")
+    if (!system) {
+      throw new Error(`systemd's units are not installed (Debian's systemd): run \`${setupCommand}\` as root`)
+    }
     mkdirSync(join(folder.path, "usr", "lib", "systemd"), { recursive: true })
     const copy = spawnSync("cp", ["-a", system, join(folder.path, "usr", "lib", "systemd", "system")], {
       encoding: "utf8"
@@ -992,7 +987,7 @@ describe("the systemd unit", () => {
     expect(filters.filter((filter) => !filter.startsWith("@"))).toEqual([])
     const allowed = new Set(filters.flatMap((group) => [...syscallGroup(group)]))
     expect(allowed.size).toBeGreaterThan(50)
-    ensureCommand("strace", "strace")
+    requireCommand("strace", "strace")
     const executable = await builtExecutable()
     using folder = temporaryFolder()
     const port = freePort()
@@ -1016,16 +1011,12 @@ describe("the systemd unit", () => {
       })
     const server = trace("serve", [])
     try {
-      for (
-        let attempt = 0;
-        !(await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false));
-        attempt++
-      ) {
-        if (server.exitCode !== null || attempt > 600) {
+      await waitFor(async () => {
+        if (server.exitCode !== null) {
           throw new Error(`the executable did not start: ${await new Response(server.stderr).text()}`)
         }
-        await Bun.sleep(50)
-      }
+        return fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)
+      }, { what: "the executable under strace answering /readyz", timeout: 30_000, interval: 50 })
       const keys = trace("keys", ["keys", "create", "--name", "syscalls"])
       const key = (await new Response(keys.stdout).text()).trim().split("\n").at(-1)!
       expect(await keys.exited).toBe(0)

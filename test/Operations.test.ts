@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { PetStoreApi } from "../src/Api.js"
 import { InFlightRequests } from "../src/Http/InFlightRequests.js"
 import { PetRepository, type Readiness } from "../src/Pets/PetRepository.js"
-import { answeredOrAsleep, createKey, makeTestServer, publicBaseUrl, send, TestServer } from "./support/TestServer.js"
+import { answeredOrWaiting, createKey, makeTestServer, publicBaseUrl, send, TestServer } from "./support/TestServer.js"
 
 const storeWhoseReadinessIs = (readiness: Readiness) =>
   Layer.effect(
@@ -203,7 +203,7 @@ describe("served beside the API", () => {
         { startImmediately: true }
       )
       // Its grace is asleep on the test clock: nothing below moves before the test says so.
-      yield* answeredOrAsleep(stop, "5 seconds")
+      yield* answeredOrWaiting(stop, "5 seconds")
 
       const ready = yield* send("GET", "/readyz")
       expect(ready.status).toBe(503)
@@ -264,7 +264,7 @@ describe("served beside the API", () => {
       })
       const create = yield* Effect.forkChild(send("POST", "/v1/pets", { key, body }), { startImmediately: true })
       // The request has reached the server once it sleeps on its deadline.
-      yield* answeredOrAsleep(create, "5 seconds")
+      yield* answeredOrWaiting(create, "5 seconds")
       return { create, finish: () => finish() }
     })
 

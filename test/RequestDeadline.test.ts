@@ -12,7 +12,8 @@ import { waitingOnDatabase } from "../src/Request/Unavailable.js"
 import { faultyPostgres } from "./support/PostgresFaults.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { createKey as createKeyWithCommand, startServer } from "./support/ServerProcess.js"
-import { answeredOrAsleep, createKey, makeTestServer, send } from "./support/TestServer.js"
+import { answeredOrWaiting, createKey, makeTestServer, send } from "./support/TestServer.js"
+import { waitFor } from "./support/WaitFor.js"
 
 const deadlineMillis = 150
 // How much later the second of two requests comes.
@@ -149,7 +150,7 @@ describe("a deadline that passes while the request waits on its database", () =>
         )
         // In the store, and its deadline pending: only then is the clock moved.
         yield* Effect.promise(() => entered.promise)
-        yield* answeredOrAsleep(list, requestTimeout)
+        yield* answeredOrWaiting(list, requestTimeout)
         yield* TestClock.adjust(requestTimeout)
         const answer = yield* Fiber.join(list)
         expect(answer.status).toBe(503)
@@ -175,7 +176,7 @@ describe("a deadline that passes while the request waits on its database", () =>
           start: (controller) => controller.enqueue(new TextEncoder().encode(`{"name":"Rex",`))
         })
         const create = yield* Effect.forkChild(send("POST", "/v1/pets", { key, body }), { startImmediately: true })
-        yield* answeredOrAsleep(create, requestTimeout)
+        yield* answeredOrWaiting(create, requestTimeout)
         yield* TestClock.adjust(requestTimeout)
         const answer = yield* Fiber.join(create)
         expect(answer.status).toBe(503)
@@ -232,8 +233,7 @@ describe("PostgreSQL frozen (SIGSTOP) while requests wait on it", () => {
         }
         // The deadline answered some of them: the service said so, in the database's warning.
         const warned = () => server.logs().includes(`The database did not answer within the request's deadline, 1s`)
-        for (let waited = 0; !warned() && waited < 40; waited++) await Bun.sleep(25)
-        expect(warned()).toBe(true)
+        await waitFor(warned, { what: "the database's warning on the deadline logged", timeout: 1000 })
       } finally {
         postgres.thaw()
         await server.stop()
@@ -269,8 +269,7 @@ describe("PostgreSQL's rate-limit buckets locked by another session (LOCK TABLE 
           "database_unavailable"
         ])
         const warned = () => server.logs().includes(`The database did not answer within the request's deadline, 1s`)
-        for (let waited = 0; !warned() && waited < 40; waited++) await Bun.sleep(25)
-        expect(warned()).toBe(true)
+        await waitFor(warned, { what: "the database's warning on the deadline logged", timeout: 1000 })
       } finally {
         await locker.end()
         await server.stop()

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process"
 import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { basename, join } from "node:path"
-import { ensureDebianPackages } from "./DebianPackages.js"
+import { requireDebianPackages } from "./DebianPackages.js"
 import { oncePerRun } from "./OncePerRun.js"
 import { imageNameFile } from "./runSetup.js"
 
@@ -59,9 +59,9 @@ export const builtFolder = (): Promise<string> =>
 /** The absolute path of the run's `petstore` executable, built once per run. */
 export const builtExecutable = async (): Promise<string> => join(await builtFolder(), "petstore")
 
-/** Podman, runc and debootstrap from Debian's packages, installed when missing. */
+/** Podman, runc and debootstrap from Debian's packages, installed by the set-up step. */
 const ensureContainerTools = () =>
-  ensureDebianPackages(["/usr/bin/podman", "/usr/sbin/runc", "/usr/sbin/debootstrap"], [
+  requireDebianPackages(["/usr/bin/podman", "/usr/sbin/runc", "/usr/sbin/debootstrap"], [
     "podman",
     "runc",
     "debootstrap"

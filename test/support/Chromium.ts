@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type BrowserContext, chromium } from "playwright-core"
-import { ensureDebianPackages } from "./DebianPackages.js"
+import { requireDebianPackages } from "./DebianPackages.js"
 
 /**
- * A headless Chromium for the tests: Debian's `chromium` (installed when missing), driven by
+ * A headless Chromium for the tests: Debian's `chromium` (installed by the set-up step), driven by
  * playwright-core, with a new empty profile and nothing of its own reaching the network.
  */
 export interface Browser {
@@ -15,9 +15,9 @@ export interface Browser {
 
 const executable = "/usr/bin/chromium"
 
-/** The browser's path, installing Debian's package when it is missing. */
+/** The browser's path, once it is there. */
 const chromiumPath = (): string => {
-  ensureDebianPackages([executable], ["chromium"])
+  requireDebianPackages([executable], ["chromium"])
   return executable
 }
 

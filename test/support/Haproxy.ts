@@ -1,6 +1,7 @@
 import { join } from "node:path"
-import { ensureDebianPackages } from "./DebianPackages.js"
+import { requireDebianPackages } from "./DebianPackages.js"
 import { freePort } from "./ServerProcess.js"
+import { waitFor } from "./WaitFor.js"
 
 const root = new URL("../..", import.meta.url).pathname
 
@@ -23,7 +24,7 @@ export interface ServerStats {
  * port; `stop` ends it.
  */
 export const startHaproxy = async (backends: readonly [string, string]) => {
-  ensureDebianPackages(["/usr/sbin/haproxy"], ["haproxy"])
+  requireDebianPackages(["/usr/sbin/haproxy"], ["haproxy"])
   const port = freePort()
   const statsPort = freePort()
   const proc = Bun.spawn(["/usr/sbin/haproxy", "-f", haproxyConfig, "-db"], {
@@ -58,17 +59,39 @@ export const startHaproxy = async (backends: readonly [string, string]) => {
     Object.fromEntries(
       Object.entries(await stats()).filter(([name]) => name !== "BACKEND").map(([name, { status }]) => [name, status])
     )
-  for (let attempt = 0; !(await states().then(() => true, () => false)); attempt++) {
-    if (proc.exitCode !== null || attempt > 200) {
-      proc.kill("SIGKILL")
-      throw new Error(`HAProxy did not start: ${await new Response(proc.stderr).text()}`)
+  await waitFor(async () => {
+    if (proc.exitCode !== null) throw new Error("HAProxy exited")
+    return states().then(() => true, () => false)
+  }, { what: "HAProxy's statistics answering", timeout: 5_000 }).catch(async (error: Error) => {
+    proc.kill("SIGKILL")
+    throw new Error(`HAProxy did not start (${error.message}): ${await new Response(proc.stderr).text()}`)
+  })
+  /** Each server's status sampled until `stop`: every status each one was seen in. */
+  const watch = () => {
+    const seen: Record<string, Set<string>> = {}
+    let watching = true
+    const sampling = (async () => {
+      while (watching) {
+        for (const [server, state] of Object.entries(await states().catch(() => ({})))) {
+          ;(seen[server] ??= new Set()).add(state)
+        }
+        // Fixed: the balancer's view is sampled all along, not awaited.
+        await Bun.sleep(100)
+      }
+    })()
+    return {
+      seen,
+      stop: async () => {
+        watching = false
+        await sampling
+      }
     }
-    await Bun.sleep(25)
   }
   return {
     url: `http://127.0.0.1:${port}`,
     stats,
     states,
+    watch,
     stop: async () => {
       proc.kill("SIGTERM")
       await proc.exited

@@ -1,8 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { inject } from "vitest"
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+import { waitFor } from "./WaitFor.js"
 
 /**
  * Makes `name` once per `npm test` run, however many files and worker threads ask: the caller
@@ -34,13 +33,11 @@ export const oncePerRun = async (
     }
     return folder
   }
-  for (const deadline = Date.now() + timeoutMs; !existsSync(done); await sleep(200)) {
+  await waitFor(() => {
     if (existsSync(failed)) {
       throw new Error(`${name}, made by another test file, failed: ${readFileSync(failed, "utf8")}`)
     }
-    if (Date.now() > deadline) {
-      throw new Error(`${name}: still not made by another test file after ${timeoutMs / 1000} s`)
-    }
-  }
+    return existsSync(done)
+  }, { what: `${name}, made by another test file`, timeout: timeoutMs, interval: 200 })
   return folder
 }

@@ -1,3 +1,5 @@
+import { waitFor } from "./WaitFor.js"
+
 /** A span as OTLP/HTTP JSON carries it, with its attributes flattened. */
 export interface ReceivedSpan {
   readonly name: string
@@ -70,14 +72,11 @@ export const startOtlpReceiver = () => {
     bodies,
     userAgents,
     /** Waits until a span satisfying `found` has arrived. */
-    waitFor: async (found: (span: ReceivedSpan) => boolean) => {
-      for (let attempt = 0; attempt < 200; attempt++) {
-        const span = spans.find(found)
-        if (span !== undefined) return span
-        await Bun.sleep(50)
-      }
-      throw new Error(`no such span arrived; got ${spans.map((s) => s.name).join(", ")}`)
-    },
+    waitFor: (found: (span: ReceivedSpan) => boolean) =>
+      waitFor(() => spans.find(found), {
+        what: () => `no such span arrived; got ${spans.map((s) => s.name).join(", ")}`,
+        interval: 50
+      }),
     stop: () => server.stop(true)
   }
 }

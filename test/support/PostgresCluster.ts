@@ -2,9 +2,10 @@ import { spawnSync } from "node:child_process"
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
+import { setupCommand } from "./DebianPackages.js"
 
 /**
- * A throwaway PostgreSQL cluster for the tests: Debian's `postgresql` (installed when missing),
+ * A throwaway PostgreSQL cluster for the tests: Debian's `postgresql` (installed by the set-up step),
  * `initdb` in a temporary folder and `pg_ctl start` on a loopback port. No Docker.
  */
 export interface PostgresCluster {
@@ -24,7 +25,7 @@ export interface PostgresStandby extends PostgresCluster {
 
 const run = (command: string, args: ReadonlyArray<string>, asUser?: string) => {
   const [file, argv] = asUser === undefined ? [command, args] : ["runuser", ["-u", asUser, "--", command, ...args]]
-  const result = spawnSync(file, argv, { encoding: "utf8", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } })
+  const result = spawnSync(file, argv, { encoding: "utf8" })
   if (result.status !== 0) {
     throw new Error(`${command} ${args.join(" ")} failed: ${result.error ?? ""}${result.stdout}${result.stderr}`)
   }
@@ -33,7 +34,7 @@ const run = (command: string, args: ReadonlyArray<string>, asUser?: string) => {
 
 const isRoot = process.getuid?.() === 0
 
-/** The newest installed server's bin folder, installing Debian's package when there is none. */
+/** The newest installed server's bin folder; failing, naming the set-up command, when there is none. */
 export const serverBin = (): string => {
   const find = () => {
     const versions = existsSync("/usr/lib/postgresql")
@@ -44,12 +45,7 @@ export const serverBin = (): string => {
   }
   const found = find()
   if (found !== undefined) return found
-  if (!isRoot) throw new Error("PostgreSQL is not installed: run `apt-get install postgresql` as root")
-  run("apt-get", ["update"])
-  run("apt-get", ["install", "-y", "--no-install-recommends", "postgresql"])
-  return find() ?? (() => {
-    throw new Error("apt-get installed postgresql but no initdb was found")
-  })()
+  throw new Error(`PostgreSQL is not installed (Debian's postgresql): run \`${setupCommand}\` as root, or \`npm test\``)
 }
 
 // The server refuses to run as root; as root, a cluster belongs to Debian's `postgres` user.

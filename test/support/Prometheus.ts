@@ -2,11 +2,12 @@ import { spawn, spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { ensureDebianPackages } from "./DebianPackages.js"
+import { requireDebianPackages } from "./DebianPackages.js"
 import { freePort } from "./ServerProcess.js"
+import { waitFor } from "./WaitFor.js"
 
-/** Debian's `prometheus` package: the server and `promtool`. */
-const ensureInstalled = () => ensureDebianPackages(["/usr/bin/promtool", "/usr/bin/prometheus"], ["prometheus"])
+/** Debian's `prometheus` package, installed by the set-up step: the server and `promtool`. */
+const ensureInstalled = () => requireDebianPackages(["/usr/bin/promtool", "/usr/bin/prometheus"], ["prometheus"])
 
 /** `promtool check metrics` on an exposition: its exit code and what it printed. */
 export const promtoolCheckMetrics = (exposition: string) => {
@@ -60,14 +61,13 @@ export const startPrometheus = async (target: string) => {
     await new Promise((resolve) => proc.exitCode !== null ? resolve(undefined) : proc.once("exit", resolve))
     rmSync(folder, { recursive: true, force: true })
   }
-  for (let attempt = 0;; attempt++) {
-    if (await fetch(`${url}/-/ready`).then((r) => r.ok, () => false)) break
-    if (proc.exitCode !== null || attempt > 400) {
-      await stop()
-      throw new Error("Prometheus did not start")
-    }
-    await Bun.sleep(50)
-  }
+  await waitFor(async () => {
+    if (proc.exitCode !== null) throw new Error("Prometheus exited at its start")
+    return fetch(`${url}/-/ready`).then((r) => r.ok, () => false)
+  }, { what: "Prometheus did not start", timeout: 20_000, interval: 50 }).catch(async (error) => {
+    await stop()
+    throw error
+  })
   /** An instant query's result: each series' labels and value. */
   const query = async (promql: string): Promise<Array<{ metric: Record<string, string>; value: number }>> => {
     const response = await fetch(`${url}/api/v1/query?query=${encodeURIComponent(promql)}`)

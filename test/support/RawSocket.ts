@@ -1,4 +1,5 @@
 import { connect, type Socket } from "node:net"
+import { waitFor } from "./WaitFor.js"
 
 /** A TCP connection to the server at `url` (`http://host:port`), for requests no HTTP client would send. */
 export const openSocket = (url: string): Promise<Socket> => {
@@ -47,12 +48,14 @@ export const rawRequest = async (url: string, request: string, waitMs = 2_000): 
   const socket = await openSocket(url)
   return new Promise((resolve) => {
     let text = ""
+    let finished = false
     const finish = (closed: boolean) => {
-      clearTimeout(timer)
+      if (finished) return
+      finished = true
       socket.destroy()
       resolve(parse(text, closed))
     }
-    const timer = setTimeout(() => finish(false), waitMs)
+    void waitFor(() => finished, { what: "an answer", timeout: waitMs, interval: 10 }).catch(() => finish(false))
     socket.on("data", (chunk) => {
       text += chunk.toString("latin1")
       const response = parse(text, false)

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { waitFor } from "./WaitFor.js"
 
 const root = new URL("../..", import.meta.url).pathname
 
@@ -82,15 +83,13 @@ export const startServer = async (env: Record<string, string>, port = freePort()
   const url = `http://127.0.0.1:${port}`
   // Generous: on a loaded machine a start (WORKERS, a migration) can take seconds, and how fast
   // it is belongs to the tests that measure it, not to every test that needs a server.
-  for (const deadline = performance.now() + 20_000;;) {
-    const ok = await fetch(`${url}/livez`).then((r) => r.ok, () => false)
-    if (ok) break
-    if (proc.exitCode !== null || performance.now() > deadline) {
-      proc.kill()
-      throw new Error(`The server did not start: ${stdout.text}${stderr.text}`)
-    }
-    await Bun.sleep(25)
-  }
+  await waitFor(async () => {
+    if (proc.exitCode !== null) throw new Error(`The server exited at its start: ${stdout.text}${stderr.text}`)
+    return fetch(`${url}/livez`).then((r) => r.ok, () => false)
+  }, { what: () => `The server did not start: ${stdout.text}${stderr.text}`, timeout: 20_000 }).catch((error) => {
+    proc.kill()
+    throw error
+  })
   return {
     url,
     proc,

@@ -12,6 +12,7 @@ import { HttpLive } from "../../src/Http/Server.js"
 import { ObservabilityConfig } from "../../src/Observability/ObservabilityConfig.js"
 import { Cursors } from "../../src/Pets/Cursors.js"
 import { PetRepository } from "../../src/Pets/PetRepository.js"
+import { waitForEffect } from "./WaitFor.js"
 
 export const publicBaseUrl = "http://petstore.test"
 
@@ -20,7 +21,7 @@ const pendingSleeps = new Map<object, number>()
 
 /**
  * The clock the test runs on (a TestClock), with its sleeps noted in `pendingSleeps`: the test
- * clock tells no one what sleeps on it, and `answeredOrAsleep` needs to know.
+ * clock tells no one what sleeps on it, and `answeredOrWaiting` needs to know.
  */
 const NotedSleeps = Layer.effectContext(Effect.withFiber((fiber) => {
   const clock = fiber.getRef(Clock.Clock)
@@ -117,13 +118,13 @@ export const send = (
  * request has reached its sleep would leave it sleeping for good, however long the request takes
  * to get there on a loaded machine.
  */
-export const answeredOrAsleep = (fiber: Fiber.Fiber<unknown, unknown>, within: Duration.Input = "2 seconds") =>
-  Effect.gen(function*() {
-    const horizon = Duration.toMillis(Duration.fromInputUnsafe(within))
-    for (const givenUpAt = Date.now() + 10_000; Date.now() < givenUpAt;) {
-      if (fiber.pollUnsafe() !== undefined) return
-      const now = yield* Clock.currentTimeMillis
-      if ([...pendingSleeps.values()].some((end) => end <= now + horizon)) return
-      yield* Effect.promise(() => Bun.sleep(5))
-    }
-  })
+export const answeredOrWaiting = (fiber: Fiber.Fiber<unknown, unknown>, within: Duration.Input = "2 seconds") => {
+  const horizon = Duration.toMillis(Duration.fromInputUnsafe(within))
+  return waitForEffect(
+    Effect.map(
+      Clock.currentTimeMillis,
+      (now) => fiber.pollUnsafe() !== undefined || [...pendingSleeps.values()].some((end) => end <= now + horizon)
+    ),
+    { what: `the request answered, or asleep on the test clock to wake within ${within}`, interval: 5 }
+  ).pipe(Effect.asVoid)
+}

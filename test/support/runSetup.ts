@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { TestProject } from "vitest/node"
-import { removeCluster, serverBin } from "./PostgresCluster.js"
+import { removeCluster } from "./PostgresCluster.js"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -23,9 +23,6 @@ export const postgresDataFile = "postgres.data"
  * for a mkdir.
  */
 export default function setup(project: TestProject) {
-  // Installed here, when missing, rather than by the first test that needs it: apt-get can take
-  // longer than a test's hook may. Without root, that test says what to install.
-  if (process.getuid?.() === 0) serverBin()
   const folder = mkdtempSync(join(tmpdir(), "petstore-run-"))
   project.provide("runFolder", folder)
   return () => {
