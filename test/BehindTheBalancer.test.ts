@@ -3,6 +3,7 @@ import { request as httpRequest } from "node:http"
 import { startHaproxy } from "./support/Haproxy.js"
 import { faultyPostgres } from "./support/PostgresFaults.js"
 import { createKey, freePort, startServer } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 /** What a client got: the status (or the connection's error) and, for a 503, what it carried. */
 interface Answer {
@@ -40,6 +41,7 @@ const openLoad = (url: string, key: string, perSecond: number, seconds: number) 
     for (let n = 0; n < perSecond * seconds; n++) {
       const due = startedAt + (n * 1000) / perSecond
       const wait = due - performance.now()
+      // Fixed: the load's schedule, kept whatever the answers.
       if (wait > 0) await Bun.sleep(wait)
       const sentAt = performance.now()
       answers.push(
@@ -140,13 +142,13 @@ describe("two instances on one PostgreSQL behind HAProxy (deploy/haproxy/haproxy
       await startServer({ ...env, METRICS_PORT: String(metricsPorts[0]) }, ports[0]),
       await startServer({ ...env, METRICS_PORT: String(metricsPorts[1]) }, ports[1])
     ]
-    balancer = await startHaproxy([`127.0.0.1:${ports[0]}`, `127.0.0.1:${ports[1]}`])
-    for (const givenUpAt = performance.now() + 20_000;;) {
-      const states = Object.values(await balancer.states())
-      if (states.filter((state) => state === "UP").length === 2) break
-      if (performance.now() > givenUpAt) throw new Error(`the instances did not come UP: ${states.join(", ")}`)
-      await Bun.sleep(50)
-    }
+    const started = await startHaproxy([`127.0.0.1:${ports[0]}`, `127.0.0.1:${ports[1]}`])
+    balancer = started
+    let states: Array<string> = []
+    await waitFor(async () => {
+      states = Object.values(await started.states())
+      return states.filter((state) => state === "UP").length === 2
+    }, { what: () => `the instances did not come UP: ${states.join(", ")}`, timeout: 20_000, interval: 50 })
   }, 60_000)
 
   afterAll(async () => {
@@ -168,11 +170,10 @@ describe("two instances on one PostgreSQL behind HAProxy (deploy/haproxy/haproxy
     const silent = silentBackend()
     const retrying = await startHaproxy([new URL(instances[0]!.url).host, silent.address])
     try {
-      for (const givenUpAt = performance.now() + 20_000;;) {
-        if (Object.values(await retrying.states()).filter((state) => state === "UP").length === 2) break
-        if (performance.now() > givenUpAt) throw new Error("the backends did not come UP")
-        await Bun.sleep(50)
-      }
+      await waitFor(
+        async () => Object.values(await retrying.states()).filter((state) => state === "UP").length === 2,
+        { what: "the backends did not come UP", timeout: 20_000, interval: 50 }
+      )
       const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
       const create = (n: number, idempotencyKey?: string) =>
         fetch(`${retrying.url}/v1/pets`, {
@@ -212,15 +213,9 @@ describe("two instances on one PostgreSQL behind HAProxy (deploy/haproxy/haproxy
     "PostgreSQL frozen 10 s under 200 requests a second: every answer 2xx or the service's JSON 503 with Retry-After, each counted; 2xx again within 5 s of its return; no instance taken out",
     async () => {
       const before = (await Promise.all(metricsPorts.map(counted503))).reduce((a, b) => a + b, 0)
-      const seen = new Set<string>()
-      let watching = true
-      const watcher = (async () => {
-        while (watching) {
-          for (const state of Object.values(await balancer!.states().catch(() => ({})))) seen.add(state)
-          await Bun.sleep(100)
-        }
-      })()
+      const watcher = balancer!.watch()
       const load = openLoad(balancer!.url, key, 200, 19)
+      // Fixed: the drill's timeline, 2 s of load before the fault.
       await Bun.sleep(2000)
       postgres!.freeze()
       // The outage itself lasts 10 s: a drill's duration, not a wait for a condition.
@@ -228,8 +223,7 @@ describe("two instances on one PostgreSQL behind HAProxy (deploy/haproxy/haproxy
       postgres!.thaw()
       const thawedAt = performance.now()
       const answers = await load.finished
-      watching = false
-      await watcher
+      await watcher.stop()
 
       const failed = answers.filter((answer) => answer.status !== 200 && answer.status !== 201)
       expect(failed.length).toBeGreaterThan(50)
@@ -241,16 +235,15 @@ describe("two instances on one PostgreSQL behind HAProxy (deploy/haproxy/haproxy
       const lateFailures = failed.filter((answer) => answer.sentAt > thawedAt + 5000)
       expect(lateFailures, `${lateFailures.length} failed more than 5 s after the database returned`).toEqual([])
       expect(answers.filter((answer) => answer.sentAt > thawedAt + 5000).length).toBeGreaterThan(100)
-      expect([...seen]).toEqual(["UP"])
+      expect([...new Set(Object.values(watcher.seen).flatMap((states) => [...states]))]).toEqual(["UP"])
 
       // An answer is counted as it is written: the last of them a moment after the client has it.
       const counted = async () => (await Promise.all(metricsPorts.map(counted503))).reduce((a, b) => a + b, 0) - before
-      for (
-        const givenUpAt = performance.now() + 2000;
-        (await counted()) !== failed.length && performance.now() < givenUpAt;
-      ) {
-        await Bun.sleep(50)
-      }
+      await waitFor(async () => (await counted()) === failed.length, {
+        what: "every 503 counted",
+        timeout: 2000,
+        interval: 50
+      }).catch(() => undefined)
       expect(await counted()).toBe(failed.length)
     },
     60_000

@@ -2,25 +2,25 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
 import { openSocket, rawGet, rawRequest } from "./support/RawSocket.js"
 import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 /** The request log lines of the server so far, by request id. */
 const requestLines = (logs: string) =>
   logs.split("\n").filter((line) => line.includes(`"message":"request"`)).map((line) => JSON.parse(line).annotations)
 
 /** Waits until the server logged the request with id `requestId`, and returns its line. */
-const loggedRequest = async (logs: () => string, requestId: string) => {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const line = requestLines(logs()).find((annotations) => annotations.requestId === requestId)
-    if (line !== undefined) return line
-    await Bun.sleep(20)
-  }
-  throw new Error(`no request line for ${requestId}: ${logs()}`)
-}
+const loggedRequest = (logs: () => string, requestId: string) =>
+  waitFor(() => requestLines(logs()).find((annotations) => annotations.requestId === requestId), {
+    what: () => `no request line for ${requestId}: ${logs()}`,
+    timeout: 2000,
+    interval: 20
+  })
 
 /** Writes `data` on a new connection, waits `ms`, then closes it without reading an answer. */
 const sendThenHangUp = async (url: string, data: string, ms: number) => {
   const socket = await openSocket(url)
   socket.write(data)
+  // Fixed: the client's silence before it hangs up is the subject.
   await Bun.sleep(ms)
   socket.destroy()
 }

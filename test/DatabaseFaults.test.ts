@@ -3,6 +3,7 @@ import pg from "pg"
 import { faultyPostgres } from "./support/PostgresFaults.js"
 import { openSocket } from "./support/RawSocket.js"
 import { createKey, freePort, runCommand, startServer } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 // Short, so that the bounds are seen without waiting out the production defaults (5 s, 3 s, 30 s).
 const requestTimeoutSeconds = 1
@@ -25,14 +26,14 @@ const timed = async (request: Promise<Response>) => {
  * 200: a fault of the database every instance shares leaves each of them in its balancer's pool.
  */
 const untilReadinessNames = async (url: string, state: string, millis = 1000) => {
-  for (const since = performance.now();;) {
+  let named = ""
+  await waitFor(async () => {
     const response = await fetch(`${url}/readyz`)
     const body = await response.json()
     expect(response.status, JSON.stringify(body)).toBe(200)
-    if (body.database === state) return
-    expect(performance.now() - since, `/readyz still names the database ${body.database}`).toBeLessThan(millis)
-    await Bun.sleep(50)
-  }
+    named = body.database
+    return named === state
+  }, { what: () => `/readyz still names the database ${named}`, timeout: millis, interval: 50 })
 }
 
 const requestLines = (logs: string) =>
@@ -82,7 +83,7 @@ describe("PostgreSQL faults under requests", () => {
       // A request's line is written after its answer: give it a moment.
       const statuses = () =>
         requestLines(server.logs()).filter((line) => line.path === "/v1/pets").map((line) => line.status)
-      for (let waited = 0; statuses().length < 5 && waited < 40; waited++) await Bun.sleep(25)
+      await waitFor(() => statuses().length >= 5, { what: "five request lines", timeout: 1000 }).catch(() => undefined)
       expect(statuses()).toEqual([201, 201, 201, 503, 503])
 
       postgres.thaw()
@@ -126,9 +127,11 @@ describe("PostgreSQL faults under requests", () => {
     }
     try {
       const clients = Array.from({ length: 4 }, (_, n) => client(n))
-      await Bun.sleep(300)
+      await waitFor(() => statuses.has(201), { what: "a create acknowledged before the restart" })
       postgres.restart()
-      await Bun.sleep(1000)
+      // Watched through the restart until the service is back: five more creates acknowledged.
+      const acknowledgedAtRestart = acknowledged.length
+      await waitFor(() => acknowledged.length >= acknowledgedAtRestart + 5, { what: "creates acknowledged again" })
       running = false
       await Promise.all(clients)
       expect([...statuses.keys()].every((status) => [200, 201, 503].includes(status)), JSON.stringify([...statuses]))
@@ -174,17 +177,17 @@ const takeEverySlot = async (url: string, taken: Array<pg.Client>) => {
   const admin = taken.at(-1)!
   const services = `FROM pg_stat_activity WHERE backend_type = 'client backend' AND application_name <> '${filler}'`
   const serviceConnections = async () => Number((await admin.query(`SELECT count(*) AS n ${services}`)).rows[0].n)
-  for (let round = 0; round < 20; round++, await Bun.sleep(50)) {
+  // Rounds until one finds the service holding no session and no slot free.
+  await waitFor(async () => {
     const ended = await serviceConnections() > 0
-    while (await serviceConnections() > 0) {
+    await waitFor(async () => {
       await admin.query(`SELECT pg_terminate_backend(pid) ${services}`)
-      await Bun.sleep(10)
-    }
+      return await serviceConnections() === 0
+    }, { what: "the service's sessions ended", interval: 10 })
     let filled = 0
     while (await connect()) filled++
-    if (!ended && filled === 0) return
-  }
-  throw new Error("the service kept taking freed connection slots")
+    return !ended && filled === 0
+  }, { what: "the service kept taking freed connection slots", interval: 50 })
 }
 
 describe("PostgreSQL out of connections (max_connections taken by other clients)", () => {
@@ -257,7 +260,17 @@ describe("an idempotent create cut off by an outage", () => {
         }` +
           `content-length: ${body.length}\r\n\r\n`
       )
-      await Bun.sleep(300)
+      const reserved = new pg.Client({ connectionString: postgres.url })
+      await reserved.connect()
+      try {
+        await waitFor(
+          async () =>
+            (await reserved.query(`SELECT 1 FROM idempotency_keys WHERE idempotency_key = 'blip'`)).rowCount === 1,
+          { what: "the idempotency key reserved" }
+        )
+      } finally {
+        await reserved.end()
+      }
       postgres.freeze()
       socket.write(body)
       const first = await answer
@@ -268,15 +281,13 @@ describe("an idempotent create cut off by an outage", () => {
       const answeredAt = performance.now()
 
       const bound = (requestTimeoutSeconds + 1) * 1000
-      let retried: Response
-      for (;;) {
-        retried = await fetch(`${server.url}/v1/pets`, { method: "POST", headers, body })
-        if (retried.status === 201) break
-        expect([409, 503]).toContain(retried.status)
-        await retried.text()
-        expect(performance.now() - answeredAt).toBeLessThan(bound)
-        await Bun.sleep(50)
-      }
+      const retried = await waitFor(async () => {
+        const response = await fetch(`${server.url}/v1/pets`, { method: "POST", headers, body })
+        if (response.status === 201) return response
+        expect([409, 503]).toContain(response.status)
+        await response.text()
+        return undefined
+      }, { what: "the retried create answered 201", timeout: bound - (performance.now() - answeredAt), interval: 50 })
       const pet = await retried.json()
       const again = await fetch(`${server.url}/v1/pets`, { method: "POST", headers, body })
       expect(again.status).toBe(201)
@@ -318,11 +329,11 @@ describe("a request waiting for a pool connection while PostgreSQL is stopped (S
     }
     /** Until every session of the pool is lent, within `millis`. */
     const poolTaken = async (millis: number) => {
-      for (const since = performance.now(); (await connectionsUsed()) < poolSize; await Bun.sleep(20)) {
-        if (performance.now() - since > millis) {
-          throw new Error(`the pool's ${poolSize} sessions were not all lent within ${millis} ms`)
-        }
-      }
+      await waitFor(async () => (await connectionsUsed()) >= poolSize, {
+        what: `the pool's ${poolSize} sessions all lent`,
+        timeout: millis,
+        interval: 20
+      })
     }
     const admin = new pg.Client({ connectionString: postgres.url })
     await admin.connect()
@@ -461,7 +472,13 @@ describe("a start against PostgreSQL keeps its bounds", () => {
       stdout: "pipe",
       stderr: "pipe"
     })
-    await Bun.sleep(1500)
+    let output = ""
+    for (const stream of [proc.stdout, proc.stderr]) {
+      void stream.pipeTo(new WritableStream({ write: (chunk) => void (output += new TextDecoder().decode(chunk)) }))
+    }
+    await waitFor(() => output.includes("the database refuses connections; retrying"), {
+      what: "the start waiting for the database"
+    })
     const sentAt = performance.now()
     proc.kill("SIGTERM")
     await proc.exited

@@ -5,6 +5,7 @@ import { startPostgresCluster, startStandby } from "./support/PostgresCluster.js
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { createKey, freePort, startServer } from "./support/ServerProcess.js"
 import { tcpForwarder } from "./support/TcpForwarder.js"
+import { waitFor } from "./support/WaitFor.js"
 
 // Short, so that a failover is seen whole in seconds: the production defaults are 5 s, 3 s, 3 s
 // and 10 s, and the operations page gives 10 s from the switch for them.
@@ -100,6 +101,7 @@ describe("a failover: the database's address moves to a promoted standby while t
           }
         }
         const probe = async (instance: number) => {
+          // Fixed: readiness sampled through the failover, not awaited.
           for (; running; await Bun.sleep(100)) {
             await timed(instance, () => fetch(`${servers[instance]!.url}/readyz`), readiness)
           }
@@ -108,7 +110,7 @@ describe("a failover: the database's address moves to a promoted standby while t
           instance
         ) => [client(instance, 0), client(instance, 1), client(instance, 2), probe(instance)])
 
-        await Bun.sleep(1000)
+        await waitFor(() => acknowledged.size >= 20, { what: "20 creates acknowledged before the failover" })
         // Busy moments fill each instance's pool: twenty sessions open to the old primary.
         await Promise.all(
           [0, 1].flatMap((instance) =>
@@ -119,11 +121,12 @@ describe("a failover: the database's address moves to a promoted standby while t
           )
         )
         address.freeze()
-        // A failover manager's time to decide the old primary is gone.
+        // Fixed: a failover manager's time to decide the old primary is gone.
         await Bun.sleep(1000)
         standby.promote()
         address.moveTo(standbyPort)
         const switchedAt = performance.now()
+        // Fixed: the settle and the window watched after it are what the test reads.
         await Bun.sleep(settleMillis + watchedMillis)
         running = false
         await Promise.all(traffic)

@@ -9,6 +9,7 @@ import { everyField } from "./support/Pets.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { startServer, temporaryFolder } from "./support/ServerProcess.js"
 import { sharedPostgresUrl } from "./support/SharedPostgres.js"
+import { waitFor } from "./support/WaitFor.js"
 
 const json = { "content-type": "application/json" }
 
@@ -272,14 +273,12 @@ describe("db copy", () => {
       stderr: "pipe"
     })
     // Interrupted once rows are on their way into the target.
-    for (let i = 0; i < 400; i++) {
-      const copying = await pgQuery(
-        await sharedPostgresUrl(),
-        "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'COPY pets%'"
-      )
-      if (copying.length > 0) break
-      await Bun.sleep(25)
-    }
+    await waitFor(
+      async () =>
+        (await pgQuery(await sharedPostgresUrl(), "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'COPY pets%'"))
+          .length > 0,
+      { what: "the copy's COPY into the target running" }
+    )
     const signalledAt = performance.now()
     proc.kill("SIGINT")
     expect(await proc.exited).toBe(1)
@@ -296,14 +295,13 @@ describe("db copy", () => {
       stdout: "pipe",
       stderr: "pipe"
     })
-    for (let i = 0; i < 400; i++) {
+    await waitFor(async () => {
       const [terminated] = await pgQuery<{ done: boolean }>(
         await sharedPostgresUrl(),
         "SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE query LIKE 'COPY pets%'"
       )
-      if (terminated?.done === true) break
-      await Bun.sleep(25)
-    }
+      return terminated?.done === true
+    }, { what: "the copy's COPY into the target cut" })
     expect(await cut.exited).toBe(1)
     const cutError = (await new Response(cut.stderr).text()).trim()
     expect(cutError.split("\n")).toHaveLength(1)
@@ -337,6 +335,7 @@ const traffic = (target: { url: string }, key: string) => {
           retryAfter: response.headers.get("retry-after"),
           body: await response.json()
         })
+        // Fixed: a writer refused retries at a client's pace, not in a tight loop.
         await Bun.sleep(20)
       } else {
         throw new Error(`create answered ${response?.status}`)
@@ -371,6 +370,7 @@ describe("db read-only", () => {
     // Another process's transaction holds the write lock, as an instance's create does.
     const writer = new Database(file)
     writer.run("BEGIN IMMEDIATE")
+    // Fixed: the lock is held 1.5 s, the wait the command must sit out.
     const released = Bun.sleep(1500).then(() => writer.run("COMMIT"))
     try {
       const on = await db(["read-only", "on"], { DATABASE_URL: file })
@@ -397,7 +397,7 @@ describe("the move runbook", () => {
       const current = { url: old.url }
       const load = traffic(current, key)
       try {
-        await Bun.sleep(500)
+        await waitFor(() => load.acknowledged.length >= 10, { what: "10 creates acknowledged" })
         const on = await db(["read-only", "on"], { DATABASE_URL: file })
         expect(on.stderr).toBe("")
         expect(on.exitCode).toBe(0)
@@ -415,10 +415,14 @@ describe("the move runbook", () => {
         current.url = fresh.url
         try {
           // As a load balancer does: no new request reaches the old instance once it is told to stop.
-          await Bun.sleep(200)
+          // The second read since the switch, and a create, went to the new one.
+          const readsAtSwitch = load.reads.length
+          await waitFor(() => load.reads.length >= readsAtSwitch + 2 && load.created.at(-1)! > stoppedAt, {
+            what: "reads and creates on the new instance"
+          })
           await old.stop()
-          while (load.created.at(-1)! < stoppedAt) await Bun.sleep(50)
-          await Bun.sleep(300)
+          const createdAtStop = load.created.length
+          await waitFor(() => load.created.length >= createdAtStop + 5, { what: "5 creates after the old one stopped" })
           await load.stop()
           const onPostgres = new Set(
             (await pgQuery<{ id: number }>(target.url, "SELECT id::int AS id FROM pets")).map(({ id }) => id)
@@ -452,7 +456,7 @@ describe("db backup", () => {
     const server = await startServer({ DATABASE_URL: file, ...unlimited })
     const load = traffic({ url: server.url }, key)
     try {
-      await Bun.sleep(500)
+      await waitFor(() => load.acknowledged.length >= 10, { what: "10 creates acknowledged" })
       const before = [...load.acknowledged]
       const backupFile = join(folder.path, "backup.db")
       const result = await db(["backup", backupFile], { DATABASE_URL: file })

@@ -12,6 +12,7 @@ import { createKey, db, pgQuery, shows } from "./support/MoveCommands.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { temporaryFolder } from "./support/ServerProcess.js"
 import { tcpForwarder } from "./support/TcpForwarder.js"
+import { waitFor } from "./support/WaitFor.js"
 
 const root = new URL("..", import.meta.url).pathname
 
@@ -49,16 +50,12 @@ const copyingPets = async (database: string) => {
   const admin = new URL(database)
   admin.pathname = "/postgres"
   const name = new URL(database).pathname.slice(1)
-  for (const deadline = performance.now() + 15_000; performance.now() < deadline;) {
-    const rows = await pgQuery(
+  await waitFor(async () =>
+    (await pgQuery(
       admin.href,
       "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'COPY pets%'",
       [name]
-    )
-    if (rows.length > 0) return
-    await Bun.sleep(20)
-  }
-  throw new Error("the copy never started sending pets")
+    )).length > 0, { what: "the copy never started sending pets", timeout: 15_000, interval: 20 })
 }
 
 /** Waits, up to 10 s, until no session of the copy is left on `database` (the server ended them). */
@@ -66,16 +63,12 @@ const sessionsGone = async (database: string) => {
   const admin = new URL(database)
   admin.pathname = "/postgres"
   const name = new URL(database).pathname.slice(1)
-  for (const deadline = performance.now() + 10_000; performance.now() < deadline;) {
-    const rows = await pgQuery(
+  await waitFor(async () =>
+    (await pgQuery(
       admin.href,
       "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'petstore db'",
       [name]
-    )
-    if (rows.length === 0) return
-    await Bun.sleep(20)
-  }
-  throw new Error("the copy's sessions were never ended")
+    )).length === 0, { what: "the copy's sessions were never ended", timeout: 10_000, interval: 20 })
 }
 
 const tablesIn = async (url: string) =>
@@ -176,9 +169,7 @@ describe("db copy against a server that stops answering", () => {
     try {
       using copy = startCopy(["--from-env", "SOURCE", "--to", back], { ...short, SOURCE: through })
       // The target file is made before the first page is read, and 100,000 pets take far longer than a poll.
-      for (const deadline = performance.now() + 15_000; !existsSync(back) && performance.now() < deadline;) {
-        await Bun.sleep(5)
-      }
+      await waitFor(() => existsSync(back), { what: "the target file made", timeout: 15_000, interval: 5 })
       proxy.freeze()
       const stalledAt = performance.now()
       const result = await copy.ended()
@@ -207,6 +198,7 @@ describe("db copy stopped with Ctrl-C", () => {
       using copy = startCopy(["--from", file, "--to-env", "TARGET"], { TARGET: through })
       await copyingPets(target.url)
       proxy.freeze()
+      // Fixed: the fault held a while, so that the copy is waiting on the target at the signal.
       await Bun.sleep(200)
       const signalledAt = performance.now()
       copy.proc.kill("SIGINT")

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { startHaproxy } from "./support/Haproxy.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { createKey, freePort, startServer } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 interface Created {
   readonly id: number
@@ -45,11 +46,17 @@ const clientLoop = (url: string, key: string, clients: number, perClient: number
       } catch (error) {
         statuses.push(String(error))
       }
+      // Fixed: each client's pace, the load's rate.
       await Bun.sleep(Math.max(0, 1000 / perClient - (performance.now() - sentAt)))
     }
   }
   const all = Promise.all(Array.from({ length: clients }, (_, n) => client(n)))
   return {
+    /** Waits until `count` more requests than now have their answer. */
+    answering: (count: number) => {
+      const from = statuses.length
+      return waitFor(() => statuses.length >= from + count, { what: `${count} answers through the balancer` })
+    },
     stop: async () => {
       running = false
       await all
@@ -58,12 +65,8 @@ const clientLoop = (url: string, key: string, clients: number, perClient: number
   }
 }
 
-const waitUntil = async (condition: () => Promise<boolean>, what: string) => {
-  for (const givenUpAt = performance.now() + 20_000; !(await condition());) {
-    if (performance.now() > givenUpAt) throw new Error(`gave up waiting: ${what}`)
-    await Bun.sleep(50)
-  }
-}
+const waitUntil = (condition: () => Promise<boolean>, what: string) =>
+  waitFor(condition, { what, timeout: 20_000, interval: 50 })
 
 describe("a rolling update behind HAProxy (deploy/haproxy/haproxy.cfg)", () => {
   it(
@@ -85,27 +88,20 @@ describe("a rolling update behind HAProxy (deploy/haproxy/haproxy.cfg)", () => {
       const instances = [await startServer(env, ports[0]), await startServer(env, ports[1])]
       const balancer = await startHaproxy([`127.0.0.1:${ports[0]}`, `127.0.0.1:${ports[1]}`])
       // What the balancer said of each instance, watched all along.
-      const seen = { petstore1: new Set<string>(), petstore2: new Set<string>() }
-      let watching = true
-      const watcher = (async () => {
-        while (watching) {
-          const states = await balancer.states().catch(() => ({} as Record<string, string>))
-          for (const [server, state] of Object.entries(states)) seen[server as keyof typeof seen]?.add(state)
-          await Bun.sleep(100)
-        }
-      })()
+      const watcher = balancer.watch()
       try {
         const bothUp = async () => Object.values(await balancer.states()).filter((state) => state === "UP").length === 2
         await waitUntil(bothUp, "both instances UP")
         const load = clientLoop(balancer.url, key, 8, 40)
-        await Bun.sleep(1000)
+        // About a second of the load on both before the first is replaced, and after the last.
+        await load.answering(300)
         for (const index of [0, 1] as const) {
           // One port serves one service: the next process starts once this one has exited.
           expect(await instances[index]!.stop("SIGTERM")).toBe(0)
           instances[index] = await startServer(env, ports[index])
           await waitUntil(bothUp, `petstore${index + 1} UP again`)
         }
-        await Bun.sleep(1000)
+        await load.answering(300)
         const { created, perSecond, statuses } = await load.stop()
 
         expect(perSecond).toBeGreaterThanOrEqual(200)
@@ -114,7 +110,8 @@ describe("a rolling update behind HAProxy (deploy/haproxy/haproxy.cfg)", () => {
         // Out of the balancer before it stopped listening: not one request needed the balancer's retries.
         expect((await balancer.stats()).BACKEND).toMatchObject({ retries: 0, redispatches: 0 })
         // Each instance was taken out by the balancer and put back.
-        for (const states of Object.values(seen)) {
+        expect(Object.keys(watcher.seen).sort()).toEqual(["petstore1", "petstore2"])
+        for (const states of Object.values(watcher.seen)) {
           expect([...states].some((state) => state.startsWith("DOWN"))).toBe(true)
         }
 
@@ -131,8 +128,7 @@ describe("a rolling update behind HAProxy (deploy/haproxy/haproxy.cfg)", () => {
           expect(stored.filter((other) => other.name === pet.name).map((other) => other.id)).toEqual([pet.id])
         }
       } finally {
-        watching = false
-        await watcher
+        await watcher.stop()
         await balancer.stop()
         for (const instance of instances) instance?.proc.kill("SIGKILL")
       }

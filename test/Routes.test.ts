@@ -4,6 +4,7 @@ import { join } from "node:path"
 import { rawGet, rawRequest } from "./support/RawSocket.js"
 import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 import { createKey, send, TestServer } from "./support/TestServer.js"
+import { waitFor } from "./support/WaitFor.js"
 
 const errorBody = (status: number, code: string, message: string) => ({ code, message, status })
 
@@ -65,9 +66,11 @@ describe("routes match as declared (the real server process, raw requests)", () 
         JSON.parse(line).annotations
       ).filter(({ status }) => status === 404).map(({ path }) => path)
     // Log lines are written a moment after their answer.
-    for (let attempt = 0; attempt < 50 && !paths.every((path) => notFound().includes(path)); attempt++) {
-      await Bun.sleep(20)
-    }
+    await waitFor(() => paths.every((path) => notFound().includes(path)), {
+      what: "every 404's log line",
+      timeout: 1000
+    })
+      .catch(() => undefined)
     expect(notFound()).toEqual(expect.arrayContaining(paths))
   })
 
@@ -82,7 +85,8 @@ describe("routes match as declared (the real server process, raw requests)", () 
       server.logs().split("\n").filter((line) => line.includes(`"requestId":"dots-`)).map((line) =>
         JSON.parse(line).annotations.path
       )
-    for (let attempt = 0; attempt < 50 && logged().length < targets.length; attempt++) await Bun.sleep(20)
+    await waitFor(() => logged().length >= targets.length, { what: "every request's log line", timeout: 1000 })
+      .catch(() => undefined)
     expect(logged()).toEqual(targets.map(() => "/v1/pets"))
   })
 })

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
 import { rawGet, rawRequest } from "./support/RawSocket.js"
 import { startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 describe("requests Bun answers by itself, and those it lets the service answer (the real server process)", () => {
   const folder = temporaryFolder()
@@ -13,13 +14,10 @@ describe("requests Bun answers by itself, and those it lets the service answer (
    */
   const logged = async (requestId: string) => {
     await rawRequest(server.url, rawGet("/livez", { "x-request-id": requestId }))
-    for (
-      let attempt = 0;
-      attempt < 200 && !requestLines().some((line) => line.includes(`"requestId":"${requestId}"`));
-      attempt++
-    ) {
-      await Bun.sleep(25)
-    }
+    await waitFor(() => requestLines().some((line) => line.includes(`"requestId":"${requestId}"`)), {
+      what: `the line of request ${requestId}`,
+      timeout: 5000
+    }).catch(() => undefined)
     return requestLines()
   }
   beforeAll(async () => {

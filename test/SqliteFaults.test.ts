@@ -10,6 +10,7 @@ import { AppConfig } from "../src/Config/AppConfig.js"
 import { toUnavailable } from "../src/Sql/DatabaseErrors.js"
 import { SqliteConnection } from "../src/Sql/SqliteConnection.js"
 import { createKey, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 // Short, so that the bound is seen without waiting out the production default (3 s).
 const lockWaitSeconds = 1
@@ -67,19 +68,17 @@ describe("another process holds SQLite's write lock (as a backup or a sqlite3 sh
       let locked = true
       const livez: Array<number> = []
       const reads: Array<number> = []
-      const probe = async () => {
+      const sampling = async (everyMillis: number, sample: () => Promise<unknown>) => {
         while (locked) {
-          livez.push((await timed(fetch(`${server.url}/livez`))).millis)
-          await Bun.sleep(10)
+          await sample()
+          // Fixed: the pace at which the service is sampled while the lock is held.
+          await Bun.sleep(everyMillis)
         }
       }
-      const reader = async () => {
-        while (locked) {
-          reads.push((await list()).status)
-          await Bun.sleep(50)
-        }
-      }
-      const probing = Promise.all([probe(), reader()])
+      const probing = Promise.all([
+        sampling(10, async () => livez.push((await timed(fetch(`${server.url}/livez`))).millis)),
+        sampling(50, async () => reads.push((await list()).status))
+      ])
       // Another process's lock is not this instance's own fault: it stays in its balancer's pool.
       const ready = await timed(fetch(`${server.url}/readyz`))
       expect([ready.status, JSON.parse(ready.body).status]).toEqual([200, "ok"])
@@ -92,6 +91,7 @@ describe("another process holds SQLite's write lock (as a backup or a sqlite3 sh
 
       // Freed within the bound: the write waiting for it is stored.
       const waiting = create("waited")
+      // Fixed: the lock held 400 ms into the write's wait, within its bound.
       await Bun.sleep(400)
       other.exec("COMMIT")
       locked = false
@@ -196,11 +196,10 @@ describe("the SQLite file deleted or replaced under the running server", () => {
         expect((await create("kept")).status).toBe(201)
         expect((await fetch(`${server.url}/readyz`)).status).toBe(200)
         change(path)
-        const changedAt = performance.now()
-        while ((await fetch(`${server.url}/readyz`)).status !== 503) {
-          expect(performance.now() - changedAt).toBeLessThan(1000)
-          await Bun.sleep(25)
-        }
+        await waitFor(async () => (await fetch(`${server.url}/readyz`)).status === 503, {
+          what: "/readyz answering 503",
+          timeout: 1000
+        })
         expectUnavailable(await create("lost"))
         expect(errorLines(server.logs(), path).some((line) => /deleted|replaced/.test(line)), server.logs()).toBe(true)
       } finally {

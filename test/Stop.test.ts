@@ -7,6 +7,7 @@ import { join } from "node:path"
 import { startPostgresCluster } from "./support/PostgresCluster.js"
 import { openSocket, rawGet } from "./support/RawSocket.js"
 import { createKey, freePort, isRunning, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 // Short, so that the bound is seen without waiting out the production default of 10 s. No grace
 // where the grace is not the subject: the bound is then the drain + 2 s.
@@ -14,7 +15,10 @@ const drainSeconds = 1
 const boundMillis = (drainSeconds + 2) * 1000
 const noGrace = { STOP_GRACE_SECONDS: "0" }
 
-/** Requests one after another on keep-alive connections until `stop` is called; how many were answered. */
+/**
+ * Requests one after another on keep-alive connections until `stop` is called (which answers how
+ * many were answered); `flowing` waits until some have been.
+ */
 const traffic = (url: string, key: string) => {
   let running = true
   let answered = 0
@@ -25,17 +29,20 @@ const traffic = (url: string, key: string) => {
           await response.arrayBuffer()
           answered++
         },
-        () => Bun.sleep(10)
+        () => undefined
       )
+      // Fixed: paces each client, so that four of them load the server without taking every core.
       await Bun.sleep(5)
     }
   }
   const clients = Array.from({ length: 4 }, client)
-  return async () => {
+  const stop = async () => {
     running = false
     await Promise.all(clients)
     return answered
   }
+  const flowing = () => waitFor(() => answered >= 20, { what: "20 requests of the traffic answered" })
+  return Object.assign(stop, { flowing })
 }
 
 /** Milliseconds from the signal (SIGTERM unless named) to the process's exit, and its exit code. */
@@ -51,10 +58,17 @@ const workerPids = (logs: string) =>
     JSON.parse(line).annotations.pid as number
   )
 
-const waitFor = async (condition: () => boolean) => {
-  for (let attempt = 0; attempt < 200 && !condition(); attempt++) await Bun.sleep(50)
-  return condition()
-}
+/** Waits until the server, its metrics on `metricsPort`, serves at least `count` requests at once. */
+const servingAtLeast = (metricsPort: string, count: number) =>
+  waitFor(async () => {
+    const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text(), () => "")
+    return Number(/^http_server_active_requests (\S+)$/m.exec(text)?.[1] ?? 0) >= count
+  }, { what: `${count} requests in flight` })
+
+const bothListening = (server: { readonly logs: () => string }) =>
+  waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2, {
+    what: "both workers listening"
+  })
 
 interface Answer {
   readonly sentAt: number
@@ -87,6 +101,7 @@ const callThroughTheStop = async (url: string, key: string, signalledAt: number)
       )
     if (outcome === undefined) return { answers, refusedAt: sentAt }
     answers.push({ path, sentAt, ...outcome })
+    // Fixed: the calls' pace through the stop is what the test reads.
     await Bun.sleep(20)
   }
   throw new Error("the listener never closed")
@@ -109,9 +124,10 @@ describe(`the stop a load balancer expects (STOP_GRACE_SECONDS=${graceSeconds})`
     const idle = await openSocket(server.url)
     try {
       const closed = new Promise<void>((resolve) => idle.once("close", () => resolve()))
-      idle.on("data", () => {})
+      let answered = false
+      idle.on("data", () => answered = true)
       idle.write(rawGet("/livez"))
-      await Bun.sleep(100)
+      await waitFor(() => answered, { what: "the keep-alive connection's first answer" })
       const signalledAt = performance.now()
       server.proc.kill("SIGTERM")
       const { answers, refusedAt } = await callThroughTheStop(server.url, key, signalledAt)
@@ -151,8 +167,7 @@ describe(`the stop a load balancer expects (STOP_GRACE_SECONDS=${graceSeconds})`
     const key = await createKey(env)
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
-      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2))
-        .toBe(true)
+      await bothListening(server)
       const workers = workerPids(server.logs())
       const signalledAt = performance.now()
       server.proc.kill("SIGTERM")
@@ -193,7 +208,7 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
     const server = await startServer(env)
     try {
       const stopTraffic = traffic(server.url, await createKey(env))
-      await Bun.sleep(500)
+      await stopTraffic.flowing()
       const { code, millis } = await timeStop(server)
       expect(await stopTraffic()).toBeGreaterThan(0)
       expect(millis).toBeLessThan(boundMillis)
@@ -208,7 +223,8 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
     const env = {
       ...noGrace,
       DATABASE_URL: join(folder.path, "petstore.db"),
-      DRAIN_TIMEOUT_SECONDS: String(drainSeconds)
+      DRAIN_TIMEOUT_SECONDS: String(drainSeconds),
+      METRICS_PORT: String(freePort())
     }
     const server = await startServer(env)
     const key = await createKey(env)
@@ -218,7 +234,7 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
       socket.write(
         `POST /v1/pets HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"name":`
       )
-      await Bun.sleep(300)
+      await servingAtLeast(env.METRICS_PORT, 1)
       const { millis } = await timeStop(server)
       expect(millis).toBeGreaterThanOrEqual(drainSeconds * 1000 - 50)
       expect(millis).toBeLessThan(boundMillis)
@@ -238,11 +254,10 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
     const key = await createKey(env)
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
-      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2))
-        .toBe(true)
+      await bothListening(server)
       const workers = workerPids(server.logs())
       const stopTraffic = traffic(server.url, key)
-      await Bun.sleep(500)
+      await stopTraffic.flowing()
       const { millis } = await timeStop(server)
       await stopTraffic()
       expect(millis).toBeLessThan(boundMillis)
@@ -264,7 +279,7 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
     const single = await startServer(env)
     try {
       const stopTraffic = traffic(single.url, key)
-      await Bun.sleep(300)
+      await stopTraffic.flowing()
       const { code, millis } = await timeStop(single, "SIGHUP")
       expect(await stopTraffic()).toBeGreaterThan(0)
       expect(code).toBe(0)
@@ -275,9 +290,7 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
     }
     const supervisor = await startServer({ ...env, WORKERS: "2" })
     try {
-      expect(
-        await waitFor(() => supervisor.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2)
-      ).toBe(true)
+      await bothListening(supervisor)
       const workers = workerPids(supervisor.logs())
       const { code, millis } = await timeStop(supervisor, "SIGHUP")
       expect(code).toBe(0)
@@ -302,13 +315,12 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
     }
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
-      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2))
-        .toBe(true)
+      await bothListening(server)
       const workers = workerPids(server.logs())
       process.kill(workers[0]!, "SIGSTOP")
       const { millis } = await timeStop(server)
       expect(millis).toBeLessThan(boundMillis)
-      expect(await waitFor(() => workers.every((pid) => !isRunning(pid)))).toBe(true)
+      await waitFor(() => workers.every((pid) => !isRunning(pid)), { what: "every worker gone" })
     } finally {
       server.proc.kill("SIGKILL")
       for (const pid of workerPids(server.logs())) if (isRunning(pid)) process.kill(pid, "SIGKILL")
@@ -328,9 +340,10 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
     let stopped: Array<number> = []
     try {
       const stopTraffic = traffic(server.url, await createKey(env))
-      await Bun.sleep(300)
+      await stopTraffic.flowing()
       stopped = processes()
       for (const pid of stopped) process.kill(pid, "SIGSTOP")
+      // Fixed: the fault held a while, so that the traffic's requests are waiting on it at the stop.
       await Bun.sleep(300)
       const { millis } = await timeStop(server)
       expect(millis).toBeLessThan(boundMillis)
@@ -352,7 +365,8 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
       ...noGrace,
       DATABASE_URL: path,
       DRAIN_TIMEOUT_SECONDS: String(drainSeconds),
-      DATABASE_STATEMENT_TIMEOUT_SECONDS: "9"
+      DATABASE_STATEMENT_TIMEOUT_SECONDS: "9",
+      METRICS_PORT: String(freePort())
     }
     const key = await createKey(env)
     const server = await startServer(env)
@@ -365,7 +379,7 @@ describe(`a stop ends within the grace + the drain time + 2 s (DRAIN_TIMEOUT_SEC
           headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
           body: JSON.stringify({ name: `waiting ${n}`, categoryId: 1 })
         }).then((response) => response.status, () => 0))
-      await Bun.sleep(300)
+      await servingAtLeast(env.METRICS_PORT, creates.length)
       const { millis } = await timeStop(server)
       expect(millis).toBeLessThan(boundMillis)
       // Answered 503 at the drain's end, or cut off with the process: none was stored.
