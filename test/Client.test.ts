@@ -3,6 +3,7 @@ import { Effect, Layer, Logger, Redacted, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { PetStoreApi } from "../src/Api.js"
 import { createPetStoreClient, Gone, NotFound, Unauthorized } from "../src/client.js"
 import { PetStoreClient } from "../src/Client/PetStoreClient.js"
 import { petTable } from "../src/CommandLine/PetTable.js"
@@ -28,6 +29,29 @@ describe("PetStoreClient, against the in-memory service", () => {
       expect(page.pets).toEqual([rex])
       expect(page.next._tag).toBe("None")
       expect(yield* client.getPet(1)).toEqual(rex)
+    }).pipe(Effect.provide(InMemoryClient)))
+
+  it.effect("has every endpoint of the API definition as a method of its group, in the Effect and the Promise client", () =>
+    Effect.gen(function*() {
+      const client = yield* PetStoreClient
+      const promises = createPetStoreClient({ target: { baseUrl: "http://127.0.0.1:9" }, apiKey: "ps_test_x" })
+      const endpoints = Object.values(PetStoreApi.groups).flatMap((group) =>
+        Object.keys(group.endpoints).map((name) => [group.identifier, name] as const)
+      )
+      expect(endpoints).toContainEqual(["health", "readyz"])
+      for (const [group, name] of endpoints) {
+        expect(typeof (client as unknown as Record<string, Record<string, unknown>>)[group]?.[name], name).toBe(
+          "function"
+        )
+        expect(typeof (promises as unknown as Record<string, Record<string, unknown>>)[group]?.[name], name).toBe(
+          "function"
+        )
+      }
+      yield* Effect.promise(() => promises.close())
+      const rex = yield* client.createPet({ name: "Rex", categoryId: 3 })
+      expect(yield* client.pets.getPet({ params: { petId: rex.id } })).toEqual(rex)
+      expect(yield* client.pets.listPets({ query: { limit: 1 } })).toEqual([rex])
+      expect(yield* client.health.livez()).toEqual({ status: "ok" })
     }).pipe(Effect.provide(InMemoryClient)))
 
   it.effect("reports the interface's errors typed, with code, message and status", () =>
@@ -195,6 +219,10 @@ describe("the client against the real server process", () => {
       const all: Array<number> = []
       for await (const pet of client.listAll({ status: "pending", pageSize: 2 })) all.push(pet.id)
       expect(all).toEqual([1, 2, 3, 4, 5, 6, 7])
+      // The endpoints as derived, beside the conveniences.
+      expect(await client.pets.listPets({ query: { status: "pending", limit: 2 } })).toHaveLength(2)
+      expect(await client.health.readyz()).toEqual({ status: "ok", database: "ready" })
+      await expect(client.pets.getPet({ params: { petId: 99 } })).rejects.toBeInstanceOf(NotFound)
       await expect(client.getPet(99)).rejects.toBeInstanceOf(NotFound)
       await expect(client.getPet(99)).rejects.toMatchObject({ code: "pet_not_found", status: 404 })
       const outsider = createPetStoreClient({ target: { baseUrl: server.url }, apiKey: "ps_test_nope" })

@@ -2,7 +2,7 @@ import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schedule, S
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
-import type { NewPet, Pet, PetStatus } from "../Domain/Pet.js"
+import type { NewPet, PetStatus } from "../Domain/Pet.js"
 
 /** Which deployment a client talks to; `production` and `staging` take their address from configuration. */
 export type Target =
@@ -46,9 +46,9 @@ const retryAfterOf = (response: HttpClientResponse.HttpClientResponse): Option.O
  * also retries 408, 429 and 500, takes `Retry-After` as a least wait and has no such bound.)
  */
 const retryTransient =
-  (retries: number, baseDelay: Duration.Input, maxRetryAfter: Duration.Input) =>
+  ({ maxRetryAfter = "30 seconds", retries = 3, retryBaseDelay = "100 millis" }: PetStoreClientOptions) =>
   (client: HttpClient.HttpClient): HttpClient.HttpClient => {
-    const schedule = Schedule.exponential(baseDelay).pipe(
+    const schedule = Schedule.exponential(retryBaseDelay).pipe(
       Schedule.jittered,
       Schedule.setInputType<Failure>(),
       Schedule.modifyDelay(({ duration, input }) =>
@@ -92,6 +92,12 @@ const defined = <A extends Record<string, unknown>>(record: A) =>
     readonly [K in keyof A]?: Exclude<A[K], undefined>
   }
 
+type PageQuery = {
+  readonly status?: PetStatus | undefined
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+}
+
 const make = (options: PetStoreClientOptions) =>
   Effect.gen(function*() {
     const baseUrl = "baseUrl" in options.target
@@ -101,28 +107,22 @@ const make = (options: PetStoreClientOptions) =>
       )
     const httpClient = (yield* HttpClient.HttpClient).pipe(
       HttpClient.mapRequest(HttpClientRequest.bearerToken(Redacted.value(options.apiKey))),
-      retryTransient(
-        options.retries ?? 3,
-        options.retryBaseDelay ?? "100 millis",
-        options.maxRetryAfter ?? "30 seconds"
-      )
+      retryTransient(options)
     )
     const api = yield* HttpApiClient.makeWith(PetStoreApi, { httpClient, baseUrl: baseUrl.replace(/\/+$/, "") })
     let warnedOfSunset = false
 
-    const listPage = (
-      params: {
-        readonly status?: PetStatus | undefined
-        readonly limit?: number | undefined
-        readonly cursor?: string | undefined
-      } = {}
-    ) =>
+    const listPage = (params: PageQuery = {}) =>
       Effect.map(
         api.pets.listPets({ query: defined(params), responseMode: "decoded-and-response" }),
         ([pets, response]) => ({ pets, next: nextCursor(response.headers["link"]) })
       )
 
+    // Every endpoint as HttpApiClient derives it, by group (`client.pets.getPet({ params: … })`),
+    // and beside them the conveniences: pages with their next cursor, every page as a stream, a
+    // create with its idempotency key, and getPet's one deprecation warning.
     return {
+      ...api,
       /** One page of animals, and the cursor of the next page when there is one. */
       listPets: listPage,
       /**
@@ -131,10 +131,8 @@ const make = (options: PetStoreClientOptions) =>
        */
       listAll: (params: { readonly status?: PetStatus | undefined; readonly pageSize?: number | undefined } = {}) =>
         Stream.paginate(undefined as string | undefined, (cursor) =>
-          Effect.map(
-            listPage({ status: params.status, limit: params.pageSize, cursor }),
-            ({ next, pets }): readonly [ReadonlyArray<Pet>, Option.Option<string | undefined>] => [pets, next]
-          )),
+          Effect.map(listPage({ status: params.status, limit: params.pageSize, cursor }), ({ next, pets }) =>
+            [pets, next] as const)),
       /**
        * Adds an animal. With an idempotency key, a retry after a lost answer cannot add it twice,
        * and transient failures are retried.
@@ -153,7 +151,9 @@ const make = (options: PetStoreClientOptions) =>
           api.pets.getPet({ params: { petId }, responseMode: "decoded-and-response" }),
           ([pet, response]) => {
             const sunset = response.headers["sunset"]
-            if (warnedOfSunset || sunset === undefined) return Effect.succeed(pet)
+            if (warnedOfSunset || sunset === undefined) {
+              return Effect.succeed(pet)
+            }
             warnedOfSunset = true
             return Effect.as(
               Effect.logWarning(
@@ -167,9 +167,9 @@ const make = (options: PetStoreClientOptions) =>
   })
 
 /**
- * A client of the Pet Store, derived from the same API definition as the server: payloads and
- * answers are checked by the same Schemas, and the interface's errors arrive typed in the error
- * channel (`BadRequest`, `Unauthorized`, `NotFound`, `Gone`, …) with their `code`, `message` and
+ * A client of the Pet Store, derived from the same API definition as the server: every endpoint
+ * is a method of its group, payloads and answers are checked by the same Schemas, and the
+ * interface's errors arrive typed in the error channel (`BadRequest`, `Unauthorized`, `NotFound`, `Gone`, …) with their `code`, `message` and
  * `status`.
  */
 export class PetStoreClient extends Context.Service<PetStoreClient, Effect.Success<ReturnType<typeof make>>>()(

@@ -1,5 +1,6 @@
-import { Cause, Effect, Exit, ManagedRuntime, Redacted } from "effect"
-import type { NewPet, Pet, PetStatus } from "../Domain/Pet.js"
+import { Cause, Effect, Exit, ManagedRuntime, Option, Record, Redacted, Stream } from "effect"
+import type { HttpClientResponse } from "effect/http"
+import { PetStoreApi } from "../Api.js"
 import { PetStoreClient, type Target } from "./PetStoreClient.js"
 
 export interface PromiseClientOptions {
@@ -9,10 +10,26 @@ export interface PromiseClientOptions {
   readonly retries?: number | undefined
 }
 
+type Service = PetStoreClient["Service"]
+type Response = HttpClientResponse.HttpClientResponse
+type Endpoints = Record<string, Record<string, (request: object) => Effect.Effect<unknown, unknown>>>
+
+/** The Effect client's groups of endpoints, each endpoint answering a Promise of its decoded success. */
+type Groups = {
+  readonly [Group in keyof typeof PetStoreApi.groups]: {
+    readonly [Name in keyof Service[Group]]: Service[Group][Name] extends
+      (...args: infer Args) => Effect.Effect<infer A, infer _E> ?
+      (...args: Args) => Promise<Exclude<A, Response | readonly [unknown, Response]>>
+      : never
+  }
+}
+
 /**
  * The Pet Store client for code that does not use Effect: every operation returns a Promise, and
  * the interface's errors are thrown as instances of the exported error classes (`BadRequest`,
- * `Unauthorized`, `NotFound`, `Gone`, …), each with `code`, `message` and `status`.
+ * `Unauthorized`, `NotFound`, `Gone`, …), each with `code`, `message` and `status`. Every endpoint
+ * is a method of its group (`client.pets.getPet({ params: { petId: 1 } })`), beside the
+ * conveniences of the Effect client.
  *
  * ```ts
  * const client = createPetStoreClient({ target: { baseUrl: "http://localhost:3000" }, apiKey })
@@ -23,38 +40,33 @@ export const createPetStoreClient = (options: PromiseClientOptions) => {
   const runtime = ManagedRuntime.make(
     PetStoreClient.layer({ target: options.target, apiKey: Redacted.make(options.apiKey), retries: options.retries })
   )
-  const run = async <A, E>(f: (client: PetStoreClient["Service"]) => Effect.Effect<A, E>): Promise<A> => {
+  const run = async <A, E>(f: (client: Service) => Effect.Effect<A, E>): Promise<A> => {
     const exit = await runtime.runPromiseExit(Effect.flatMap(PetStoreClient, f))
     if (Exit.isSuccess(exit)) return exit.value
     throw Cause.squash(exit.cause)
   }
-  /** One page of animals, and the cursor of the next page when there is one. */
-  const listPets = (
-    params: { readonly status?: PetStatus; readonly limit?: number; readonly cursor?: string | undefined } = {}
-  ) =>
-    run((client) => client.listPets(params)).then(({ next, pets }) => ({
-      pets,
-      nextCursor: next._tag === "Some" ? next.value : undefined
-    }))
+  // Each endpoint of the API definition, called on the Effect client for its decoded success. The
+  // casts meet at the names: the definition's at run time, which `Groups` spells out for the caller.
+  const call = (group: string, name: string) => (request?: object) =>
+    run((client) => (client as unknown as Endpoints)[group]![name]!({ ...request, responseMode: "decoded-only" }))
+  const groups = Object.fromEntries(
+    Object.values(PetStoreApi.groups).map(({ endpoints, identifier }) => [
+      identifier,
+      Record.map(endpoints as Record<string, unknown>, (_, name) => call(identifier, name))
+    ])
+  ) as unknown as Groups
   return {
-    listPets,
+    ...groups,
+    /** One page of animals, and the cursor of the next page when there is one. */
+    listPets: (...args: Parameters<Service["listPets"]>) =>
+      run((client) =>
+        Effect.map(client.listPets(...args), ({ next, pets }) => ({ pets, nextCursor: Option.getOrUndefined(next) }))
+      ),
     /** Every matching animal, fetched page by page as the loop asks for them. */
-    listAll: async function*(
-      params: { readonly status?: PetStatus; readonly pageSize?: number } = {}
-    ): AsyncGenerator<Pet, void, undefined> {
-      let cursor: string | undefined
-      do {
-        const page = await listPets({
-          ...params.status ? { status: params.status } : {},
-          ...params.pageSize ? { limit: params.pageSize } : {},
-          cursor
-        })
-        yield* page.pets
-        cursor = page.nextCursor
-      } while (cursor !== undefined)
+    listAll: async function*(...args: Parameters<Service["listAll"]>) {
+      yield* await run((client) => Stream.toAsyncIterableEffect(client.listAll(...args)))
     },
-    createPet: (pet: NewPet, createOptions: { readonly idempotencyKey?: string } = {}) =>
-      run((client) => client.createPet(pet, createOptions)),
+    createPet: (...args: Parameters<Service["createPet"]>) => run((client) => client.createPet(...args)),
     /** @deprecated Removed on 5 December 2030: use `listPets` or `listAll` with `status`. */
     getPet: (petId: number) => run((client) => client.getPet(petId)),
     /** Releases the client's resources. */
