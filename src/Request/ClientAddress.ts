@@ -23,8 +23,11 @@ export const parseIp = (text: string): NetAddress.IpAddress | undefined => {
 /** A forwarded node, maybe quoted and with a port: `192.0.2.1:80`, `"[2001:db8::1]:80"` or a bare address. */
 const nodeAddress = (node: string): NetAddress.IpAddress | undefined => {
   const value = node.trim().replace(/^"|"$/g, "")
+  // A bare address first, the common case: a failed parse costs an error object.
+  const address = parseIp(value)
+  if (address !== undefined) return address
   const inet = Result.getOrUndefined(NetAddress.inetAddressFromString(value))
-  return inet === undefined ? parseIp(value) : NetAddress.toCanonical(inet.address)
+  return inet === undefined ? undefined : NetAddress.toCanonical(inet.address)
 }
 
 /** The `for=` nodes of RFC 7239's `Forwarded`, in order. */
