@@ -26,16 +26,13 @@ const makeProbe = (
     Effect.tap((found) => Effect.sync(() => (last = found))),
     Effect.ensuring(Effect.sync(() => (running = undefined)))
   )
-  const started = Effect.suspend(() =>
-    running === undefined
-      ? Effect.sync(() => {
-        const fiber = fork(probe)
-        // One already ended (a store answering at once) is not kept for the next check.
-        if (fiber.pollUnsafe() === undefined) running = fiber
-        return fiber
-      })
-      : Effect.succeed(running)
-  )
+  const started = Effect.sync(() => {
+    if (running !== undefined) return running
+    const fiber = fork(probe)
+    // One already ended (a store answering at once) is not kept for the next check.
+    if (fiber.pollUnsafe() === undefined) running = fiber
+    return fiber
+  })
   return Effect.flatMap(
     started,
     (fiber) => Effect.timeoutOrElse(Fiber.join(fiber), { duration: freshWait, orElse: () => Effect.sync(() => last) })

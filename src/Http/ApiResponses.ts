@@ -40,9 +40,6 @@ const isApiError = (error: unknown): error is ApiError =>
   Predicate.hasProperty(error, "_tag") && Predicate.hasProperty(errorBodies, error._tag as string) &&
   Predicate.hasProperty(error, "status")
 
-const isRouteNotFound = (error: unknown): boolean =>
-  HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
-
 const logFailure = (cause: Cause.Cause<unknown>, requestId: string | undefined) =>
   Effect.logError("request failed").pipe(Effect.annotateLogs({ requestId, error: summarizeCause(cause) }))
 
@@ -61,7 +58,7 @@ export const makeFailureAnswers = () => {
     if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
     const error = Cause.findErrorOption(cause)
     if (error._tag === "Some") {
-      if (isRouteNotFound(error.value)) {
+      if (HttpServerError.isHttpServerError(error.value) && error.value.reason._tag === "RouteNotFound") {
         const path = pathOf(request.url)
         const allowed = allowedMethods(path)
         return Effect.succeed(
