@@ -1,10 +1,7 @@
-import { Data, Effect } from "effect"
+import { Effect } from "effect"
 import { Argument, CliError, Flag } from "effect/cli"
 
 /** The command lines' options and arguments, checked with messages that name the field and the rule. */
-
-/** A setting read from the environment that cannot be used, as the one line the command prints. */
-export class InvalidSetting extends Data.TaggedError("InvalidSetting")<{ readonly message: string }> {}
 
 const excerpt = (value: string) => JSON.stringify(value.length > 20 ? `${value.slice(0, 20)}…` : value)
 
@@ -58,11 +55,4 @@ export const urlOption = (name: string) =>
 /** A boolean option, false when absent. */
 export const switchOption = (name: string) => Flag.Boolean(name).pipe(Flag.withDefault(false))
 
-export const isHttpUrl = (value: string) => {
-  try {
-    const url = new URL(value)
-    return url.protocol === "http:" || url.protocol === "https:"
-  } catch {
-    return false
-  }
-}
+export const isHttpUrl = (value: string) => URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)

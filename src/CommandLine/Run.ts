@@ -36,24 +36,20 @@ const formatter = CliOutput.defaultFormatter({ colors: colours })
  * invocation's help is left out, its error is `run`'s one line.
  */
 const presenter: CliOutput.Presenter = {
-  present: (event) => {
-    switch (event._tag) {
-      case "Help":
-        return Console.log(formatter.formatHelpDoc(event.helpDoc))
-      case "Version":
-        return Console.log(event.version)
-      case "InvalidInvocation":
-        return Effect.void
-    }
-  }
+  present: (event) =>
+    event._tag === "Help"
+      ? Console.log(formatter.formatHelpDoc(event.helpDoc))
+      : event._tag === "Version"
+      ? Console.log(event.version)
+      : Effect.void
 }
 
 const unused = (service: string) => Effect.die(new Error(`${service} is not available to this command line`))
 
 /**
- * What `effect/cli` runs a command with, where a platform package would give it: the arguments
- * and the terminal's flags from the process. No command here prompts, reads files through the
- * library or starts processes, so those services refuse; the wizard, which would prompt, is left out.
+ * What `effect/cli` runs a command with, where a platform package would give it: the process's
+ * arguments and terminal. No command here prompts, reads files through the library or starts
+ * processes, so those services refuse; the wizard, which would prompt, is left out.
  */
 const environment = Layer.mergeAll(
   Layer.succeed(
@@ -198,22 +194,23 @@ export const run = <E>(
 }
 
 /**
- * The main fiber run until it ends or a signal interrupts it, then the process's exit code;
+ * The main fiber run until it ends or one of `signals` interrupts it, then the process's exit code;
  * shaped like the platform packages' `runMain`, which do not load on this version of effect.
  */
-const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
-  let receivedSignal = false
-  const onSignal = () => {
-    receivedSignal = true
-    fiber.interruptUnsafe(fiber.id)
-  }
-  fiber.addObserver((exit) => {
-    process.removeListener("SIGINT", onSignal)
-    process.removeListener("SIGTERM", onSignal)
-    teardown(exit, (code) => {
-      if (receivedSignal || code !== 0) process.exit(code)
+export const runMainOn = (signals: ReadonlyArray<NodeJS.Signals>) =>
+  Runtime.makeRunMain(({ fiber, teardown }) => {
+    let receivedSignal = false
+    const onSignal = () => {
+      receivedSignal = true
+      fiber.interruptUnsafe(fiber.id)
+    }
+    fiber.addObserver((exit) => {
+      for (const signal of signals) process.removeListener(signal, onSignal)
+      teardown(exit, (code) => {
+        if (receivedSignal || code !== 0) process.exit(code)
+      })
     })
+    for (const signal of signals) process.on(signal, onSignal)
   })
-  process.on("SIGINT", onSignal)
-  process.on("SIGTERM", onSignal)
-})
+
+const runMain = runMainOn(["SIGINT", "SIGTERM"])

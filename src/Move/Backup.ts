@@ -1,38 +1,70 @@
-import { Effect } from "effect"
-import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync } from "node:fs"
+import { Effect, Option } from "effect"
+import type { SqlClient } from "effect/sql"
+import { isSqlError } from "effect/sql/SqlError"
+import {
+  closeSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync
+} from "node:fs"
 import { dirname } from "node:path"
-import { connect, describeStoreFailure, MoveError, type Store } from "./Store.js"
+import {
+  knownVersion,
+  lastHandedOut,
+  migrationsTable,
+  nextId,
+  sequencedTables,
+  setNextId,
+  tablesOf,
+  versionOf
+} from "./SchemaVersion.js"
+import { codeOf, connect, describeStoreFailure, interruption, MoveError, openSqlite, type Store } from "./Store.js"
 import { countRows, tables } from "./Tables.js"
 
 /**
- * SQLite's failures that come from writing the backup's file (its disk, its folder), not from
- * reading the store: they are the backup's to report.
+ * What SQLite keeps beside a database while it is open, or after a crash: a file put under the
+ * name must find none of them, or SQLite would read a WAL or journal of the replaced file as its own.
  */
-const writeFailures = ["SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_PERM"]
+const companions = ["-wal", "-shm", "-journal"]
 
-const codeOf = (error: unknown): string => {
-  const cause = error !== null && typeof error === "object" && "reason" in error
-    ? (error.reason as { cause?: unknown }).cause
-    : error
-  return cause !== null && typeof cause === "object" && "code" in cause ? String(cause.code) : ""
+const removeWithCompanions = (file: string) => {
+  // Checked first: Bun's rmSync fails on a path through a file (EFAULT) even with `force`.
+  for (const path of ["", ...companions].map((suffix) => `${file}${suffix}`)) if (existsSync(path)) rmSync(path)
 }
 
+/** Removes, on a failure, what the command wrote beside the database (nothing could be written there either, maybe). */
+const removingOnFailure = (file: string) =>
+  Effect.onError(() =>
+    Effect.sync(() => {
+      try {
+        removeWithCompanions(file)
+      } catch {
+        // Nothing to do: the failure already says what went wrong there.
+      }
+    })
+  )
+
+/** SQLite's check of every page, `ok` or what it found. */
+const integrityOf = (sql: SqlClient.SqlClient) =>
+  Effect.map(sql<{ integrity_check: string }>`PRAGMA integrity_check`, ([check]) => check?.integrity_check)
+
+/** SQLite's failures that come from writing the backup's file (its disk, its folder): the backup's to report. */
+const writeFailures = ["SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_PERM"]
+
 /**
- * An online backup of a SQLite database: `VACUUM INTO` a file beside the target name, which
- * SQLite writes from one read snapshot while the service goes on writing (WAL), then checked
- * (`PRAGMA integrity_check`) and renamed into place, so the name never holds a partial copy. A
- * failure to write (the folder missing or read-only, the disk full) names the backup, and the
- * partial file and its journal are removed.
+ * An online backup: `VACUUM INTO` a file beside the name, from one snapshot while the service
+ * writes, checked and renamed into place, so the name never holds a partial copy.
  */
 export const backup = (store: Store, file: string) => {
   const partial = `${file}.partial`
   const written: Store = { engine: "sqlite", filename: partial, label: file }
   const onBackup = (error: unknown) => describeStoreFailure(written, "backup", error)
-  const removePartial = () => {
-    for (const suffix of ["", "-journal", "-wal", "-shm"]) {
-      if (existsSync(`${partial}${suffix}`)) rmSync(`${partial}${suffix}`)
-    }
-  }
   return Effect.gen(function*() {
     if (store.engine !== "sqlite") {
       return yield* new MoveError({
@@ -47,7 +79,7 @@ export const backup = (store: Store, file: string) => {
     yield* Effect.try({
       try: () => {
         if (!existsSync(dirname(file))) mkdirSync(dirname(file), { recursive: true })
-        removePartial()
+        removeWithCompanions(partial)
         closeSync(openSync(partial, "wx"))
       },
       catch: onBackup
@@ -63,9 +95,9 @@ export const backup = (store: Store, file: string) => {
     )).pipe(Effect.mapError((error) => describeStoreFailure(store, "source", error)))
     const counts = yield* Effect.scoped(Effect.gen(function*() {
       const sql = yield* connect(written, { role: "backup", mode: "read" })
-      const [check] = yield* sql<{ integrity_check: string }>`PRAGMA integrity_check`
-      if (check?.integrity_check !== "ok") {
-        return yield* new MoveError({ message: `backup ${file} failed its integrity check: ${check?.integrity_check}` })
+      const check = yield* integrityOf(sql)
+      if (check !== "ok") {
+        return yield* new MoveError({ message: `backup ${file} failed its integrity check: ${check}` })
       }
       return yield* Effect.forEach(tables, (table) => countRows(sql, table))
     })).pipe(Effect.mapError(onBackup))
@@ -73,13 +105,175 @@ export const backup = (store: Store, file: string) => {
     const seconds = (performance.now() - startedAt) / 1000
     return `backed up ${store.label} to ${file} in ${seconds.toFixed(1)} s (integrity check ok; ` +
       `${tables.map((table, i) => `${table.name} ${counts[i]}`).join(", ")})`
-  }).pipe(Effect.onError(() =>
-    Effect.sync(() => {
-      try {
-        removePartial()
-      } catch {
-        // Nothing could be written there either.
-      }
+  }).pipe(removingOnFailure(partial))
+}
+
+const refused = (message: string) => new MoveError({ message: `restore: ${message}` })
+
+/** One connection on a SQLite file that waits for no other process's lock, and leaves its journal mode as it is. */
+const open = (filename: string) => openSqlite({ filename, readwrite: true, create: false, disableWAL: true })
+
+const isLocked = (error: unknown) => isSqlError(error) && error.reason._tag === "LockTimeoutError"
+
+const sameFile = (a: string, b: string) => statSync(a).dev === statSync(b).dev && statSync(a).ino === statSync(b).ino
+
+/** Writes a file's (or a folder's entries') data to the disk before the rename is relied on. */
+const fsyncPath = (path: string) => {
+  const fd = openSync(path, "r")
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** The restore's copy of the backup checked as a backup of this service: SQLite's check of every page, a schema this build can migrate. */
+const checkBackup = (copy: string, backupFile: string) =>
+  Effect.gen(function*() {
+    const sql = yield* open(copy)
+    const check = yield* integrityOf(sql)
+    if (check !== "ok") return yield* refused(`the backup ${backupFile} failed its integrity check: ${check}`)
+    const version = yield* versionOf(sql)
+    const known = yield* knownVersion
+    if (Option.isNone(version)) {
+      return yield* refused(`${backupFile} is not a backup of the Pet Store: it has no ${migrationsTable} table`)
+    }
+    if (version.value > known) {
+      return yield* refused(
+        `the backup ${backupFile} has schema version ${version.value}, but this build knows schema version ${known}; ` +
+          "restore it with the build that wrote it"
+      )
+    }
+    const names = yield* tablesOf(sql)
+    return yield* Effect.forEach(tables.filter((table) => names.has(table.name)), (table) =>
+      Effect.map(countRows(sql, table), (count) => `${table.name} ${count}`))
+  })
+
+/**
+ * The ids the replaced file handed out, read under its exclusive lock, held until the restored file
+ * has its name: a service on it (in WAL mode) holds a shared lock, so one running anywhere refuses it.
+ */
+const readReplaced = (file: string) =>
+  Effect.gen(function*() {
+    const sql = yield* open(file)
+    // Before the first read: SQLite then asks for the exclusive lock at once, and keeps it.
+    yield* sql`PRAGMA locking_mode = EXCLUSIVE`
+    const names = yield* tablesOf(sql)
+    const handedOut = new Map<string, number>()
+    for (const table of sequencedTables(tables)) {
+      if (names.has(table.name)) handedOut.set(table.name, yield* lastHandedOut(sql, table))
+    }
+    // Its WAL written back into it and removed, so that none is left under the name; then the
+    // exclusive lock held whatever its journal mode was.
+    yield* sql`PRAGMA journal_mode = DELETE`
+    yield* sql`BEGIN EXCLUSIVE`
+    return handedOut
+  })
+
+/** Why the replaced file's ids cannot be kept, in the one line a restore prints. */
+const idsUnknown = (why: string) => `${why}; the ids it handed out since the backup cannot be read, and may repeat`
+
+const withoutIds = (why: string) => refused(`${idsUnknown(why)}; give --ids-may-repeat to restore anyway`)
+
+/** The ids the replaced file handed out, or why they cannot be read and whether to go on without them. */
+const holdReplaced = (store: Store & { readonly engine: "sqlite" }, idsMayRepeat: boolean) => {
+  type Replaced = { readonly handedOut?: ReadonlyMap<string, number>; readonly warning?: string }
+  const unknown = (why: string) =>
+    idsMayRepeat ? Effect.succeed<Replaced>({ warning: idsUnknown(why) }) : Effect.fail(withoutIds(why))
+  if (!existsSync(store.filename)) return unknown(`${store.label} is gone`)
+  return readReplaced(store.filename).pipe(
+    Effect.map((handedOut): Replaced => ({ handedOut })),
+    Effect.catch((error) =>
+      isLocked(error)
+        ? Effect.fail(refused(
+          `${store.label} is open in another process (SQLite's lock on the file is held, as a service running on it holds it); ` +
+            "stop the service, then restore"
+        ))
+        : unknown(describeStoreFailure(store, "the", error).message)
+    )
+  )
+}
+
+/** Sets the copy's next ids above its own and above every id the replaced file handed out. */
+const setIds = (copy: string, handedOut: ReadonlyMap<string, number> | undefined) =>
+  Effect.gen(function*() {
+    const sql = yield* open(copy)
+    const names = yield* tablesOf(sql)
+    return yield* sql.withTransaction(Effect.forEach(
+      sequencedTables(tables).filter((table) => names.has(table.name)),
+      (table) =>
+        Effect.gen(function*() {
+          const next = Math.max((yield* lastHandedOut(sql, table)) + 1, (handedOut?.get(table.name) ?? 0) + 1)
+          if (next !== (yield* nextId(sql, table))) yield* setNextId(sql, table, next)
+          return `${table.name} ${next}`
+        })
+    ))
+  })
+
+/**
+ * Puts a `db backup` back over the SQLite file, the service stopped: copied beside it and checked,
+ * its next ids set above every id the replaced file handed out (refused without them unless
+ * `idsMayRepeat`), then renamed over it. A refusal leaves the file as it was.
+ */
+export const restore = (store: Store, backupFile: string, options: { readonly idsMayRepeat: boolean }) => {
+  if (store.engine !== "sqlite") {
+    return Effect.fail(refused(
+      `${store.label} is PostgreSQL; restore its pg_dump with pg_restore, then set its ids with db restore-ids (docs/operations.md)`
+    ))
+  }
+  const target = store.filename
+  const copy = `${target}.restoring`
+  const onBackup = (error: unknown) =>
+    describeStoreFailure({ ...store, filename: copy, label: backupFile }, "restore: the backup", error)
+  const onCopy = (error: unknown) =>
+    describeStoreFailure({ ...store, filename: copy, label: copy }, "restore: the copy", error)
+  return Effect.gen(function*() {
+    interruption.line = `interrupted: nothing was restored; ${target} is as it was before`
+    if (!existsSync(backupFile)) return yield* refused(`the backup ${backupFile}: no such file`)
+    if (existsSync(target) && sameFile(backupFile, target)) {
+      return yield* refused(`${backupFile} is the database itself; name a backup made by db backup`)
+    }
+    if ((statSync(`${backupFile}-wal`, { throwIfNoEntry: false })?.size ?? 0) > 0) {
+      return yield* refused(
+        `the backup ${backupFile} has a write-ahead log beside it, which a copy of the file alone would leave out: ` +
+          "a process has it open, or did not close it; back it up with db backup"
+      )
+    }
+    // Before anything is written beside it.
+    if (!existsSync(target) && !options.idsMayRepeat) return yield* withoutIds(`${store.label} is gone`)
+    const startedAt = performance.now()
+    yield* Effect.try({
+      try: () => {
+        mkdirSync(dirname(target), { recursive: true })
+        removeWithCompanions(copy)
+        copyFileSync(backupFile, copy, constants.COPYFILE_EXCL)
+      },
+      catch: onCopy
     })
-  ))
+    const counts = yield* Effect.scoped(checkBackup(copy, backupFile)).pipe(Effect.mapError(onBackup))
+    const { next, warning } = yield* Effect.scoped(Effect.gen(function*() {
+      const replaced = yield* holdReplaced(store, options.idsMayRepeat)
+      const next = yield* Effect.scoped(setIds(copy, replaced.handedOut)).pipe(Effect.mapError(onCopy))
+      yield* Effect.try({
+        try: () => {
+          fsyncPath(copy)
+          for (const suffix of companions) rmSync(`${target}${suffix}`, { force: true })
+          renameSync(copy, target)
+          interruption.line = `interrupted: ${target} was restored from ${backupFile}`
+          fsyncPath(dirname(target))
+        },
+        catch: onCopy
+      })
+      return { next, warning: replaced.warning }
+    }))
+    const seconds = (performance.now() - startedAt) / 1000
+    const ids = warning === undefined ? "above every id the replaced file handed out" : "the backup's own"
+    const checked = `integrity check ok; ${counts.join(", ")}`
+    return {
+      summary: `restored ${target} from ${backupFile} in ${seconds.toFixed(1)} s (${checked}); next ids ${
+        next.join(", ")
+      }, ${ids}`,
+      warning
+    }
+  }).pipe(removingOnFailure(copy))
 }

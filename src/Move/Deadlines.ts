@@ -1,10 +1,8 @@
 import { Config, Context, Schema } from "effect"
 
 /**
- * How long the db command waits for a PostgreSQL server: to open a connection, and for each
- * answer (a statement's, or a COPY's taking of the next rows). A server that does not answer in
- * time is taken as gone: its connection is closed and the command fails naming that side, rather
- * than wait as long as the kernel keeps a silent socket open.
+ * How long the db command waits for a PostgreSQL server to connect and to answer: one silent longer
+ * is taken as gone, rather than waited on as long as the kernel keeps a silent socket open.
  */
 export interface Deadlines {
   readonly connectMillis: number

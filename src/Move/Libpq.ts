@@ -3,10 +3,9 @@ import { homedir } from "node:os"
 import { join } from "node:path"
 
 /**
- * The login a `postgres://` URL leaves to libpq's environment, found as `psql` finds it: the user
- * from `PGUSER`, the password from `PGPASSWORD`, else from the password file (`PGPASSFILE`, by
- * default `~/.pgpass`; ignored when others may read it, as libpq does). `@effect/sql-pg` reads
- * neither, and the documented way to keep a password off a `db` command line is this one.
+ * The login a `postgres://` URL leaves to libpq's environment, found as `psql` finds it (`PGUSER`,
+ * `PGPASSWORD`, the password file unless others may read it): the documented way to keep a
+ * password off a `db` command line, which `@effect/sql-pg` does not read.
  */
 export interface Login {
   readonly username: string | undefined

@@ -15,19 +15,16 @@ import { Deadlines } from "./Deadlines.js"
 import { libpqLogin } from "./Libpq.js"
 
 /**
- * The db command's connection to a PostgreSQL store: one session on `pg`, the driver `COPY …
- * FROM STDIN` needs (`@effect/sql-pg` refuses COPY), seen by the rest of the command as an
- * `effect/sql` `SqlClient` with `@effect/sql-pg`'s own compiler. A copy's transaction holds its
- * tables' rows, their indexes, sequences and checks, so all of it runs on that one session.
- *
- * Every wait for the server is bounded (`Deadlines`): a server that does not answer in time, or a
- * wait given up (an interrupted command), closes the session, and every later use of it fails at
- * once with the same reason. A statement left running would hold every later one (a `ROLLBACK`
- * included), and the server rolls back the transaction of a session that ends.
+ * The db command's connection to a PostgreSQL store: one session on `pg`, the driver `COPY … FROM
+ * STDIN` needs (`@effect/sql-pg` refuses COPY), seen as an `effect/sql` `SqlClient` with
+ * `@effect/sql-pg`'s compiler, so that a copy's whole transaction runs on it. Every wait for the
+ * server is bounded (`Deadlines`): one not answered in time, or given up, closes the session, and
+ * every later use fails at once with the same reason, since a statement left running would hold
+ * every later one (a `ROLLBACK` included); the server rolls back a session that ends.
  */
 export interface PostgresSession {
   readonly sql: SqlClient.SqlClient
-  /** The session's driver client, for COPY within the transaction `sql` has open. */
+  /** The driver client, for COPY within the transaction `sql` has open. */
   readonly client: Pg.Client
   /** Waits, bounded as every statement is, for the answer to what `start` began on `client`. */
   readonly answer: <A>(start: (done: (outcome: Outcome<A>) => void) => void) => Effect.Effect<A, SqlError>
@@ -56,19 +53,14 @@ const noAnswer = (millis: number, variable: string, operation: string) => {
   })
 }
 
+const gaveUp = "the session was closed: the command stopped waiting for it"
 const abandoned = new SqlError({
-  reason: new ConnectionError({
-    cause: new Error("the session was closed: the command stopped waiting for it"),
-    message: "the session was closed: the command stopped waiting for it",
-    operation: "execute"
-  })
+  reason: new ConnectionError({ cause: new Error(gaveUp), message: gaveUp, operation: "execute" })
 })
 
 /**
- * The server processes of the sessions this command closed without the server's word, by the URL
- * they were opened with: a process busy with a statement (an index build, rows still buffered)
- * only notices its session ended when that is done, and holds the transaction's locks until then.
- * One per process, as the sessions it opened.
+ * The server processes of the sessions this command closed without the server's word, by URL: one
+ * busy with a statement notices its session ended only when that is done, holding its locks till then.
  */
 const abandonedBackends = new Map<string, Set<number>>()
 
@@ -107,12 +99,7 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
 
     // Timers of their own rather than `Effect.timeout`: a `ROLLBACK` runs in a finalizer, where an
     // Effect timeout cannot interrupt the wait.
-    const bounded = <A>(
-      millis: number,
-      late: () => SqlError,
-      operation: string,
-      start: (done: (outcome: Outcome<A>) => void) => void
-    ) =>
+    const bounded = <A>(operation: "connect" | "execute", start: (done: (outcome: Outcome<A>) => void) => void) =>
       Effect.callback<A, SqlError>((resume) => {
         if (closed !== undefined) return resume(Effect.fail(closed))
         let waiting = true
@@ -122,8 +109,11 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
           clearTimeout(timer)
           resume(effect)
         }
+        const [millis, variable] = operation === "connect"
+          ? [deadlines.connectMillis, "DB_CONNECT_TIMEOUT_SECONDS"]
+          : [deadlines.statementMillis, "DB_STATEMENT_TIMEOUT_SECONDS"]
         const timer = setTimeout(() => {
-          close(late())
+          close(noAnswer(millis, variable, operation))
           finish(Effect.fail(closed!))
         }, millis)
         start((outcome) =>
@@ -138,38 +128,24 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
           close(abandoned)
         })
       })
-    const answer = <A>(start: (done: (outcome: Outcome<A>) => void) => void) =>
-      bounded(
-        deadlines.statementMillis,
-        () => noAnswer(deadlines.statementMillis, "DB_STATEMENT_TIMEOUT_SECONDS", "execute"),
-        "execute",
-        start
-      )
+    const answer = <A>(start: (done: (outcome: Outcome<A>) => void) => void) => bounded("execute", start)
     const settle = <A>(promise: () => Promise<A>) => (done: (outcome: Outcome<A>) => void) =>
       void promise().then((value) => done({ ok: true, value }), (error) => done({ ok: false, error }))
 
     // Interruptible, unlike an acquisition's default: a connection given up on is closed at once (its socket destroyed).
     yield* Effect.acquireRelease(
-      Effect.interruptible(bounded(
-        deadlines.connectMillis,
-        () => noAnswer(deadlines.connectMillis, "DB_CONNECT_TIMEOUT_SECONDS", "connect"),
-        "connect",
-        settle(() => client.connect())
-      )),
+      Effect.interruptible(bounded("connect", settle(() => client.connect()))),
       () =>
         Effect.callback<void>((resume) => {
-          if (closed !== undefined) {
-            client.connection.stream.destroy()
-            return resume(Effect.void)
-          }
-          const timer = setTimeout(() => {
-            client.connection.stream.destroy()
-            resume(Effect.void)
-          }, endMillis)
-          client.end().finally(() => {
+          let timer: ReturnType<typeof setTimeout> | undefined
+          const done = () => {
             clearTimeout(timer)
+            client.connection.stream.destroy()
             resume(Effect.void)
-          })
+          }
+          if (closed !== undefined) return done()
+          timer = setTimeout(done, endMillis)
+          void client.end().finally(done)
         })
     )
 
@@ -182,14 +158,14 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
         query<Pg.QueryArrayResult>({ text: sql, values: [...params], rowMode: "array" }),
         (result) => result.rows
       )
+    const execute: Connection["execute"] = (sql, params, transform) =>
+      transform === undefined ? rows(sql, params) : Effect.map(rows(sql, params), transform)
     const connection: Connection = {
-      execute: (sql, params, transform) =>
-        transform === undefined ? rows(sql, params) : Effect.map(rows(sql, params), transform),
+      execute,
       executeRaw: (sql, params) => query({ text: sql, values: [...params] }),
       executeValues: values,
       executeValuesUnprepared: values,
-      executeUnprepared: (sql, params, transform) =>
-        transform === undefined ? rows(sql, params) : Effect.map(rows(sql, params), transform),
+      executeUnprepared: execute,
       executeStream: () => Stream.die(new Error("the db command's PostgreSQL session does not stream"))
     }
     const sql = yield* SqlClient.make({

@@ -1,15 +1,21 @@
 import { Effect, Option } from "effect"
 import type { SqlClient } from "effect/sql"
-import { migrationsTable, tablesOf, versionOf } from "./SchemaVersion.js"
-import { lastHandedOut, nextId, sequencedTables, setNextId } from "./Sequences.js"
+import {
+  lastHandedOut,
+  migrationsTable,
+  nextId,
+  sequencedTables,
+  setNextId,
+  tablesOf,
+  versionOf
+} from "./SchemaVersion.js"
 import { connect, describeStoreFailure, MoveError, type Store } from "./Store.js"
 import { tables } from "./Tables.js"
 
 /**
- * A restore from the operator's own backup (PostgreSQL's `pg_dump`) brings back the id sequences
- * as they were when the backup was made, below ids handed out since: `lastId` reads what the
- * database to be replaced handed out, while it still exists, and `restoreIds` sets the restored
- * database's sequences above it, so that no id is handed out twice.
+ * A restore from `pg_dump` brings back the id sequences as they were at the backup, below ids handed
+ * out since: `lastId` reads what the database to be replaced handed out, while it still exists, and
+ * `restoreIds` sets the restored database's sequences above it, so that no id is handed out twice.
  */
 
 /** The tables with an id sequence that the store holds; refused when it is not a Pet Store database. */
@@ -30,12 +36,9 @@ export const lastId = (store: Store) =>
     const sql = yield* connect(store, { role: "the", mode: "read" })
     const handedOut = yield* Effect.forEach(yield* sequencedIn(sql, store), (table) => lastHandedOut(sql, table))
     return Math.max(0, ...handedOut)
-  }).pipe(
-    Effect.mapError((error) => describeStoreFailure(store, "the", error)),
-    Effect.scoped
-  )
+  }).pipe(Effect.mapError((error) => describeStoreFailure(store, "the", error)), Effect.scoped)
 
-/** Sets every id sequence of the store above `above` (and above its own rows); one never goes down. What it did, as one line. */
+/** Sets every id sequence of the store above `above` (and above its own rows); one never goes down. */
 export const restoreIds = (store: Store, above: number) =>
   Effect.gen(function*() {
     if (!Number.isSafeInteger(above) || above < 0) {
@@ -52,7 +55,4 @@ export const restoreIds = (store: Store, above: number) =>
         return `${table.name} ${next} (was ${was})`
       })))
     return `next ids above ${above} in ${store.label}: ${set.join(", ")}`
-  }).pipe(
-    Effect.mapError((error) => describeStoreFailure(store, "the", error)),
-    Effect.scoped
-  )
+  }).pipe(Effect.mapError((error) => describeStoreFailure(store, "the", error)), Effect.scoped)

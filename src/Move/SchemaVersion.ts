@@ -1,7 +1,9 @@
 import { Effect, Option } from "effect"
 import type { SqlClient } from "effect/sql"
 import { migrations } from "../Sql/Migrations.js"
-import { MoveError, type Store } from "./Store.js"
+import { readOnlySince } from "../Sql/ReadOnlyMode.js"
+import { connect, describeStoreFailure, engineName, MoveError, type Store } from "./Store.js"
+import type { Table } from "./Tables.js"
 
 /** The table `effect/sql`'s migrator records the applied migrations in. */
 export const migrationsTable = "effect_sql_migrations"
@@ -51,3 +53,89 @@ export const requireKnownVersion = (sql: SqlClient.SqlClient, store: Store, role
     }
     return known
   })
+
+export type SequencedTable = Table & { readonly sequence: string }
+
+export const sequencedTables = (tables: ReadonlyArray<Table>) =>
+  tables.filter((table): table is SequencedTable => table.sequence !== undefined)
+
+/**
+ * The id a table's next row gets: PostgreSQL's identity sequence, SQLite's AUTOINCREMENT counter.
+ * Both stay above every id ever handed out, even after the row is gone, so a move carries the counter.
+ */
+export const nextId = (sql: SqlClient.SqlClient, table: SequencedTable) =>
+  sql.onDialectOrElse({
+    pg: () =>
+      Effect.flatMap(
+        sql<{ name: string }>`SELECT pg_get_serial_sequence(${table.name}, ${table.sequence}) AS name`,
+        // The name comes from PostgreSQL itself, quoted as needed.
+        ([row]) =>
+          Effect.map(
+            sql.unsafe<{ last_value: string; is_called: boolean }>(
+              `SELECT last_value::text, is_called FROM ${row!.name}`
+            ),
+            ([sequence]) => Number(sequence!.last_value) + (sequence!.is_called ? 1 : 0)
+          )
+      ),
+    orElse: () =>
+      Effect.map(
+        sql<{ seq: number }>`SELECT seq FROM sqlite_sequence WHERE name = ${table.name}`,
+        ([row]) => (row === undefined ? 1 : Number(row.seq) + 1)
+      )
+  })
+
+/** The highest id in the table, 0 when empty. */
+export const highestId = (sql: SqlClient.SqlClient, table: SequencedTable) =>
+  Effect.map(
+    sql.unsafe<{ id: string | number | null }>(`SELECT max(${table.sequence}) AS id FROM ${table.name}`),
+    ([row]) => Number(row?.id ?? 0)
+  )
+
+/** Makes `next` the id the table's next row gets. */
+export const setNextId = (sql: SqlClient.SqlClient, table: SequencedTable, next: number) =>
+  sql.onDialectOrElse({
+    pg: () => sql`SELECT setval(pg_get_serial_sequence(${table.name}, ${table.sequence}), ${next}, false)`,
+    orElse: () =>
+      Effect.andThen(
+        sql`DELETE FROM sqlite_sequence WHERE name = ${table.name}`,
+        sql`INSERT INTO sqlite_sequence (name, seq) VALUES (${table.name}, ${next - 1})`
+      )
+  }).pipe(Effect.asVoid)
+
+/** The highest id the table has handed out: its counter's last, or a row's above it (as a plain SQL load leaves it). */
+export const lastHandedOut = (sql: SqlClient.SqlClient, table: SequencedTable) =>
+  Effect.map(Effect.all([nextId(sql, table), highestId(sql, table)]), ([next, highest]) => Math.max(next - 1, highest))
+
+/** A quick look before and after a move: the engine, the schema version, read-only or not, and the rows per table. */
+export const status = (store: Store) =>
+  Effect.gen(function*() {
+    const sql = yield* connect(store, { role: "the", mode: "read" })
+    const known = yield* knownVersion
+    const version = yield* versionOf(sql)
+    const names = [...(yield* tablesOf(sql))].filter((name) => name !== migrationsTable && !name.startsWith("sqlite_"))
+      .sort()
+    const since = names.includes("settings") ? yield* readOnlySince(sql) : Option.none()
+    const counts = yield* Effect.forEach(names, (name) =>
+      Effect.map(sql.unsafe<{ count: string | number }>(`SELECT count(*) AS count FROM "${name}"`), ([row]) =>
+        Number(row?.count ?? 0)))
+    const versionText = Option.match(version, {
+      onNone: () =>
+        "none (not a Pet Store database)",
+      onSome: String
+    })
+    return [
+      `engine          ${engineName(store)}`,
+      `database        ${store.label}`,
+      `schema version  ${versionText} (this build: ${known})`,
+      `read-only       ${
+        Option.match(since, {
+          onNone: () => "off",
+          onSome: (at) =>
+            `on since ${at.toISOString()}`
+        })
+      }`,
+      "",
+      `${"table".padEnd(20)}${"rows".padStart(12)}`,
+      ...names.map((name, i) => `${name.padEnd(20)}${String(counts[i]).padStart(12)}`)
+    ]
+  }).pipe(Effect.mapError((error) => describeStoreFailure(store, "the", error)), Effect.scoped)

@@ -1,21 +1,10 @@
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 
-/**
- * What the move copies: every table whose rows the service needs after a move, in an order that
- * satisfies their foreign keys. Not copied: `rate_limit_buckets` (PostgreSQL only, refilled within
- * seconds, and unlogged anyway), and `effect_sql_migrations` (the target's come from its own
- * migrations). The `read_only` setting stays behind, so the new store starts writable. A table's
- * columns are not listed here: each copy and verify reads them from both databases (`Columns.ts`).
- */
-
 /** How a column's value is written in canonical form, the same whatever the engine it came from. */
 export type ColumnKind = "integer" | "text" | "time"
 
-export interface Column {
-  readonly name: string
-  readonly kind: ColumnKind
-}
+export type Column = { readonly name: string; readonly kind: ColumnKind }
 
 export interface Table {
   readonly name: string
@@ -27,6 +16,12 @@ export interface Table {
   readonly upsert?: boolean
 }
 
+/**
+ * What the move copies, in an order that satisfies the foreign keys; their columns are read from
+ * both databases (`Verify.ts`). Not copied: `rate_limit_buckets` (PostgreSQL only, refilled within
+ * seconds), `effect_sql_migrations` (the target's own), and the `read_only` setting, so the new
+ * store starts writable.
+ */
 export const tables: ReadonlyArray<Table> = [
   { name: "pets", sequence: "id" },
   { name: "api_keys", sequence: "id" },
@@ -34,11 +29,9 @@ export const tables: ReadonlyArray<Table> = [
   { name: "idempotency_keys" }
 ]
 
-/** A table with every column both databases hold, as the catalogues give them: what is read, written and checksummed. */
+/** A table with every column both databases hold: the primary key's first (`keyLength` of them), then the others. */
 export interface CopiedTable extends Table {
-  /** The primary key's columns first, in the key's order, then the others. */
   readonly columns: ReadonlyArray<Column>
-  /** How many leading columns order the rows and page through them (the primary key). */
   readonly keyLength: number
 }
 
@@ -79,12 +72,7 @@ const canonicalValue = (kind: ColumnKind, value: unknown): string | null =>
     ? value
     : String(value)
 
-/**
- * A reader of a table's pages of `batchSize` rows in key order, each row canonical; `after` is
- * the last row of the previous page. Keyset paging: each page is an index range scan, whatever
- * the table's size. The statement's text is made once per table, and is the same for every page
- * but the first.
- */
+/** A table's pages of canonical rows in key order after the previous page's last row: an index range scan each. */
 export const pageReader = (
   sql: SqlClient.SqlClient,
   table: CopiedTable,

@@ -1,10 +1,155 @@
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
-import { Checksum } from "./Checksum.js"
-import { columnsOnBothSides } from "./Columns.js"
 import { requireKnownVersion } from "./SchemaVersion.js"
-import { connect, describeStoreFailure, type Store } from "./Store.js"
-import { type CanonicalRow, type CopiedTable, pageReader, tables } from "./Tables.js"
+import { connect, describeStoreFailure, MoveError, type Store } from "./Store.js"
+import { type CanonicalRow, type Column, type ColumnKind, type CopiedTable, pageReader, tables } from "./Tables.js"
+
+/** A row as one string that no other row gives: each value's length before it; null apart from "". */
+const encode = (row: CanonicalRow) => {
+  let text = ""
+  for (const value of row) text += value === null ? "N" : `${value.length}:${value}`
+  return text
+}
+
+/**
+ * A table's row count and the sum modulo 2^64 of its canonical rows' hashes: each engine may read
+ * in its own order, and two equal rows do not cancel out as with an exclusive or.
+ */
+export class Checksum {
+  rows = 0
+  private sum = 0n
+
+  add(rows: ReadonlyArray<CanonicalRow>): void {
+    let sum = this.sum
+    for (const row of rows) sum += BigInt(Bun.hash(encode(row)))
+    this.sum = BigInt.asUintN(64, sum)
+    this.rows += rows.length
+  }
+
+  get hex(): string {
+    return this.sum.toString(16).padStart(16, "0")
+  }
+
+  equals(that: Checksum): boolean {
+    return this.rows === that.rows && this.sum === that.sum
+  }
+}
+
+/** What a column holds as one engine declares it: SQLite keeps times as text, known by the other side's type. */
+type DeclaredKind = ColumnKind | "time or text"
+
+/** A column as a catalogue has it: `kind` undefined for a type the move does not carry; `key` from 1 in the key. */
+interface CatalogueColumn {
+  readonly name: string
+  readonly type: string
+  readonly kind: DeclaredKind | undefined
+  readonly key: number
+}
+
+/** SQLite's rules for a declared type's affinity: INTEGER and TEXT are the ones the service's tables use. */
+const sqliteKind = (type: string): DeclaredKind | undefined =>
+  /INT/i.test(type) ? "integer" : /CHAR|CLOB|TEXT/i.test(type) ? "time or text" : undefined
+
+const postgresKind = (type: string): DeclaredKind | undefined =>
+  /^(bigint|integer|smallint)$/.test(type)
+    ? "integer"
+    : /^(text|character varying|character)\b/.test(type)
+    ? "text"
+    : type === "timestamp with time zone"
+    ? "time"
+    : undefined
+
+/** A table's columns in their declared order, from the catalogue (PostgreSQL's: the table in the search path). */
+const columnsOf = (sql: SqlClient.SqlClient, table: string): Effect.Effect<ReadonlyArray<CatalogueColumn>, unknown> =>
+  sql.onDialectOrElse({
+    pg: () =>
+      Effect.map(
+        sql<{ name: string; type: string; key: number | string | null }>`
+          SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
+            (SELECT position FROM pg_index k, unnest(k.indkey::int2[]) WITH ORDINALITY AS p(attnum, position)
+              WHERE k.indrelid = a.attrelid AND k.indisprimary AND p.attnum = a.attnum) AS key
+          FROM pg_attribute a
+          WHERE a.attrelid = ${table}::regclass AND a.attnum > 0 AND NOT a.attisdropped
+          ORDER BY a.attnum`,
+        (rows) => rows.map(({ key, name, type }) => ({ name, type, kind: postgresKind(type), key: Number(key ?? 0) }))
+      ),
+    orElse: () =>
+      Effect.map(
+        sql<
+          { name: string; type: string; key: number }
+        >`SELECT name, type, pk AS key FROM pragma_table_info(${table}) ORDER BY cid`,
+        (rows) => rows.map(({ key, name, type }) => ({ name, type, kind: sqliteKind(type), key: Number(key) }))
+      )
+  })
+
+/** The kind both sides' values are read and compared in, or why there is none. */
+const commonKind = (source: CatalogueColumn, target: CatalogueColumn): ColumnKind | { readonly problem: string } => {
+  if (source.kind === undefined || target.kind === undefined) {
+    const [side, type] = source.kind === undefined ? ["source", source.type] : ["target", target.type]
+    return { problem: `has type ${type} on the ${side}, which the move does not carry (integers, text and times)` }
+  }
+  const kinds = new Set([source.kind, target.kind])
+  if (kinds.size === 1) return source.kind === "time or text" ? "text" : source.kind
+  // SQLite's text holds what the other side's type says: a time, or text.
+  if (kinds.has("time or text") && !kinds.has("integer")) return kinds.has("time") ? "time" : "text"
+  return { problem: `is ${source.type} on the source but ${target.type} on the target` }
+}
+
+/** A side of a copy or verify: the open database and the store it is. */
+export interface Side {
+  readonly sql: SqlClient.SqlClient
+  readonly store: Store
+}
+
+/**
+ * Every table the move copies with its columns as both databases hold them, so that none is left
+ * out; refuses in one line a column only one side holds or one the move cannot carry.
+ */
+export const columnsOnBothSides = (
+  source: Side,
+  target: Side,
+  action: "copied" | "compared"
+): Effect.Effect<ReadonlyArray<CopiedTable>, MoveError> =>
+  Effect.gen(function*() {
+    const problems: Array<string> = []
+    const copied: Array<CopiedTable> = []
+    for (const table of tables) {
+      const [onSource, onTarget] = yield* Effect.all([source, target].map((side, i) =>
+        Effect.mapError(
+          columnsOf(side.sql, table.name),
+          (error) => describeStoreFailure(side.store, i === 0 ? "source" : "target", error)
+        )
+      ))
+      const targetColumns = new Map(onTarget!.map((column) => [column.name, column]))
+      const columns: Array<Column & { readonly key: number }> = []
+      for (const column of onSource!) {
+        const targetColumn = targetColumns.get(column.name)
+        const common = targetColumn === undefined ? undefined : commonKind(column, targetColumn)
+        if (common === undefined) problems.push(`the target has no ${table.name}.${column.name}`)
+        else if (typeof common === "string") columns.push({ name: column.name, kind: common, key: column.key })
+        else problems.push(`${table.name}.${column.name} ${common.problem}`)
+      }
+      const sourceNames = new Set(onSource!.map((column) => column.name))
+      for (const column of onTarget!) {
+        if (!sourceNames.has(column.name)) problems.push(`the source has no ${table.name}.${column.name}`)
+      }
+      const key = columns.filter((column) => column.key > 0).sort((a, b) => a.key - b.key)
+      if (key.length === 0 && onSource!.length > 0) problems.push(`${table.name} has no primary key on the source`)
+      copied.push({
+        ...table,
+        columns: [...key, ...columns.filter((column) => column.key === 0)].map(({ kind, name }) => ({ name, kind })),
+        keyLength: key.length
+      })
+    }
+    if (problems.length > 0) {
+      return yield* new MoveError({
+        message: `source ${source.store.label} and target ${target.store.label}` +
+          `${action === "copied" ? " (made by this build's migrations)" : ""} do not have the same columns: ` +
+          `${problems.join("; ")}; nothing was ${action}`
+      })
+    }
+    return copied
+  })
 
 /** Rows per page read; a page of pets is a few MiB in memory. */
 export const batchSize = 2_000
@@ -95,11 +240,7 @@ export const compare = (source: ReadonlyMap<string, Checksum>, target: ReadonlyM
   return { lines, differing }
 }
 
-/**
- * `db verify`: both stores' counts and checksums over every column, each read in its own
- * snapshot, compared; fails naming every table that differs. Stores whose tables do not have the
- * same columns are refused before anything is read.
- */
+/** `db verify`: both stores' counts and checksums over every column, each in its own snapshot. */
 export const verify = (from: Store, to: Store) =>
   Effect.gen(function*() {
     const onSource = Effect.mapError((error: unknown) => describeStoreFailure(from, "source", error))

@@ -1,4 +1,4 @@
-import { Config, Console, Effect, Layer, Logger, Option, Redacted, Stream } from "effect"
+import { Config, Console, Effect, Layer, Logger, Option, Redacted, Schema, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
 import { PetStoreClient } from "../Client/PetStoreClient.js"
 import { newPetFromOptions, newPetOptionNames } from "../CommandLine/NewPetOptions.js"
@@ -6,7 +6,6 @@ import {
   choiceOption,
   integerArgument,
   integerOption,
-  InvalidSetting,
   isHttpUrl,
   switchOption,
   urlOption
@@ -29,27 +28,28 @@ const baseUrl = urlOption("base-url").pipe(
 const print = (asJson: boolean, value: Pet | ReadonlyArray<Pet>) =>
   Console.log(asJson ? JSON.stringify(value, null, 2) : petTable(Array.isArray(value) ? value : [value as Pet]))
 
-// An empty variable counts as unset, as a shell's `PETSTORE_BASE_URL= petstore …` means.
-const baseUrlFromEnvironment = Effect.flatMap(
-  Config.String("PETSTORE_BASE_URL").pipe(Config.withDefault("")),
-  (url) =>
-    url === ""
-      ? Effect.succeed("http://localhost:3000")
-      : isHttpUrl(url)
-      ? Effect.succeed(url)
-      : Effect.fail(new InvalidSetting({ message: "PETSTORE_BASE_URL: must be an absolute http(s) URL" }))
-)
+// An empty variable counts as unset, as a shell's `PETSTORE_BASE_URL= petstore …` means (Config reads it so).
+const baseUrlFromEnvironment = Config.schema(
+  Schema.String.check(Schema.makeFilter((url: string) => isHttpUrl(url) || "must be an absolute http(s) URL")),
+  "PETSTORE_BASE_URL"
+).pipe(Config.withDefault("http://localhost:3000"))
 
-const apiKey = Effect.flatMap(Config.String("PETSTORE_API_KEY").pipe(Config.withDefault("")), (key) =>
-  key === ""
-    ? Effect.fail(new InvalidSetting({ message: "PETSTORE_API_KEY: must be set" }))
-    : Effect.succeed(Redacted.make(key)))
+const apiKey = Effect.flatMap(
+  Config.option(Config.String("PETSTORE_API_KEY")),
+  (key) =>
+    Option.isSome(key)
+      ? Effect.succeed(Redacted.make(key.value))
+      : Effect.fail(new Error("PETSTORE_API_KEY: must be set"))
+)
 
 /** The client for `--base-url`, else `PETSTORE_BASE_URL`, else the local service, with `PETSTORE_API_KEY`. */
 const clientLayer = (url: Option.Option<string>) =>
   Layer.unwrap(Effect.gen(function*() {
     const baseUrl = Option.isSome(url) ? url.value : yield* baseUrlFromEnvironment
-    return PetStoreClient.layer({ target: { baseUrl }, apiKey: yield* apiKey })
+    return PetStoreClient.layer({
+      target: { baseUrl },
+      apiKey: yield* apiKey
+    })
   }))
 
 const list = Command.make(

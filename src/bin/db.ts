@@ -3,18 +3,16 @@ import { Argument, Command, Flag } from "effect/cli"
 import { integerOption, switchOption } from "../CommandLine/Options.js"
 import { run } from "../CommandLine/Run.js"
 import { databaseUrlSetting } from "../Config/AppConfig.js"
-import { backup } from "../Move/Backup.js"
-import { copying, interruption } from "../Move/CleanUp.js"
+import { backup, restore } from "../Move/Backup.js"
 import { copy } from "../Move/Copy.js"
 import { Deadlines, deadlinesConfig } from "../Move/Deadlines.js"
-import { restore } from "../Move/Restore.js"
 import { lastId, restoreIds } from "../Move/RestoreIds.js"
-import { requireKnownVersion } from "../Move/SchemaVersion.js"
-import { status } from "../Move/Status.js"
+import { requireKnownVersion, status } from "../Move/SchemaVersion.js"
 import {
   connect,
   defaultStore,
   describeStoreFailure,
+  interruption,
   MoveError,
   parseStore,
   passwordOf,
@@ -24,10 +22,9 @@ import { verify } from "../Move/Verify.js"
 import { readOnlySince, setReadOnly, settleMillis } from "../Sql/ReadOnlyMode.js"
 
 /**
- * A side of a move, given on the command line (`--to postgres://…`) or, so that no password
- * reaches the command line, `npm run`'s echo or the shell's history, by the name of an
- * environment variable holding it (`--to-env NEW_DATABASE_URL`). A URL without a password takes
- * libpq's `PGPASSWORD` or `~/.pgpass`.
+ * A side of a move, given on the command line (`--to postgres://…`) or, so that no password reaches
+ * the command line, `npm run`'s echo or the shell's history, by the name of an environment variable
+ * holding it (`--to-env NEW_DATABASE_URL`).
  */
 const sideOptions = (name: string, description: string) => ({
   value: Flag.String(name).pipe(Flag.withDescription(description), Flag.optional),
@@ -47,9 +44,11 @@ const databaseUrlStore = Effect.flatMap(
   })
 )
 
+type Side = { readonly value: Option.Option<string>; readonly env: Option.Option<string> }
+
 const resolveSide = (
   name: string,
-  side: { readonly value: Option.Option<string>; readonly env: Option.Option<string> },
+  side: Side,
   fallback?: Effect.Effect<Store, unknown>
 ): Effect.Effect<Store, unknown> => {
   if (Option.isSome(side.value) && Option.isSome(side.env)) {
@@ -84,8 +83,10 @@ const database = sideOptions(
   "database",
   "The database (a SQLite path or a postgres:// URL); DATABASE_URL's when absent"
 )
-const theDatabase = (side: { readonly value: Option.Option<string>; readonly env: Option.Option<string> }) =>
-  resolveSide("database", side, databaseUrlStore)
+const theDatabase = (side: Side) => resolveSide("database", side, databaseUrlStore)
+/** What a subcommand on the database prints: its lines on stdout. */
+const printed = (output: Effect.Effect<string | number | ReadonlyArray<string>, unknown>) =>
+  Effect.flatMap(output, (lines) => Console.log(Array.isArray(lines) ? lines.join("\n") : lines))
 
 const from = sideOptions("from", "The source database (a SQLite path or a postgres:// URL)")
 const to = sideOptions("to", "The target database (a SQLite path or a postgres:// URL)")
@@ -93,12 +94,9 @@ const to = sideOptions("to", "The target database (a SQLite path or a postgres:/
 const copyCommand = Command.make("copy", { from, to }, (options) =>
   Effect.gen(function*() {
     const source = yield* resolveSide("from", options.from)
-    const target = yield* resolveSide("to", options.to)
-    copying(target)
-    const result = yield* copy(source, target)
-    for (const line of result.lines) yield* Console.log(line)
-    yield* Console.log(result.summary)
-    if (Option.isSome(result.note)) process.stderr.write(`${result.note.value}\n`)
+    const result = yield* copy(source, yield* resolveSide("to", options.to))
+    yield* Console.log([...result.lines, result.summary].join("\n"))
+    if (result.note !== undefined) process.stderr.write(`${result.note}\n`)
   })).pipe(Command.withDescription(
     "Copy everything the service keeps into an empty database, built from this build's migrations, and verify it"
   ))
@@ -108,7 +106,7 @@ const verifyCommand = Command.make("verify", { from, to }, (options) =>
     const source = yield* resolveSide("from", options.from)
     const target = yield* resolveSide("to", options.to)
     const result = yield* verify(source, target)
-    for (const line of result.lines) yield* Console.log(line)
+    yield* Console.log(result.lines.join("\n"))
     if (result.differing.length > 0) {
       return yield* new MoveError({
         message: `verification failed: ${result.differing.join(", ")} differ between source and target`
@@ -120,10 +118,7 @@ const verifyCommand = Command.make("verify", { from, to }, (options) =>
 const statusCommand = Command.make(
   "status",
   { database },
-  (options) =>
-    Effect.flatMap(theDatabase(options.database), status).pipe(
-      Effect.flatMap((lines) => Effect.forEach(lines, (line) => Console.log(line), { discard: true }))
-    )
+  (options) => printed(Effect.flatMap(theDatabase(options.database), status))
 ).pipe(Command.withDescription("Show the database's engine, schema version, read-only mode and rows per table"))
 
 const readOnlyCommand = Command.make(
@@ -155,14 +150,10 @@ const readOnlyCommand = Command.make(
 const backupCommand = Command.make(
   "backup",
   { file: Argument.String("FILE"), database },
-  ({ database, file }) =>
-    Effect.flatMap(theDatabase(database), (store) => backup(store, file)).pipe(Effect.flatMap(Console.log))
+  ({ database, file }) => printed(Effect.flatMap(theDatabase(database), (store) => backup(store, file)))
+).pipe(
+  Command.withDescription("Write a consistent copy of the SQLite database to FILE while the service serves and writes")
 )
-  .pipe(
-    Command.withDescription(
-      "Write a consistent copy of the SQLite database to FILE while the service serves and writes"
-    )
-  )
 
 const restoreCommand = Command.make(
   "restore",
@@ -176,7 +167,7 @@ const restoreCommand = Command.make(
   ({ database, file, idsMayRepeat }) =>
     Effect.flatMap(theDatabase(database), (store) => restore(store, file, { idsMayRepeat })).pipe(
       Effect.tap(({ warning }) =>
-        Option.isSome(warning) ? Effect.sync(() => process.stderr.write(`warning: ${warning.value}\n`)) : Effect.void
+        warning === undefined ? Effect.void : Effect.sync(() => process.stderr.write(`warning: ${warning}\n`))
       ),
       Effect.flatMap(({ summary }) => Console.log(summary))
     )
@@ -187,11 +178,10 @@ const restoreCommand = Command.make(
 const lastIdCommand = Command.make(
   "last-id",
   { database },
-  (options) => Effect.flatMap(theDatabase(options.database), lastId).pipe(Effect.flatMap(Console.log))
-)
-  .pipe(Command.withDescription(
-    "Print the highest id the database has handed out, for db restore-ids --above after a restore replaces it"
-  ))
+  (options) => printed(Effect.flatMap(theDatabase(options.database), lastId))
+).pipe(Command.withDescription(
+  "Print the highest id the database has handed out, for db restore-ids --above after a restore replaces it"
+))
 
 const restoreIdsCommand = Command.make(
   "restore-ids",
@@ -201,8 +191,7 @@ const restoreIdsCommand = Command.make(
     ),
     database
   },
-  ({ above, database }) =>
-    Effect.flatMap(theDatabase(database), (store) => restoreIds(store, above)).pipe(Effect.flatMap(Console.log))
+  ({ above, database }) => printed(Effect.flatMap(theDatabase(database), (store) => restoreIds(store, above)))
 ).pipe(
   Command.withDescription("Set the restored database's id sequences above --above, so that no id is handed out twice")
 )

@@ -6,14 +6,8 @@ import { run } from "../CommandLine/Run.js"
 import { AppConfig } from "../Config/AppConfig.js"
 import { ApiKeysLive } from "../Service/Stores.js"
 
-const describe = (key: ApiKeyRecord) =>
-  [
-    String(key.id).padEnd(5),
-    key.name.padEnd(24),
-    `${key.prefix}…`.padEnd(16),
-    key.createdAt.toISOString().padEnd(26),
-    Option.match(key.revokedAt, { onNone: () => "-", onSome: (at) => at.toISOString() })
-  ].join(" ")
+/** A line of `keys list`'s table, its columns aligned. */
+const row = (cells: ReadonlyArray<string>) => cells.map((cell, i) => cell.padEnd([5, 24, 16, 26, 0][i]!)).join(" ")
 
 const create = Command.make(
   "create",
@@ -37,10 +31,11 @@ const list = Command.make(
     Effect.gen(function*() {
       const keys = yield* (yield* ApiKeys).list
       if (json) return yield* Console.log(JSON.stringify(encodeRecords(keys), null, 2))
-      yield* Console.log(
-        ["id".padEnd(5), "name".padEnd(24), "prefix".padEnd(16), "created".padEnd(26), "revoked"].join(" ")
-      )
-      for (const key of keys) yield* Console.log(describe(key))
+      yield* Console.log(row(["id", "name", "prefix", "created", "revoked"]))
+      for (const key of keys) {
+        const revoked = Option.match(key.revokedAt, { onNone: () => "-", onSome: (at) => at.toISOString() })
+        yield* Console.log(row([String(key.id), key.name, `${key.prefix}…`, key.createdAt.toISOString(), revoked]))
+      }
     })
 ).pipe(Command.withDescription("List API keys (never the keys themselves)"))
 

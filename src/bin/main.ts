@@ -1,4 +1,5 @@
-import { Cause, Config, Context, Duration, Effect, Exit, Layer, Option, References, Runtime } from "effect"
+import { Cause, Config, Context, Duration, Effect, Exit, Layer, Option, References } from "effect"
+import { runMainOn } from "../CommandLine/Run.js"
 import { AppConfig, describeConfigError, listenersApart } from "../Config/AppConfig.js"
 import * as BunServer from "../Http/BunServer.js"
 import { InFlightRequests } from "../Http/InFlightRequests.js"
@@ -101,24 +102,15 @@ const main = Effect.gen(function*() {
 // process at once, cutting the requests in flight.
 const stopSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const
 
-/**
- * Runs `main` until it ends or a signal interrupts it, then exits: 0 when it stopped on a signal
- * or ended, 1 when it could not start (shaped like the platform packages' `runMain`, which do not
- * load on this version of effect).
- */
-const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
-  const onSignal = () => fiber.interruptUnsafe(fiber.id)
-  fiber.addObserver((exit) => {
-    for (const signal of stopSignals) process.removeListener(signal, onSignal)
-    teardown(exit, (code) => process.exit(code))
-  })
-  for (const signal of stopSignals) process.on(signal, onSignal)
-})
-
 // A terminal's Ctrl-C reaches both this process and npm, which forwards it: the repeated signal must
 // not cut the drain short. The first signal arms the stop's deadline.
 for (const signal of stopSignals) process.on(signal, stopDeadline.arm)
-runMain(main, {
+// Exits 0 when it stopped on a signal or ended, 1 when it could not start.
+runMainOn(stopSignals)(main, {
   disableErrorReporting: true,
-  teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? 0 : 1)
+  teardown: (exit, onExit) => {
+    const code = Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? 0 : 1
+    onExit(code)
+    process.exit(code)
+  }
 })
