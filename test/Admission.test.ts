@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 type Server = Awaited<ReturnType<typeof startServer>>
 
@@ -76,7 +77,10 @@ describe("admission with WORKERS on SQLite, clients connecting directly", () => 
     const key = await createKey(env)
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
-      for (let i = 0; i < 100 && server.logs().split(`"listening"`).length < 3; i++) await Bun.sleep(50)
+      await waitFor(() => server.logs().split(`"listening"`).length >= 3, {
+        what: "both workers listening",
+        interval: 50
+      })
       // Forwarding headers from a peer that is not trusted change nothing.
       const counts = tally(
         await burst([server], 200, { authorization: "Bearer ps_test_guess", "x-forwarded-for": "1.2.3.4" })

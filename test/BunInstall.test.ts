@@ -4,6 +4,7 @@ import { createHash } from "node:crypto"
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { delimiter, join } from "node:path"
 import { temporaryFolder } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 const root = new URL("..", import.meta.url).pathname
 
@@ -208,8 +209,11 @@ describe("installing Bun where it is missing (scripts/with-bun.sh)", () => {
       const waiting = () => commands.some(({ stderr }) => stderr.text.includes("Waiting for another command"))
       // Released too if both ask the registry: the test then fails on what they asked, not at its bound.
       const asked = () => registry.requests.filter(({ url }) => url.endsWith("/bun")).length
-      while (!waiting() && asked() < 2 && !done) await new Promise((resolve) => setTimeout(resolve, 20))
-      release()
+      await waitFor(() => waiting() || asked() >= 2 || done, {
+        what: "the second command waiting for the first",
+        timeout: 60_000,
+        interval: 20
+      }).finally(release)
       const results = await finished
       for (const result of results) expect(result, result.stderr).toMatchObject({ exitCode: 0, stdout: "1.4.5\n" })
       expect(registry.requests.map(({ url }) => url)).toEqual([

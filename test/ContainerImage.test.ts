@@ -4,6 +4,7 @@ import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { builtImage } from "./support/Build.js"
 import { createPet, freePort } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 /** Podman to its end: its output, error output and exit code. */
 const podmanResult = async (...args: ReadonlyArray<string>) => {
@@ -33,14 +34,14 @@ const documentedRuns = () =>
         .map((match) => ({ page, command: match[0] }))
     )
 
-const waitForReady = async (url: string, container: string) => {
-  for (const deadline = performance.now() + 20_000; !(await fetch(`${url}/readyz`).then((r) => r.ok, () => false));) {
-    if (performance.now() > deadline) {
-      throw new Error(`the container did not become ready: ${await podman("logs", container).catch(String)}`)
-    }
-    await Bun.sleep(50)
-  }
-}
+const waitForReady = (url: string, container: string) =>
+  waitFor(() => fetch(`${url}/readyz`).then((r) => r.ok, () => false), {
+    what: "the container ready",
+    timeout: 20_000,
+    interval: 50
+  }).catch(async () => {
+    throw new Error(`the container did not become ready: ${await podman("logs", container).catch(String)}`)
+  })
 
 describe("the container image (Containerfile)", () => {
   const run = randomUUID().slice(0, 8)

@@ -3,6 +3,7 @@ import { copyFileSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { builtExecutable } from "./support/Build.js"
 import { freePort, isRunning, temporaryFolder } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 const root = new URL("..", import.meta.url).pathname
 
@@ -17,15 +18,14 @@ const run = async (command: ReadonlyArray<string>, options: { cwd: string; env: 
   return { stdout, stderr, exitCode }
 }
 
-const waitForLivez = async (url: string, proc: Bun.Subprocess, logs: () => string) => {
-  for (const deadline = performance.now() + 20_000; !(await fetch(`${url}/livez`).then((r) => r.ok, () => false));) {
-    if (proc.exitCode !== null || performance.now() > deadline) {
-      proc.kill("SIGKILL")
-      throw new Error(`the executable did not start: ${logs()}`)
-    }
-    await Bun.sleep(25)
-  }
-}
+const waitForLivez = (url: string, proc: Bun.Subprocess, logs: () => string) =>
+  waitFor(async () => {
+    if (proc.exitCode !== null) throw new Error(`the executable exited at its start: ${logs()}`)
+    return fetch(`${url}/livez`).then((r) => r.ok, () => false)
+  }, { what: () => `the executable did not start: ${logs()}`, timeout: 20_000 }).catch((error) => {
+    proc.kill("SIGKILL")
+    throw error
+  })
 
 describe("the executable dist/petstore", () => {
   let petstore = ""
@@ -167,10 +167,7 @@ describe("the executable dist/petstore", () => {
             return false
           }
         })
-      for (
-        const deadline = performance.now() + 10_000;
-        children().length < 2 && performance.now() < deadline;
-      ) await Bun.sleep(50)
+      await waitFor(() => children().length >= 2, { what: "two workers", interval: 50 }).catch(() => undefined)
       const workers = children()
       expect(workers).toHaveLength(2)
       for (const pid of workers) {

@@ -11,6 +11,7 @@ import { pgQuery, sqliteQuery } from "./support/MoveCommands.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { promtoolCheckMetrics, promtoolCheckRules, startPrometheus } from "./support/Prometheus.js"
 import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 /** The value of one series in a Prometheus text exposition, or undefined when it is absent. */
 const valueOf = (exposition: string, series: string) => {
@@ -67,12 +68,11 @@ const expectRealTableLabels = (exposition: string, tables: ReadonlyArray<string>
   expect([...labelled].filter((table) => !tables.includes(table))).toEqual([])
 }
 
-const waitFor = async <A>(read: () => Promise<A>, done: (value: A) => boolean): Promise<A> => {
+/** What `read` answers once `done` holds, or after 15 s its last answer, for the test's assertion to show. */
+const readUntil = async <A>(read: () => Promise<A>, done: (value: A) => boolean): Promise<A> => {
   let value = await read()
-  for (let attempt = 0; attempt < 150 && !done(value); attempt++) {
-    await Bun.sleep(100)
-    value = await read()
-  }
+  await waitFor(async () => done(value = await read()), { what: "a metric's value", timeout: 15_000, interval: 100 })
+    .catch(() => undefined)
   return value
 }
 
@@ -231,7 +231,7 @@ describe("Prometheus metrics", () => {
         expect((await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200)
       }
       const read = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
-      const exposition = await waitFor(read, (text) => text.includes("error_type=\"ECONNREFUSED\""))
+      const exposition = await readUntil(read, (text) => text.includes("error_type=\"ECONNREFUSED\""))
       const check = promtoolCheckMetrics(exposition)
       expect(check.output).toBe("")
       expect(check.exitCode).toBe(0)
@@ -276,13 +276,14 @@ describe("Prometheus metrics", () => {
         stderr: "pipe"
       })
       // A second instance that shared the port would run on: stopped after 10 s, so the test fails without leaving it.
-      const timer = setTimeout(() => second.kill("SIGKILL"), 10_000)
       const [stdout, stderr, exitCode] = await Promise.all([
         new Response(second.stdout).text(),
         new Response(second.stderr).text(),
-        second.exited
+        second.exited,
+        waitFor(() => second.exitCode !== null, { what: "the second instance's exit" }).catch(() =>
+          second.kill("SIGKILL")
+        )
       ])
-      clearTimeout(timer)
       expect(exitCode).toBe(1)
       expect(stdout + stderr).toContain(`Cannot serve metrics on 127.0.0.1:${metricsPort} (METRICS_HOST, METRICS_PORT)`)
     } finally {
@@ -310,7 +311,7 @@ describe("Prometheus metrics", () => {
             { metric, value }
           ) => [`${metric.http_request_method} ${metric.http_route} ${metric.http_response_status_code}`, value])
         )
-      const counts = await waitFor(byRoute, (found) => found["GET /v1/pets/{petId} 404"] === 1)
+      const counts = await readUntil(byRoute, (found) => found["GET /v1/pets/{petId} 404"] === 1)
       // The series exported at 0 before any request are left out.
       expect(counts).toEqual({
         "GET /livez 200": 1, // the test's wait for the server to answer
@@ -333,7 +334,7 @@ describe("Prometheus metrics", () => {
     const server = await startServer({ ...env, METRICS_PORT: String(metricsPort), WORKERS: "2" })
     try {
       const listening = () => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length
-      expect(await waitFor(async () => listening(), (n) => n === 2)).toBe(2)
+      expect(await readUntil(async () => listening(), (n) => n === 2)).toBe(2)
       const scrape = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text())
       // A new connection each, so the kernel spreads them over both workers.
       const call = () =>
@@ -346,7 +347,7 @@ describe("Prometheus metrics", () => {
       const [pid] = server.logs().split("\n").filter((line) => line.includes(`"worker started"`))
         .map((line) => JSON.parse(line).annotations.pid as number)
       process.kill(pid!, "SIGKILL")
-      expect(await waitFor(async () => listening(), (n) => n === 3)).toBe(3)
+      expect(await readUntil(async () => listening(), (n) => n === 3)).toBe(3)
       const afterRestart = await scrape()
       expect(valueOf(afterRestart, requests("GET", "/v1/pets", 200))).toBe(20)
 
@@ -447,13 +448,13 @@ describe("Prometheus metrics", () => {
       await admin.query("BEGIN")
       await admin.query("LOCK TABLE pets IN ACCESS EXCLUSIVE MODE")
       const holding = Array.from({ length: poolSize }, list)
-      const used = await waitFor(
+      const used = await readUntil(
         async () => valueOf(await scrape(), `db_client_connections_usage{state="used"}`),
         (n) => n === poolSize
       )
       expect(used).toBe(poolSize)
       const waiting = Array.from({ length: 3 }, list)
-      const pending = await waitFor(
+      const pending = await readUntil(
         async () => valueOf(await scrape(), "db_client_connection_pending_requests"),
         (n) => n === 3
       )

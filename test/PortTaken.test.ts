@@ -2,21 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { createKey, freePort, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 const root = new URL("..", import.meta.url).pathname
-
-const waitFor = async (condition: () => boolean) => {
-  for (let attempt = 0; attempt < 200 && !condition(); attempt++) await Bun.sleep(50)
-  return condition()
-}
-
-const waitForAsync = async (condition: () => Promise<boolean>) => {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    if (await condition()) return true
-    await Bun.sleep(50)
-  }
-  return false
-}
 
 const listeningLines = (logs: string) => logs.split("\n").filter((line) => line.includes(`"listening"`)).length
 
@@ -24,7 +12,7 @@ const listeningLines = (logs: string) => logs.split("\n").filter((line) => line.
 const startFirst = async (folder: string, workers: number) => {
   const env = { DATABASE_URL: join(folder, "first.db"), WORKERS: String(workers) }
   const server = await startServer(env)
-  expect(await waitFor(() => listeningLines(server.logs()) === workers)).toBe(true)
+  await waitFor(() => listeningLines(server.logs()) === workers, { what: `${workers} processes listening` })
   return { ...server, port: Number(new URL(server.url).port), key: await createKey(env) }
 }
 
@@ -52,9 +40,8 @@ const spawnService = (folder: string, port: number, workers: number, database: s
 const startSecond = async (folder: string, port: number, workers: number) => {
   const { lines, proc } = spawnService(folder, port, workers, "second.db")
   // A second service that joined the port would run on: ended after 10 s, so the test fails without leaving it.
-  const timer = setTimeout(() => proc.kill("SIGKILL"), 10_000)
+  await waitFor(() => proc.exitCode !== null, { what: "the second service's exit" }).catch(() => proc.kill("SIGKILL"))
   const exitCode = await proc.exited
-  clearTimeout(timer)
   return { exitCode, lines: await lines() }
 }
 
@@ -104,7 +91,7 @@ describe("one port, one service, whatever WORKERS is for either", () => {
       expect(refused.proc.exitCode).toBe(1)
       expect((await refused.lines()).map((line) => JSON.parse(line).message)).toEqual([refusal(port)])
       const answered = () => fetch(`http://127.0.0.1:${port}/livez`).then((response) => response.ok, () => false)
-      expect(await waitForAsync(answered)).toBe(true)
+      await waitFor(answered, { what: "the service that was not refused answering" })
       serving.proc.kill("SIGTERM")
       expect(await serving.proc.exited).toBe(0)
     } finally {

@@ -43,6 +43,7 @@ describe("the PostgreSQL database", () => {
       // The server's side of it, shortened: what PostgreSQL does with such a transaction.
       const exit = yield* sql.withTransaction(Effect.gen(function*() {
         yield* sql`SET LOCAL idle_in_transaction_session_timeout = 200`
+        // Fixed: idle in the transaction past PostgreSQL's timeout, the wait under test.
         yield* Effect.sleep("600 millis")
         yield* sql`SELECT 1`
       })).pipe(Effect.exit)
@@ -86,6 +87,7 @@ describe("the PostgreSQL database", () => {
             return session
           })
         })
+      // Fixed: a statement of 1 s, cut by its 50 ms timeout.
       const timedOut = yield* failing(
         sql`SET LOCAL statement_timeout = 50`.pipe(Effect.andThen(sql`SELECT pg_sleep(1)`))
       )

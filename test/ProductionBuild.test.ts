@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { builtFolder } from "./support/Build.js"
 import { freePort, temporaryFolder } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 describe("the production build", () => {
   it("starts without a warning: its first output is the listening line", async () => {
@@ -29,20 +30,18 @@ describe("the production build", () => {
       stderr: "pipe"
     })
     try {
-      for (
-        let attempt = 0;
-        !(await fetch(`http://127.0.0.1:${port}/livez`).then((r) => r.ok, () => false));
-        attempt++
-      ) {
-        if (proc.exitCode !== null || attempt > 400) {
-          proc.kill("SIGKILL")
-          throw new Error(
-            `the built server did not start: ${await new Response(proc.stdout).text()}${await new Response(proc.stderr)
-              .text()}`
-          )
-        }
-        await Bun.sleep(25)
-      }
+      await waitFor(async () => {
+        if (proc.exitCode !== null) throw new Error("it exited")
+        return fetch(`http://127.0.0.1:${port}/livez`).then((r) => r.ok, () => false)
+      }, { what: "the built server answering /livez" }).catch(async (error: Error) => {
+        proc.kill("SIGKILL")
+        throw new Error(
+          `the built server did not start (${error.message}): ${await new Response(proc.stdout)
+            .text()}${await new Response(
+            proc.stderr
+          ).text()}`
+        )
+      })
       // The page the bundle serves is Scalar's, and carries no source map URL either.
       const docs = await fetch(`http://127.0.0.1:${port}/docs`)
       expect(docs.status).toBe(200)

@@ -13,6 +13,7 @@ import {
 import { join } from "node:path"
 import packageJson from "../package.json" with { type: "json" }
 import { freePort, isRunning, temporaryFolder } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 const root = new URL("..", import.meta.url).pathname
 
@@ -81,13 +82,13 @@ const npmStart = async (cwd: string, options: { readonly ownProcessGroup?: boole
     out + err
   )
   const url = `http://127.0.0.1:${port}`
-  for (let attempt = 0; !(await fetch(`${url}/livez`).then((r) => r.ok, () => false)); attempt++) {
-    if (proc.exitCode !== null || attempt > 800) {
-      proc.kill("SIGKILL")
-      throw new Error(`npm start did not answer: ${await output}`)
-    }
-    await Bun.sleep(25)
-  }
+  await waitFor(async () => {
+    if (proc.exitCode !== null) throw new Error("it exited")
+    return fetch(`${url}/livez`).then((r) => r.ok, () => false)
+  }, { what: "npm start answering /livez", timeout: 20_000 }).catch(async (error: Error) => {
+    proc.kill("SIGKILL")
+    throw new Error(`npm start did not answer (${error.message}): ${await output}`)
+  })
   return { proc, url, port, output }
 }
 

@@ -2,16 +2,14 @@ import { describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { freePort, isRunning, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { waitFor } from "./support/WaitFor.js"
 
 /** The pids of the workers the supervisor's log says it started, newest last. */
 const workerPids = (logs: string) =>
   logs.trim().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line))
     .filter((line) => line.message === "worker started").map((line) => line.annotations.pid as number)
 
-const waitFor = async (condition: () => boolean) => {
-  for (let attempt = 0; attempt < 200 && !condition(); attempt++) await Bun.sleep(50)
-  return condition()
-}
+const listeningLines = (logs: string) => logs.split("\n").filter((line) => line.includes(`"listening"`)).length
 
 describe("WORKERS: several server processes on one port", () => {
   it("on SQLite: serve together, hold the rate limit together, are restarted when they die, and all stop on SIGTERM", async () => {
@@ -21,8 +19,7 @@ describe("WORKERS: several server processes on one port", () => {
       .at(-1)!
     const server = await startServer({ ...env, WORKERS: "2" })
     try {
-      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 2))
-        .toBe(true)
+      await waitFor(() => listeningLines(server.logs()) === 2, { what: "both workers listening" })
       const [first, second] = workerPids(server.logs())
       expect([first, second].every((pid) => pid !== undefined && isRunning(pid))).toBe(true)
 
@@ -36,10 +33,9 @@ describe("WORKERS: several server processes on one port", () => {
       expect(statuses.filter((status) => status !== 200).every((status) => status === 429)).toBe(true)
 
       process.kill(first!, "SIGKILL")
-      expect(await waitFor(() => workerPids(server.logs()).length === 3)).toBe(true)
+      await waitFor(() => workerPids(server.logs()).length === 3, { what: "a third worker started" })
       const restarted = workerPids(server.logs())[2]!
-      expect(await waitFor(() => server.logs().split("\n").filter((line) => line.includes(`"listening"`)).length === 3))
-        .toBe(true)
+      await waitFor(() => listeningLines(server.logs()) === 3, { what: "the third worker listening" })
       expect(isRunning(restarted)).toBe(true)
       expect((await fetch(`${server.url}/livez`, { headers: { connection: "close" } })).status).toBe(200)
 
@@ -75,14 +71,13 @@ describe("WORKERS: several server processes on one port", () => {
       try {
         // From the start until every one serves, calls from four clients, each on a new connection: refused, or answered 200.
         const statuses = new Set<number>()
-        const poll = async () => {
-          for (let attempt = 0; attempt < 4000 && listening() < workers; attempt++) {
+        const poll = () =>
+          waitFor(async () => {
             const status = await fetch(`http://127.0.0.1:${port}/livez`, { headers: { connection: "close" } })
               .then((response) => response.status, () => undefined)
-            if (status === undefined) await Bun.sleep(5)
-            else statuses.add(status)
-          }
-        }
+            if (status !== undefined) statuses.add(status)
+            return listening() >= workers
+          }, { what: `${workers} workers listening`, timeout: 20_000, interval: 5 })
         await Promise.all(Array.from({ length: 4 }, poll))
         expect(listening()).toBe(workers)
         expect([...statuses].filter((status) => status !== 200)).toEqual([])
@@ -98,10 +93,10 @@ describe("WORKERS: several server processes on one port", () => {
     using folder = temporaryFolder()
     const server = await startServer({ DATABASE_URL: join(folder.path, "petstore.db"), WORKERS: "2" })
     try {
-      expect(await waitFor(() => workerPids(server.logs()).length === 2)).toBe(true)
+      await waitFor(() => workerPids(server.logs()).length === 2, { what: "both workers started" })
       const workers = workerPids(server.logs())
       server.proc.kill("SIGKILL")
-      expect(await waitFor(() => workers.every((pid) => !isRunning(pid)))).toBe(true)
+      await waitFor(() => workers.every((pid) => !isRunning(pid)), { what: "every worker gone" })
       expect(await fetch(`${server.url}/livez`).then(() => "answered", () => "refused")).toBe("refused")
     } finally {
       server.proc.kill("SIGKILL")
