@@ -46,7 +46,7 @@ export const makeRequestObserver = (options: {
     const method = methodLabel(request.method)
     const span = tracing.tracer.span({
       name: method,
-      parent: caller === undefined ? Option.none() : Option.some(Tracer.externalSpan(caller)),
+      parent: Option.fromUndefinedOr(caller),
       annotations: Context.empty(),
       links: [],
       startTime: tracing.clock.currentTimeNanosUnsafe(),

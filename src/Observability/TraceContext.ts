@@ -1,11 +1,5 @@
+import { Tracer } from "effect"
 import type { Headers } from "effect/http"
-
-/** The caller's span, from its W3C `traceparent`. */
-export interface CallerSpan {
-  readonly traceId: string
-  readonly spanId: string
-  readonly sampled: boolean
-}
 
 // Version, trace id, span id, flags; a later version may add fields, read as version 00's four.
 const traceparentPattern = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/
@@ -19,7 +13,7 @@ const zeroSpanId = "0".repeat(16)
  * fields, and `fromHeaders` would also follow B3 headers, which this service never honoured
  * (`Sampling.test.ts`, "traceparent").
  */
-export const callerSpanOf = (headers: Headers.Headers): CallerSpan | undefined => {
+export const callerSpanOf = (headers: Headers.Headers): Tracer.ExternalSpan | undefined => {
   const traceparent = headers["traceparent"]
   if (traceparent === undefined) return undefined
   const match = traceparentPattern.exec(traceparent.trim())
@@ -34,5 +28,5 @@ export const callerSpanOf = (headers: Headers.Headers): CallerSpan | undefined =
   ]
   if (version === "ff" || (version === "00" && more !== undefined)) return undefined
   if (traceId === zeroTraceId || spanId === zeroSpanId) return undefined
-  return { traceId, spanId, sampled: (parseInt(flags, 16) & 1) === 1 }
+  return Tracer.externalSpan({ traceId, spanId, sampled: (parseInt(flags, 16) & 1) === 1 })
 }

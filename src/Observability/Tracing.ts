@@ -19,6 +19,7 @@ import { OtlpResource, OtlpSerialization, type OtlpTracer } from "effect/observa
 import { readAtScrape } from "./Metrics.js"
 import { ObservabilityConfig, type Tracing } from "./ObservabilityConfig.js"
 
+type SpanOptions = Parameters<Tracer.Tracer["span"]>[0]
 type OtlpSpan = OtlpTracer.TraceData["resourceSpans"][number]["scopeSpans"][number]["spans"][number]
 
 /**
@@ -65,20 +66,25 @@ class ExportedSpan implements Tracer.Span {
   readonly sampled = true
   /** A key set again takes its last value. */
   readonly attributes = new Map<string, unknown>()
+  readonly name: string
+  readonly kind: Tracer.SpanKind
+  readonly parent: Option.Option<Tracer.AnySpan>
+  readonly annotations: Context.Context<never>
+  readonly links: ReadonlyArray<Tracer.SpanLink>
   status: Tracer.SpanStatus
 
   constructor(
-    readonly name: string,
-    readonly kind: Tracer.SpanKind,
+    options: SpanOptions,
     readonly traceId: string,
     readonly spanId: string,
-    readonly parent: Option.Option<Tracer.AnySpan>,
-    readonly annotations: Context.Context<never>,
-    readonly links: ReadonlyArray<Tracer.SpanLink>,
-    startTime: bigint,
     private readonly ended: (span: ExportedSpan) => void
   ) {
-    this.status = { _tag: "Started", startTime }
+    this.name = options.name
+    this.kind = options.kind
+    this.parent = options.parent
+    this.annotations = options.annotations
+    this.links = options.links
+    this.status = { _tag: "Started", startTime: options.startTime }
   }
 
   attribute(key: string, value: unknown): void {
@@ -287,7 +293,8 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
       return dropped
     }
     return Tracer.make({
-      span: ({ annotations, kind, links, name, parent, sampled, startTime }) => {
+      span: (options) => {
+        const { kind, name, parent } = options
         // effect/sql's own spans stand aside for the service's (`Sql/StatementSpans.ts`): its statement
         // spans, named by the database system, for those named by what a statement does; its
         // transaction's, which leaves out the `BEGIN` and `COMMIT`, for the one around it.
@@ -296,24 +303,14 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
           const around = parent.value
           if (around.name === "sql.transaction") return transparent(around)
         }
-        if (!sampled || counts.held >= batch.maxQueueSize) return refuse()
+        if (!options.sampled || counts.held >= batch.maxQueueSize) return refuse()
         if (pausedUntil !== 0) {
           if (Date.now() < pausedUntil) return refuse()
           pausedUntil = 0
         }
         counts.held++
         const traceId = Option.isNone(parent) ? Hex.random(32) : parent.value.traceId
-        return new ExportedSpan(
-          name,
-          kind,
-          traceId,
-          Hex.random(16),
-          parent,
-          annotations,
-          links,
-          startTime,
-          ended
-        )
+        return new ExportedSpan(options, traceId, Hex.random(16), ended)
       }
     })
   }).pipe(Effect.provide([OtlpSerialization.layerJson, FetchHttpClient.layer]))
@@ -384,14 +381,16 @@ export const inSampledSpan = (
   name: string,
   attributes: Readonly<Record<string, unknown>>,
   exitOf?: (exit: Exit.Exit<unknown, unknown>) => Exit.Exit<unknown, unknown>
-) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withFiber((fiber) => {
-    if (!fiber.cache.tracerEnabled) return effect
-    if (exitOf === undefined) return Effect.withSpan(effect, name, { attributes, captureStackTrace: false })
-    return Effect.useSpan(name, { attributes }, (span) =>
-      Effect.onExit(
-        Effect.withParentSpan(effect, span, { captureStackTrace: false }),
-        (exit) => Effect.sync(() => span.end(fiber.getRef(Clock.Clock).currentTimeNanosUnsafe(), exitOf(exit)))
-      ))
-  })
+) => {
+  const options = { attributes, captureStackTrace: false }
+  return <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.withFiber((fiber) => {
+      if (!fiber.cache.tracerEnabled) return effect
+      if (exitOf === undefined) return Effect.withSpan(effect, name, options)
+      return Effect.useSpan(name, options, (span) =>
+        Effect.onExit(
+          Effect.withParentSpan(effect, span, options),
+          (exit) => Effect.sync(() => span.end(fiber.getRef(Clock.Clock).currentTimeNanosUnsafe(), exitOf(exit)))
+        ))
+    })
+}
