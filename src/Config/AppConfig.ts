@@ -1,15 +1,4 @@
-import {
-  Config,
-  ConfigProvider,
-  Context,
-  Duration,
-  Effect,
-  Layer,
-  type LogLevel,
-  Option,
-  Schema,
-  SchemaIssue
-} from "effect"
+import { Config, ConfigProvider, Context, Duration, Effect, Layer, LogLevel, Option, Schema, SchemaIssue } from "effect"
 import { readFileSync, statSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { dirname } from "node:path"
@@ -99,18 +88,10 @@ export const databaseUrlSetting: Config.Config<Option.Option<{ readonly url: str
     }
   }))
 
-/** `LOG_LEVEL`, in any case: the levels' names, `OFF` for none. */
-const logLevels: Record<string, LogLevel.LogLevel> = {
-  ALL: "All",
-  FATAL: "Fatal",
-  ERROR: "Error",
-  WARN: "Warn",
-  WARNING: "Warn",
-  INFO: "Info",
-  DEBUG: "Debug",
-  TRACE: "Trace",
-  OFF: "None",
-  NONE: "None"
+/** `LOG_LEVEL`, in any case: the levels' names, `WARNING` for warn, `OFF` for none. */
+const logLevelOf = (value: string): LogLevel.LogLevel | undefined => {
+  const name = value.trim().toUpperCase()
+  return name === "WARNING" ? "Warn" : name === "OFF" ? "None" : LogLevel.values.find((l) => l.toUpperCase() === name)
 }
 
 const originsOf = (list: string): ReadonlyArray<string> =>
@@ -163,9 +144,9 @@ const config = Config.all({
   logLevel: text(
     "LOG_LEVEL",
     "must be one of all, fatal, error, warn, info, debug, trace, off",
-    (value) => Object.hasOwn(logLevels, value.trim().toUpperCase())
+    (value) => logLevelOf(value) !== undefined
   ).pipe(
-    Config.map((value) => logLevels[value.trim().toUpperCase()]!),
+    Config.map((value) => logLevelOf(value)!),
     Config.withDefault("Info" as LogLevel.LogLevel)
   ),
   workers: text("WORKERS", "must be auto or a whole number of processes from 1 to 256", (value) => {

@@ -96,10 +96,7 @@ const commonKind = (source: CatalogueColumn, target: CatalogueColumn): ColumnKin
 }
 
 /** A side of a copy or verify: the open database and the store it is. */
-export interface Side {
-  readonly sql: SqlClient.SqlClient
-  readonly store: Store
-}
+type Side = { readonly sql: SqlClient.SqlClient; readonly store: Store }
 
 /**
  * Every table the move copies with its columns as both databases hold them, so that none is left
@@ -218,14 +215,8 @@ export const checksums = (
       return [table.name, checksum] as const
     })).pipe(Effect.map((entries) => new Map(entries)))
 
-export interface Comparison {
-  readonly lines: ReadonlyArray<string>
-  /** The tables whose count or checksum differ. */
-  readonly differing: ReadonlyArray<string>
-}
-
-/** The per-table comparison, as the table the command prints. */
-export const compare = (source: ReadonlyMap<string, Checksum>, target: ReadonlyMap<string, Checksum>): Comparison => {
+/** The per-table comparison, as the table the command prints, and the tables whose count or checksum differ. */
+export const compare = (source: ReadonlyMap<string, Checksum>, target: ReadonlyMap<string, Checksum>) => {
   const row = (cells: ReadonlyArray<string>) =>
     cells.map((cell, i) => (i === 0 ? cell.padEnd(18) : cell.padStart(i < 3 ? 12 : 18))).join("  ")
   const lines = [row(["table", "source rows", "target rows", "source checksum", "target checksum", "   "])]
