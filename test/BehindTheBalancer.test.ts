@@ -31,12 +31,14 @@ const ask = async (url: string, init: RequestInit, sentAt: number): Promise<Answ
 /**
  * `perSecond` requests a second through the balancer, sent on schedule whatever the earlier ones
  * got (as independent clients do, so an outage does not slow the load down): lists, and creates
- * with an Idempotency-Key. Stops by itself after `seconds`.
+ * with an Idempotency-Key. Stops by itself after `seconds`; `answering` waits until `count` have
+ * their answer.
  */
 const openLoad = (url: string, key: string, perSecond: number, seconds: number) => {
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
   const startedAt = performance.now()
   const answers: Array<Promise<Answer>> = []
+  let answered = 0
   const sending = (async () => {
     for (let n = 0; n < perSecond * seconds; n++) {
       const due = startedAt + (n * 1000) / perSecond
@@ -53,9 +55,13 @@ const openLoad = (url: string, key: string, perSecond: number, seconds: number) 
           }, sentAt)
           : ask(`${url}/v1/pets?limit=5`, { headers }, sentAt)
       )
+      void answers.at(-1)!.then(() => answered++)
     }
   })()
-  return { finished: sending.then(() => Promise.all(answers)) }
+  return {
+    answering: (count: number) => waitFor(() => answered >= count, { what: `${count} answers through the balancer` }),
+    finished: sending.then(() => Promise.all(answers))
+  }
 }
 
 /** A request through the balancer from the loopback address `from`, as a client on another host. */
@@ -215,8 +221,8 @@ describe("two instances on one PostgreSQL behind HAProxy (deploy/haproxy/haproxy
       const before = (await Promise.all(metricsPorts.map(counted503))).reduce((a, b) => a + b, 0)
       const watcher = balancer!.watch()
       const load = openLoad(balancer!.url, key, 200, 19)
-      // Fixed: the drill's timeline, 2 s of load before the fault.
-      await Bun.sleep(2000)
+      // About 2 s of the load answered before the fault.
+      await load.answering(400)
       postgres!.freeze()
       // The outage itself lasts 10 s: a drill's duration, not a wait for a condition.
       await Bun.sleep(10_000)
