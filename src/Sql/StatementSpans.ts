@@ -4,8 +4,8 @@ import { inSampledSpan } from "../Observability/Tracing.js"
 import { statementSummary } from "./StatementSummary.js"
 
 /**
- * A statement's span, started now when the running fiber is traced (a sampled request): the child
- * of the span it runs under, named by what it does (`SELECT pets`), with the database semantic
+ * A statement's span, started now when the running fiber is traced under a span (a sampled
+ * request): the child of that span, named by what it does (`SELECT pets`), with the database semantic
  * conventions' attributes. Answers how to end it, or undefined. Called as the statement starts,
  * outside any effect (SQLite's run at once), so that a transaction's `BEGIN` and `COMMIT`, which
  * effect/sql runs without a span, have one too.
@@ -15,19 +15,19 @@ export const startStatementSpan = (
   sql: string
 ): ((exit: Exit.Exit<unknown, unknown>) => void) | undefined => {
   const fiber = Fiber.getCurrent()
-  if (fiber === undefined || !fiber.cache.tracerEnabled) return undefined
-  const parent = fiber.cache.span
+  const parent = fiber?.cache.span
+  if (fiber === undefined || parent === undefined || !fiber.cache.tracerEnabled) return undefined
   const clock = fiber.getRef(Clock.Clock)
   const { name, operation, table } = statementSummary(sql)
   const span = fiber.getRef(Tracer.Tracer).span({
     name,
-    parent: Option.fromUndefinedOr(parent),
+    parent: Option.some(parent),
     annotations: Context.empty(),
     links: [],
     startTime: clock.currentTimeNanosUnsafe(),
     kind: "client",
-    root: parent === undefined,
-    sampled: parent?.sampled !== false
+    root: false,
+    sampled: parent.sampled
   })
   span.attribute("db.system.name", system)
   span.attribute("db.system", system)
