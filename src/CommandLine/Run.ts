@@ -21,20 +21,12 @@ import { HttpClientError } from "effect/http"
 import { ChildProcessSpawner } from "effect/process"
 import { summarizeCause } from "../Observability/CauseSummary.js"
 
-/**
- * How the command lines (`petstore`, `petstore keys`, `db`) run: help without colours where they do
- * not belong, and every error as one plain line on stderr with a non-zero exit.
- */
-
 /** Colours only on a terminal, and never with NO_COLOR set (https://no-color.org). */
 const colours = process.stdout.isTTY === true && (process.env["NO_COLOR"] ?? "") === ""
 
 const formatter = CliOutput.defaultFormatter({ colors: colours })
 
-/**
- * Help, and the version alone as `--version` has always printed it, on stdout; a mistaken
- * invocation's help is left out, its error is `run`'s one line.
- */
+/** Help, and the version alone as `--version` has always printed it; a mistaken invocation's error is `run`'s line. */
 const presenter: CliOutput.Presenter = {
   present: (event) =>
     event._tag === "Help"
@@ -101,11 +93,7 @@ const describeCliError = (error: CliError.CliError): string => {
   }
 }
 
-/**
- * One line for a failure: the field and the rule. `fields` names, for a field of the API, the
- * option that set it (`categoryId` → `--category-id`); a failure inside a field says where
- * (`--tags (value 2): …` for a list's second item).
- */
+/** One line for a failure: the field (as `fields` names its option, `--category-id`), where in it, and the rule. */
 export const describeFailure = (error: unknown, fields: Readonly<Record<string, string>>): string => {
   if (CliError.isCliError(error)) return describeCliError(error)
   if (error instanceof Config.ConfigError) {
@@ -142,11 +130,9 @@ export const describeFailure = (error: unknown, fields: Readonly<Record<string, 
 }
 
 /**
- * Runs a command line's program on the process: output on stdout, each error as one line on
- * stderr and exit code 1; help asked for exits 0. SIGINT and SIGTERM interrupt it; with
- * `interrupted`, such a stop is a failure too: its line (read when printed, so that the program
- * can keep it true as it goes) and exit code 1, within `interrupted.withinMillis` of the signal
- * whatever the program's clean-up still waits for.
+ * Runs a command line's program: each error one line on stderr and exit 1, help asked for exit 0.
+ * With `interrupted`, a signal's stop is a failure too: its line (read when printed) and exit 1,
+ * within `withinMillis` whatever the program's clean-up still waits for.
  */
 export const run = <E>(
   program: Effect.Effect<void, E, Command.Environment>,

@@ -11,7 +11,7 @@ export interface Deadlines {
 
 /**
  * With the defaults, a server that stops answering ends a copy within 30 s: 20 s for the answer,
- * then at most 5 s to remove what the copy created (`CleanUp.ts`).
+ * then at most 5 s to remove what the copy created (`cleanUp` in `Copy.ts`).
  */
 const defaults: Deadlines = { connectMillis: 10_000, statementMillis: 20_000 }
 

@@ -58,10 +58,7 @@ const serve = Effect.gen(function*() {
   return yield* Effect.never
 }).pipe(Effect.scoped, Effect.provide(InFlightRequests.layer))
 
-/**
- * With `WORKERS` above 1, this process migrates the database once and supervises that many
- * server processes; otherwise it is the server.
- */
+/** With `WORKERS` above 1, this process migrates the database once and supervises the servers; else it serves. */
 const main = Effect.gen(function*() {
   yield* listenersApart
   const { drainTimeout, host, port, stopGrace, workers } = yield* AppConfig

@@ -1,8 +1,4 @@
-/**
- * The entry of the executable `dist/petstore` (scripts/build.ts): the service with no argument,
- * else the command line its first argument names, loaded alone so that each starts as its own
- * script does.
- */
+/** The executable's entry: the service, or the command line argv[2] names, loaded alone as by its own script. */
 
 /** `petstore VERSION (commit COMMIT)`, set by the build; absent when run from the sources. */
 declare const PETSTORE_BUILD: string | undefined
