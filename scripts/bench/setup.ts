@@ -27,6 +27,7 @@ const { positionals, values } = parseArgs({
     fresh: flag,
     move: flag,
     startup: flag,
+    bounds: flag,
     "address-flood": flag
   }
 })
