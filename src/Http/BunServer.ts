@@ -99,8 +99,7 @@ export const make = (options: ServeOptions) =>
               )
               const fiber = Effect.runForkWith(context)(httpEffect)
               // Answered already (a request that waited for nothing): no client can have gone
-              // away meanwhile, and Bun makes a request's abort signal only when asked for it (7 µs
-              // of CPU a request with its listener, on a bare Bun.serve).
+              // away meanwhile, and Bun makes a request's abort signal only when asked for it.
               if (fiber.pollUnsafe() !== undefined) return
               Fiber.runIn(fiber, requests)
               // A client that goes away interrupts its request, marked as its doing (logged 499).

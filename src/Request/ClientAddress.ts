@@ -54,8 +54,8 @@ const fromAddress = (address: NetAddress.IpAddress): ClientAddress => ({
  */
 export const makeClientAddress = (trusted: ReadonlyArray<IpRange>) => {
   const isTrusted = (address: NetAddress.IpAddress) => trusted.some((range) => IpNetwork.contains(range, address))
-  // Peers that are the client themselves, kept formatted (parsing again was 2% of a get by id's
-  // CPU); emptied when full, so a flood of addresses costs bounded memory.
+  // Peers that are the client themselves, kept formatted rather than parsed at every request;
+  // emptied when full, so a flood of addresses costs bounded memory.
   const directPeers = new Map<string, ClientAddress>()
   return (request: HttpServerRequest.HttpServerRequest): ClientAddress => {
     // Read once: the platform asks the server for the socket's address at each read.

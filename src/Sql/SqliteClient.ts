@@ -37,10 +37,8 @@ export interface SqliteClient extends Client.SqlClient {
    * A statement text run with its parameters on the connection itself, its rows as SQLite gives
    * them passed to `transform`: what `Effect.map(unsafe(sql, params), transform)` answers, without
    * effect/sql's statement around the call (compiling the text again, a span even when tracing is
-   * off, the connection's acquisition), with the same lock waits, timing and failures.
-   * For the statements most requests make: a get by id answers 1.05–1.07× the requests per second
-   * through it (both builds loaded at once on one core; Bun 1.4.5, effect 4.1.0). Inside a
-   * transaction it is the library's statement.
+   * off, the connection's acquisition), with the same lock waits, timing and failures. For the
+   * statements most requests make; inside a transaction it is the library's statement.
    */
   readonly executeDirect: <A>(
     sql: string,
