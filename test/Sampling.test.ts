@@ -11,6 +11,7 @@ import { makeClientAddress } from "../src/Request/ClientAddress.js"
 import { RequestRecord } from "../src/Request/CurrentRequest.js"
 import { startStatementSpan } from "../src/Sql/StatementSpans.js"
 import { startOtlpReceiver } from "./support/OtlpReceiver.js"
+import { waitForEffect } from "./support/WaitFor.js"
 
 const traceId = "0af7651916cd43dd8448eb211c80319c"
 const parent = (sampled: boolean, id = traceId) => ({ traceId: id, sampled })
@@ -232,14 +233,10 @@ describe("the tracer", () => {
     const made = await Effect.gen(function*() {
       const first = yield* Effect.forEach(Array.from({ length: 3 }), () => sampledRequest("GET /v1/pets", 1))
       // The first batch's refusal pauses recording: a trace then made is dropped whole, every span counted.
-      for (
-        let attempt = 0;
-        attempt < 100 &&
-        valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="ECONNREFUSED"}`) === undefined;
-        attempt++
-      ) {
-        yield* Effect.sleep("20 millis")
-      }
+      yield* waitForEffect(
+        Effect.sync(() => valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="ECONNREFUSED"}`)),
+        { what: "the refused export counted", timeout: 2000 }
+      )
       expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="ECONNREFUSED"}`))
         .toBeGreaterThanOrEqual(4)
       const later = yield* Effect.forEach(Array.from({ length: 5 }), () => sampledRequest("GET /v1/pets", 2))
@@ -279,9 +276,7 @@ describe("the tracer", () => {
       }
     })
     const until = (series: string, value: number) =>
-      Effect.gen(function*() {
-        for (let attempt = 0; attempt < 250 && valueOf(series) !== value; attempt++) yield* Effect.sleep("20 millis")
-      })
+      waitForEffect(Effect.sync(() => valueOf(series) === value), { what: `${series} at ${value}`, timeout: 5000 })
     try {
       await Effect.gen(function*() {
         // Two requests of two spans: one batch of four, answered 503 once, then taken.
@@ -326,14 +321,10 @@ describe("the tracer", () => {
 
       await Effect.gen(function*() {
         yield* Effect.forEach(Array.from({ length: 2 }), () => sampledRequest("GET /v1/pets", 1))
-        for (
-          let attempt = 0;
-          attempt < 100 &&
-          valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="timeout"}`) === undefined;
-          attempt++
-        ) {
-          yield* Effect.sleep("20 millis")
-        }
+        yield* waitForEffect(
+          Effect.sync(() => valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="timeout"}`)),
+          { what: "the timed-out export counted", timeout: 2000 }
+        )
         expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter},error_type="timeout"}`)).toBe(4)
       }).pipe(Effect.provide(tracingTo(`http://127.0.0.1:${hung.port}`, {}, 300)), Effect.runPromise)
     } finally {

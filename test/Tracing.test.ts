@@ -9,6 +9,7 @@ import { startOtlpReceiver } from "./support/OtlpReceiver.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
 import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 import { createKey, makeTestServer, send } from "./support/TestServer.js"
+import { waitFor } from "./support/WaitFor.js"
 
 /** The pets' columns as every statement of the store selects them. */
 const petColumns = petColumnNames.join(", ")
@@ -110,8 +111,7 @@ describe("traces over OTLP/HTTP", () => {
     // The request's log line names its trace and span beside the request id. It comes through the
     // server's stdout, a channel of its own: it may arrive after the spans.
     const logLine = () => server.logs().split("\n").find((l) => l.includes(`"path":"/v1/pets/${created.id}"`))
-    for (let i = 0; i < 250 && logLine() === undefined; i++) await Bun.sleep(20)
-    const line = JSON.parse(logLine()!)
+    const line = JSON.parse(await waitFor(logLine, { what: "the request's log line", timeout: 5000 }))
     expect(line.annotations).toMatchObject({ trace_id: callerTraceId, span_id: serverSpan.spanId })
 
     const exported = receiver.bodies.join("\n")
@@ -323,11 +323,10 @@ describe("traces over OTLP/HTTP", () => {
         text.split("\n").filter((l) =>
           l.startsWith("otel_sdk_exporter_span_exported_total{") && l.includes("error_type=")
         )
-      let exposition = await scrape()
-      for (let attempt = 0; attempt < 100 && failedSeries(exposition).length === 0; attempt++) {
-        await Bun.sleep(50)
-        exposition = await scrape()
-      }
+      const exposition = await waitFor(async () => {
+        const text = await scrape()
+        return failedSeries(text).length > 0 && text
+      }, { what: "a failed export counted", timeout: 5000 })
       expect(exposition).toContain("otel_sdk_")
       const processor = `otel_component_type="batching_span_processor"`
       expect(metricValue(exposition, `otel_sdk_processor_span_queue_capacity{${processor}}`)).toBe(200)
