@@ -147,21 +147,19 @@ const make = (options: PetStoreClientOptions) =>
        * @deprecated Removed on 5 December 2030: use `listPets` or `listAll` with `status`.
        */
       getPet: (petId: number) =>
-        Effect.flatMap(
-          api.pets.getPet({ params: { petId }, responseMode: "decoded-and-response" }),
-          ([pet, response]) => {
-            const sunset = response.headers["sunset"]
-            if (warnedOfSunset || sunset === undefined) {
-              return Effect.succeed(pet)
+        api.pets.getPet({ params: { petId }, responseMode: "decoded-and-response" }).pipe(
+          Effect.tap(([, { headers }]) => {
+            if (warnedOfSunset || headers["sunset"] === undefined) {
+              return Effect.void
             }
             warnedOfSunset = true
-            return Effect.as(
-              Effect.logWarning(
-                `GET /v1/pets/{petId} is deprecated and will be removed on ${sunset}; use listPets with status`
-              ),
-              pet
+            return Effect.logWarning(
+              `GET /v1/pets/{petId} is deprecated and will be removed on ${headers["sunset"]}; use listPets with status`
             )
-          }
+          }),
+          Effect.map(([pet]) =>
+            pet
+          )
         )
     }
   })
@@ -169,8 +167,8 @@ const make = (options: PetStoreClientOptions) =>
 /**
  * A client of the Pet Store, derived from the same API definition as the server: every endpoint
  * is a method of its group, payloads and answers are checked by the same Schemas, and the
- * interface's errors arrive typed in the error channel (`BadRequest`, `Unauthorized`, `NotFound`, `Gone`, …) with their `code`, `message` and
- * `status`.
+ * interface's errors arrive typed in the error channel (`BadRequest`, `Unauthorized`, `NotFound`,
+ * `Gone`, …) with their `code`, `message` and `status`.
  */
 export class PetStoreClient extends Context.Service<PetStoreClient, Effect.Success<ReturnType<typeof make>>>()(
   "petstore/PetStoreClient"
