@@ -28,7 +28,8 @@ export const libpqLogin = (databaseUrl: string): Login => {
 
 const nonEmpty = (value: string | undefined) => (value === undefined || value === "" ? undefined : value)
 
-const decode = (text: string) => {
+/** A URL part percent-decoded, or as it is when it does not decode. */
+export const decode = (text: string) => {
   try {
     return decodeURIComponent(text)
   } catch {

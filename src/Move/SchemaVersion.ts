@@ -1,7 +1,7 @@
 import { Effect, Option } from "effect"
 import type { SqlClient } from "effect/sql"
 import { migrations } from "../Sql/Migrations.js"
-import { readOnlySince } from "../Sql/ReadOnlyMode.js"
+import { readOnlySince, setReadOnly, settleMillis } from "../Sql/ReadOnlyMode.js"
 import { connect, describeStoreFailure, engineName, MoveError, type Store } from "./Store.js"
 import type { Table } from "./Tables.js"
 
@@ -138,4 +138,17 @@ export const status = (store: Store) =>
       `${"table".padEnd(20)}${"rows".padStart(12)}`,
       ...names.map((name, i) => `${name.padEnd(20)}${String(counts[i]).padStart(12)}`)
     ]
+  }).pipe(Effect.mapError((error) => describeStoreFailure(store, "the", error)), Effect.scoped)
+
+/** `db read-only on|off`: the flag set; on, after the instances' settle, so that every one has seen it. */
+export const readOnly = (store: Store, state: boolean) =>
+  Effect.gen(function*() {
+    const sql = yield* connect(store, { role: "the", mode: "write" })
+    yield* requireKnownVersion(sql, store, "the database")
+    yield* setReadOnly(sql, state)
+    if (!state) return `read-only off: ${store.label} takes writes again`
+    const since = Option.getOrThrow(yield* readOnlySince(sql))
+    yield* Effect.sleep(Math.max(0, settleMillis - (Date.now() - since.getTime())))
+    return `read-only on since ${since.toISOString()}: every instance on ${store.label} ` +
+      "answers creates with 503 read_only; reads are served"
   }).pipe(Effect.mapError((error) => describeStoreFailure(store, "the", error)), Effect.scoped)

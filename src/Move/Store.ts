@@ -5,7 +5,7 @@ import { isSqlError } from "effect/sql/SqlError"
 import { closeSync, existsSync, openSync, readSync } from "node:fs"
 import { databaseUrlProblem, defaultDatabaseUrl, isPostgresUrl, sqliteFilename } from "../Config/AppConfig.js"
 import * as SqliteClient from "../Sql/SqliteClient.js"
-import { libpqLogin } from "./Libpq.js"
+import { decode, libpqLogin } from "./Libpq.js"
 import { openSession } from "./PostgresSession.js"
 
 /** A failure of the db command, as the one line it prints (never a password). */
@@ -41,14 +41,7 @@ export const withoutPassword = (value: string): string => {
 }
 
 /** The password a `postgres://` URL holds, decoded; "" when none. */
-export const passwordOf = (url: string): string => {
-  const password = new URL(url).password
-  try {
-    return decodeURIComponent(password)
-  } catch {
-    return password
-  }
-}
+export const passwordOf = (url: string): string => decode(new URL(url).password)
 
 /** The store a value names, refused as the service refuses it (`databaseUrlProblem`). */
 export const parseStore = (value: string, name: string): Effect.Effect<Store, MoveError> => {

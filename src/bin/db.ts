@@ -7,19 +7,9 @@ import { backup, restore } from "../Move/Backup.js"
 import { copy } from "../Move/Copy.js"
 import { Deadlines, deadlinesConfig } from "../Move/Deadlines.js"
 import { lastId, restoreIds } from "../Move/RestoreIds.js"
-import { requireKnownVersion, status } from "../Move/SchemaVersion.js"
-import {
-  connect,
-  defaultStore,
-  describeStoreFailure,
-  interruption,
-  MoveError,
-  parseStore,
-  passwordOf,
-  type Store
-} from "../Move/Store.js"
+import { readOnly, status } from "../Move/SchemaVersion.js"
+import { defaultStore, interruption, MoveError, parseStore, passwordOf, type Store } from "../Move/Store.js"
 import { verify } from "../Move/Verify.js"
-import { readOnlySince, setReadOnly, settleMillis } from "../Sql/ReadOnlyMode.js"
 
 /**
  * A side of a move, given on the command line (`--to postgres://…`) or, so that no password reaches
@@ -124,23 +114,7 @@ const statusCommand = Command.make(
 const readOnlyCommand = Command.make(
   "read-only",
   { state: Argument.ChoiceWithValue("on|off", [["on", true], ["off", false]]), database },
-  ({ database, state }) =>
-    Effect.gen(function*() {
-      const store = yield* theDatabase(database)
-      yield* Effect.scoped(Effect.gen(function*() {
-        const sql = yield* connect(store, { role: "the", mode: "write" })
-        yield* requireKnownVersion(sql, store, "the database")
-        yield* setReadOnly(sql, state)
-        if (!state) return yield* Console.log(`read-only off: ${store.label} takes writes again`)
-        const since = yield* readOnlySince(sql)
-        const waited = Math.max(0, settleMillis - (Date.now() - Option.getOrThrow(since).getTime()))
-        yield* Effect.sleep(waited)
-        yield* Console.log(
-          `read-only on since ${Option.getOrThrow(since).toISOString()}: every instance on ${store.label} ` +
-            "answers creates with 503 read_only; reads are served"
-        )
-      })).pipe(Effect.mapError((error) => describeStoreFailure(store, "the", error)))
-    })
+  ({ database, state }) => printed(Effect.flatMap(theDatabase(database), (store) => readOnly(store, state)))
 ).pipe(
   Command.withDescription(
     "Stop (on) or allow again (off) writes on the database, for a move; instances notice within a second"
