@@ -1,7 +1,8 @@
-import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schedule, Stream } from "effect"
+import { Config, Context, Data, Duration, Effect, Layer, Option, Redacted, Schedule, Stream } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
+import type { ListPetsParams } from "../Api/Pets.js"
 import type { NewPet, PetStatus } from "../Domain/Pet.js"
 
 /** Which deployment a client talks to; `production` and `staging` take their address from configuration. */
@@ -22,15 +23,14 @@ export interface PetStoreClientOptions {
 
 const transientStatuses = new Set([502, 503, 504])
 
-class TransientStatus {
-  readonly _tag = "TransientStatus"
-  constructor(readonly response: HttpClientResponse.HttpClientResponse) {}
-}
+type Response = HttpClientResponse.HttpClientResponse
+
+class TransientStatus extends Data.TaggedClass("TransientStatus")<{ readonly response: Response }> {}
 
 type Failure = HttpClientError.HttpClientError | TransientStatus
 
 /** A `Retry-After` header's wait: delay-seconds or an HTTP date. */
-const retryAfterOf = (response: HttpClientResponse.HttpClientResponse): Option.Option<Duration.Duration> => {
+const retryAfterOf = (response: Response): Option.Option<Duration.Duration> => {
   const value = response.headers["retry-after"]?.trim()
   if (value === undefined || value === "") return Option.none()
   if (/^\d+$/.test(value)) return Option.some(Duration.seconds(Number(value)))
@@ -58,19 +58,19 @@ const retryTransient =
       )
     )
     const longestWait = Duration.fromInputUnsafe(maxRetryAfter)
-    const waitsTooLong = (error: Failure) =>
-      error._tag === "TransientStatus" &&
-      Option.exists(retryAfterOf(error.response), (wait) => Duration.isGreaterThan(wait, longestWait))
     const isTransient = (error: Failure) =>
-      (error._tag === "TransientStatus" && !waitsTooLong(error)) ||
-      (error._tag === "HttpClientError" && error.reason._tag === "TransportError")
+      error._tag === "TransientStatus"
+        ? !Option.exists(retryAfterOf(error.response), (wait) => Duration.isGreaterThan(wait, longestWait))
+        : error.reason._tag === "TransportError"
     return HttpClient.transform(client, (effect, request) => {
       const safe = request.method === "GET" ||
         (request.method === "POST" && request.headers["idempotency-key"] !== undefined)
       if (!safe) return effect
       return effect.pipe(
         Effect.flatMap((response) =>
-          transientStatuses.has(response.status) ? Effect.fail(new TransientStatus(response)) : Effect.succeed(response)
+          transientStatuses.has(response.status)
+            ? Effect.fail(new TransientStatus({ response }))
+            : Effect.succeed(response)
         ),
         Effect.retry({ schedule, times: retries, while: isTransient }),
         Effect.catchIf(
@@ -86,17 +86,11 @@ const nextCursor = (link: string | undefined): Option.Option<string> => {
   return Option.fromNullishOr(url === undefined ? null : new URL(url).searchParams.get("cursor"))
 }
 
-/** `record` without its undefined values: the API's optional keys are absent or set, never undefined. */
-const defined = <A extends Record<string, unknown>>(record: A) =>
-  Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as {
-    readonly [K in keyof A]?: Exclude<A[K], undefined>
-  }
+type PageQuery = { readonly [K in keyof typeof ListPetsParams.Type]?: (typeof ListPetsParams.Type)[K] | undefined }
 
-type PageQuery = {
-  readonly status?: PetStatus | undefined
-  readonly limit?: number | undefined
-  readonly cursor?: string | undefined
-}
+/** The query without its undefined values: the API's optional keys are absent or set, never undefined. */
+const defined = (query: PageQuery) =>
+  Object.fromEntries(Object.entries(query).filter(([, value]) => value !== undefined)) as typeof ListPetsParams.Type
 
 const make = (options: PetStoreClientOptions) =>
   Effect.gen(function*() {
