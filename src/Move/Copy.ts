@@ -66,16 +66,12 @@ const cleanUp = (
     const { connectMillis } = yield* Deadlines
     const removal = connect(store, { role: "target", mode: "write" }).pipe(
       Effect.tap((sql) => store.engine === "postgres" ? endAbandoned(sql, store.url) : Effect.void),
-      Effect.flatMap((sql) =>
-        Effect.forEach(
-          created.tables,
-          (name) =>
-            sql.unsafe(
-              `DROP TABLE IF EXISTS "${name}"${sql.onDialectOrElse({ pg: () => " CASCADE", orElse: () => "" })}`
-            ),
-          { discard: true }
-        )
-      ),
+      Effect.flatMap((sql) => {
+        const cascade = sql.onDialectOrElse({ pg: () => " CASCADE", orElse: () => "" })
+        return Effect.forEach(created.tables, (name) => sql.unsafe(`DROP TABLE IF EXISTS "${name}"${cascade}`), {
+          discard: true
+        })
+      }),
       Effect.scoped,
       // A target that answered a moment ago answers within it; interrupted, within the stop's bound.
       Effect.timeoutOrElse({

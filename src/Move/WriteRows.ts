@@ -98,19 +98,16 @@ const columnList = (table: CopiedTable) => table.columns.map((column) => quoted(
 const conflict = (table: CopiedTable) => {
   if (table.upsert !== true) return ""
   const key = table.columns.slice(0, table.keyLength).map((column) => quoted(column.name))
-  const rest = table.columns.slice(table.keyLength).map((column) =>
-    `${quoted(column.name)} = excluded.${quoted(column.name)}`
-  )
+  const rest = table.columns.slice(table.keyLength).map(({ name }) => `${quoted(name)} = excluded.${quoted(name)}`)
   return ` ON CONFLICT (${key.join(", ")}) DO UPDATE SET ${rest.join(", ")}`
 }
 
 const postgresInsert = (table: CopiedTable) => {
   const arrays = table.columns.map((column, i) => `$${i + 1}::${postgresTypes[column.kind]}[]`)
   // OVERRIDING SYSTEM VALUE: the ids are the source's, not new ones from the identity.
-  return `INSERT INTO ${table.name} (${columnList(table)}) ` +
-    `${table.sequence === undefined ? "" : "OVERRIDING SYSTEM VALUE "}SELECT * FROM unnest(${arrays.join(", ")})${
-      conflict(table)
-    }`
+  const overriding = table.sequence === undefined ? "" : "OVERRIDING SYSTEM VALUE "
+  return `INSERT INTO ${table.name} (${columnList(table)}) ${overriding}SELECT * FROM unnest(${arrays.join(", ")})` +
+    conflict(table)
 }
 
 const sqliteInsert = (table: CopiedTable, rows: number) => {
@@ -129,7 +126,7 @@ function* chunks<A>(items: ReadonlyArray<A>, size: number) {
 
 /**
  * How the copy fills a table in the target's transaction: PostgreSQL's COPY on the target's
- * session (`copyClient`) when the table takes plain inserts, else `writeRows`.
+ * session (`copyClient`) when the table takes plain inserts, else `rowWriter`.
  */
 export const tableWriter = (
   sql: SqlClient.SqlClient,
