@@ -8,7 +8,7 @@ import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { failedAuthenticationCounter, rateLimitedCounter } from "../Observability/Metrics.js"
 import { inSampledSpan } from "../Observability/Tracing.js"
 import { type ClientAddress, makeClientAddress } from "../Request/ClientAddress.js"
-import { CurrentRequest, noteResponseHeadersOn, type RequestRecord } from "../Request/CurrentRequest.js"
+import { CurrentRequest, noteResponseHeaders, type RequestRecord } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
 import { orUnavailable } from "../Request/Unavailable.js"
 import { ApiKeys, hashKey, type KeyHolder } from "./ApiKeys.js"
@@ -122,7 +122,7 @@ export const AuthenticationLive = Layer.effect(
           HttpServerRequest.HttpServerRequest
         > => {
           const headers = rateLimitHeaders(decision)
-          if (decision.allowed) return Effect.as(noteResponseHeadersOn(current, headers), holder.value)
+          if (decision.allowed) return Effect.as(noteResponseHeaders(headers), holder.value)
           countOverRate()
           return Effect.succeed(HttpServerResponse.setHeaders(overRate, headers))
         })

@@ -41,19 +41,15 @@ export class RequestLines extends Context.Service<RequestLines, { readonly add: 
 /**
  * One structured JSON line per request, written as it is answered: method, path, route template
  * (`unmatched` for none), status, duration, request id, the client's address (and, when sampled,
- * the trace and span ids; none for a server span the export could not hold), in the shape of the service's other log lines. Headers and the query string are never logged, so
- * neither is a key.
+ * the trace and span ids; none for a server span the export could not hold), in the shape of the
+ * service's other log lines. Headers and the query string are never logged, so neither is a key.
  *
- * Written by hand rather than through Effect's `Logger`: the same line as `Effect.logInfo` with
- * the fields as annotations, through the service's JSON logger, answered 0.79–0.94× the requests
- * per second of this (the 401 0.79, get by id 0.81, create 0.94), and 0.84–0.94× with that
- * logger's lines buffered as these are (both loaded at once, new processes each round, SQLite;
- * `npm run bench -- --ab A B --only sqlite --at-once --fresh`; Bun 1.4.5, effect 4.1.0). The
- * log costs 3–9% of a request's CPU (the 401 the most; most of it the writing): the line is
- * written out rather than built as an object for `JSON.stringify`, and its timestamp made once
- * per millisecond, which took 4% off the 401's CPU. The request id (checked against
- * `[\w.:-]`, or a UUID), the client's address, the trace ids and the route template (a declared
- * path) need no escaping; the method and path are quoted by `JSON.stringify`.
+ * Written by hand rather than through Effect's `Logger` (`Effect.logInfo` with the fields as
+ * annotations answers fewer requests a second: [benchmarks](../../docs/benchmarks.md#the-librarys-pieces)):
+ * the line written out rather than built as an object for `JSON.stringify`, and its timestamp made
+ * once per millisecond. The request id (checked against `[\w.:-]`, or a UUID), the client's
+ * address, the trace ids and the route template (a declared path) need no escaping; the method
+ * and path are quoted by `JSON.stringify`.
  */
 export const makeRequestLog = (log: (line: string) => void) => {
   let lastMillis = -1

@@ -38,13 +38,10 @@ const durationBoundaries = Metric.boundariesFromIterable([
 
 /**
  * Records a request's duration in seconds into its series, by method, route template and status code.
- * A metric of its own per series, updated outside any effect: the library's way, one histogram
- * updated with `Metric.update` through `Metric.withAttributes` (which adds the attributes to a new
- * context at every update) and the gauge of requests in flight with `Metric.modify`, answered
- * 0.87–0.98× the requests per second of this (the 401 0.87, get by id 0.90, the list of 20 0.95;
- * both loaded at once, new processes each round, SQLite, `npm run bench -- --ab A B --only sqlite
- * --at-once --fresh`; Bun 1.4.5, effect 4.1.0). The series is exported from when it is made, at 0
- * until recorded.
+ * A metric of its own per series, updated outside any effect, rather than one histogram updated
+ * with `Metric.update` through `Metric.withAttributes`, which answers fewer requests a second
+ * ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)). The series is exported from when
+ * it is made, at 0 until recorded.
  */
 export const requestDurationOf = (method: string, route: string, status: number): (seconds: number) => void => {
   const series = exported(Metric.histogram("http_server_request_duration_seconds", {

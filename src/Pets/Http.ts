@@ -17,7 +17,7 @@ import {
 import { CurrentCaller } from "../Domain/Caller.js"
 import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { NewPet, newPetParseOptions, type Pet } from "../Domain/Pet.js"
-import { CurrentRequest, noteResponseHeaders, noteResponseHeadersOn } from "../Request/CurrentRequest.js"
+import { noteResponseHeaders } from "../Request/CurrentRequest.js"
 import { readJsonBody } from "../Request/JsonBody.js"
 import { orUnavailable } from "../Request/Unavailable.js"
 import { ReadOnlyMode } from "../Sql/ReadOnlyMode.js"
@@ -29,9 +29,6 @@ import { type IdempotencyScope, PetRepository } from "./PetRepository.js"
  * A page of pets is written directly rather than encoded again by the endpoint's success schema: a
  * Pet is its own wire form (its schema has no transformation) and the repository has already
  * checked every row, and the schema's encoding costs more than the rest of a long page's request.
- * In process, with the in-memory stores, a page of 100 takes 0.66–0.70× and of 20 0.85–0.86× the
- * CPU when written directly (medians of 31 alternating rounds in two runs, where the same harness
- * reads 0.92–1.01 for two builds of one source; Bun 1.4.5, effect 4.1.0, a loaded 2-core host).
  * One pet (getPet, createPet) costs no measurable difference, so it goes through its schema.
  */
 const page = (pets: ReadonlyArray<Pet>, headers?: Record<string, string>) =>
@@ -159,13 +156,10 @@ export const SunsetPolicyLive = Layer.effect(
     const sunsetMillis = getPetSunsetAt.getTime()
     const beforeSunset = <A, E, R>(httpEffect: Effect.Effect<A, E, R>, now: number): Effect.Effect<A, E | Gone, R> =>
       now >= sunsetMillis ? Effect.fail(removed) : httpEffect
-    // The headers noted on the request's record and the time read from the fiber, in one step.
     return SunsetPolicy.of((httpEffect) =>
-      Effect.withFiber((fiber) =>
-        Effect.andThen(
-          noteResponseHeadersOn(fiber.getRef(CurrentRequest), headers),
-          beforeSunset(httpEffect, fiber.getRef(Clock.Clock).currentTimeMillisUnsafe())
-        )
+      Effect.andThen(
+        noteResponseHeaders(headers),
+        Effect.withFiber((fiber) => beforeSunset(httpEffect, fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()))
       )
     )
   })

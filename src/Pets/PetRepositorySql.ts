@@ -16,9 +16,8 @@ export const makeSqlPetRepository = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // The replay answers the pet as the create did: the same columns, from the joined row.
   const replayColumns = sql.literal(petColumnNames.map((name) => `p.${name}`).join(", "))
-  // The statements most requests make, written out once with the dialect's placeholders: a
-  // statement built from a template per call (its segments, then compiled to text) cost 2–3% of
-  // the requests per second of a get by id and a list on SQLite.
+  // The statements most requests make, written out once with the dialect's placeholders rather
+  // than built from a template at every call (its segments, then compiled to text).
   const placeholder = (n: number) => sql.onDialectOrElse({ pg: () => `$${n}`, orElse: () => "?" })
   const selectPets = `SELECT ${petColumnNames.join(", ")} FROM pets`
   const byId = `${selectPets} WHERE id = ${placeholder(1)}`

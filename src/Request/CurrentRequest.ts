@@ -18,7 +18,6 @@ export class RequestRecord {
   /** The request's `X-Request-Id`, put on its response and in its log lines. */
   readonly id: string
   private client: ClientAddress | undefined = undefined
-  private noted: Record<string, string> | undefined = undefined
   /** The route the router matched (`Http/RouteNoted.ts`), for the request's labels; none until it has. */
   route: HttpRouter.Route<any, any> | undefined = undefined
   /** The request's store calls running now (`waitingOnDatabase`), read by its deadline. */
@@ -39,16 +38,6 @@ export class RequestRecord {
   get clientAddress(): ClientAddress {
     return this.client ??= this.clientAddressOf(this.request)
   }
-
-  /** The headers noted for the response so far (`noteResponseHeaders`), a later one winning. */
-  get notedHeaders(): Readonly<Record<string, string>> | undefined {
-    return this.noted
-  }
-
-  /** Notes headers for the response; only `noteResponseHeadersOn` calls this. */
-  note(headers: Record<string, string>): void {
-    this.noted = this.noted === undefined ? headers : { ...this.noted, ...headers }
-  }
 }
 
 /**
@@ -61,29 +50,13 @@ export const CurrentRequest = Context.Reference<RequestRecord | undefined>("pets
 
 /**
  * Adds headers to the request's response, whether it succeeds or fails; a header noted later
- * wins. Rate limits, a 401's challenge, getPet's deprecation, a created pet's `Location`, a
- * read-only store's `Retry-After`. Kept on the request's record and set with the headers every
- * response leaves with (`Http/ResponseHeaders.ts`), in one step: a pre-response handler each (the
- * platform's way, used outside a request) was 3% of a get by id's CPU on Effect 4.
+ * wins. Rate limits, getPet's deprecation, a created pet's `Location`, a read-only store's
+ * `Retry-After`. The platform's pre-response handler: the service's own way was not enough faster
+ * to keep ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
  */
 export const noteResponseHeaders = (
   headers: Record<string, string>
 ): Effect.Effect<void, never, HttpServerRequest.HttpServerRequest> =>
-  CurrentRequest.use((current) => noteResponseHeadersOn(current, headers))
-
-/**
- * `noteResponseHeaders` on a record already read (`CurrentRequest`), for a middleware that has it
- * at hand: noted at once, one step fewer per request.
- */
-export const noteResponseHeadersOn = (
-  current: RequestRecord | undefined,
-  headers: Record<string, string>
-): Effect.Effect<void, never, HttpServerRequest.HttpServerRequest> => {
-  if (current !== undefined) {
-    current.note(headers)
-    return Effect.void
-  }
-  return HttpEffect.appendPreResponseHandler((_request, response) =>
+  HttpEffect.appendPreResponseHandler((_request, response) =>
     Effect.succeed(HttpServerResponse.setHeaders(response, headers))
   )
-}
