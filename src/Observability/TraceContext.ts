@@ -18,15 +18,9 @@ export const callerSpanOf = (headers: Headers.Headers): Tracer.ExternalSpan | un
   if (traceparent === undefined) return undefined
   const match = traceparentPattern.exec(traceparent.trim())
   if (match === null) return undefined
-  const [, version, traceId, spanId, flags, more] = match as unknown as [
-    string,
-    string,
-    string,
-    string,
-    string,
-    string?
-  ]
+  // The optional group is undefined when absent, whatever the array's type says.
+  const [, version, traceId, spanId, flags, more]: ReadonlyArray<string | undefined> = match
   if (version === "ff" || (version === "00" && more !== undefined)) return undefined
   if (traceId === zeroTraceId || spanId === zeroSpanId) return undefined
-  return Tracer.externalSpan({ traceId, spanId, sampled: (parseInt(flags, 16) & 1) === 1 })
+  return Tracer.externalSpan({ traceId: traceId!, spanId: spanId!, sampled: (parseInt(flags!, 16) & 1) === 1 })
 }
