@@ -7,6 +7,7 @@ import { PetRepository } from "../src/Pets/PetRepository.js"
 import { petColumnNames } from "../src/Sql/PetColumns.js"
 import { startOtlpReceiver } from "./support/OtlpReceiver.js"
 import { createTestDatabase } from "./support/PostgresStores.js"
+import { readLoad } from "./support/ReadLoad.js"
 import { freePort, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
 import { createKey, makeTestServer, send } from "./support/TestServer.js"
 import { waitFor } from "./support/WaitFor.js"
@@ -270,25 +271,6 @@ describe("traces over OTLP/HTTP", () => {
     return line === undefined ? undefined : Number(line.slice(series.length + 1))
   }
 
-  /** `count` reads by `concurrency` callers at once; answers the 99th percentile of their durations in ms, and the statuses seen. */
-  const load = async (url: string, key: string, count: number, concurrency = 16) => {
-    const durations: Array<number> = []
-    const statuses = new Set<number>()
-    let next = 0
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (next < count) {
-        next++
-        const start = performance.now()
-        const response = await fetch(`${url}/v1/pets?limit=5`, { headers: { authorization: `Bearer ${key}` } })
-        await response.arrayBuffer()
-        durations.push(performance.now() - start)
-        statuses.add(response.status)
-      }
-    }))
-    durations.sort((a, b) => a - b)
-    return { statuses, p99: durations[Math.floor(count * 0.99)]! }
-  }
-
   const collectorAway = (collector: "stopped" | "hung") => async () => {
     using folder = temporaryFolder()
     const metricsPort = freePort()
@@ -311,7 +293,7 @@ describe("traces over OTLP/HTTP", () => {
     try {
       const { key, server } = traced
       for (const count of [1500, 3000, 300]) {
-        const run = await load(server.url, key, count)
+        const run = await readLoad(server.url, key, count)
         expect([...run.statuses]).toEqual([200])
         // A generous bound for a shared machine: a request never waits for an export.
         expect(run.p99).toBeLessThan(500)

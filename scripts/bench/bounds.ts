@@ -10,6 +10,7 @@ import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { join } from "node:path"
 import { RateLimiter } from "../../src/Auth/RateLimiter.js"
+import { readLoad } from "../../test/support/ReadLoad.js"
 import { freePort } from "../../test/support/ServerProcess.js"
 import { allCores, createKey, folder, rssMiB, startServer } from "./setup.js"
 
@@ -29,25 +30,6 @@ const report = (bound: Bound) => {
     } ${bound.unit} (bound: under ${bound.limit} ${bound.unit})`
   )
   return bound
-}
-
-/** `count` reads by `concurrency` callers at once; each one's duration in ms, and the statuses seen. */
-const load = async (url: string, key: string, count: number, concurrency = 16) => {
-  const durations: Array<number> = []
-  const statuses = new Set<number>()
-  let next = 0
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < count) {
-      next++
-      const start = performance.now()
-      const response = await fetch(`${url}/v1/pets?limit=5`, { headers: { authorization: `Bearer ${key}` } })
-      await response.arrayBuffer()
-      durations.push(performance.now() - start)
-      statuses.add(response.status)
-    }
-  }))
-  durations.sort((a, b) => a - b)
-  return { statuses, median: durations[Math.floor(count / 2)]!, p99: durations[Math.floor(count * 0.99)]! }
 }
 
 /** Every request traced while the collector is `collector`: the latency and memory bounds. */
@@ -70,11 +52,11 @@ const collectorAway = async (collector: "stopped" | "hung"): Promise<Array<Bound
     OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "50"
   }, { cores: allCores })
   try {
-    const first = await load(server.url, key, 1500)
+    const first = await readLoad(server.url, key, 1500)
     const rssAfterFirst = rssMiB(server.pid)
-    const second = await load(server.url, key, 3000)
+    const second = await readLoad(server.url, key, 3000)
     // Garbage not yet collected shows as a passing rise; spans held stay through a few more requests.
-    const rssAfterSecond = Math.min(rssMiB(server.pid), (await load(server.url, key, 300), rssMiB(server.pid)))
+    const rssAfterSecond = Math.min(rssMiB(server.pid), (await readLoad(server.url, key, 300), rssMiB(server.pid)))
     const statuses = [...first.statuses, ...second.statuses].filter((status) => status !== 200)
     if (statuses.length > 0) throw new Error(`collector ${collector}: reads answered ${statuses.join(", ")}`)
     const what = `collector ${collector}, every request traced`
