@@ -11,10 +11,10 @@ import {
   MethodNotAllowed,
   NotFound
 } from "../Domain/ApiError.js"
+import { describeIssue, excerpt } from "../Domain/ParseIssues.js"
 import { summarizeCause } from "../Observability/CauseSummary.js"
 import { CurrentRequest, type RequestRecord } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
-import { describeIssue, excerpt } from "../Request/ParseIssues.js"
 import { databaseUnavailableResponse, warnUnavailable } from "../Request/Unavailable.js"
 import { toUnavailable } from "../Sql/DatabaseErrors.js"
 import { withResponseHeaders } from "./ResponseHeaders.js"

@@ -18,11 +18,11 @@ import { CurrentCaller } from "../Domain/Caller.js"
 import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { NewPet, newPetParseOptions, type Pet } from "../Domain/Pet.js"
 import { noteResponseHeaders } from "../Request/CurrentRequest.js"
-import { readJsonBody } from "../Request/JsonBody.js"
 import { orUnavailable } from "../Request/Unavailable.js"
 import { ReadOnlyMode } from "../Sql/ReadOnlyMode.js"
 import { Cursors } from "./Cursors.js"
 import { fingerprint } from "./Idempotency.js"
+import { readJsonBody } from "./JsonBody.js"
 import { type IdempotencyScope, PetRepository } from "./PetRepository.js"
 
 /**

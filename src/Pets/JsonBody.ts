@@ -1,7 +1,7 @@
 import { Cause, Effect, Result, type Schema, type SchemaAST, SchemaParser, Stream } from "effect"
 import { HttpServerError, HttpServerRequest } from "effect/http"
 import { BadRequest, PayloadTooLarge, UnsupportedMediaType } from "../Domain/ApiError.js"
-import { describeIssue } from "./ParseIssues.js"
+import { describeIssue } from "../Domain/ParseIssues.js"
 
 const maxBodyBytes = 64 * 1024
 
