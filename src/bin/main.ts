@@ -1,4 +1,4 @@
-import { Cause, Config, Context, Duration, Effect, Exit, Layer, Option, References } from "effect"
+import { Cause, Config, Context, Duration, Effect, Exit, Layer, Logger, Option, References } from "effect"
 import { runMainOn } from "../CommandLine/Run.js"
 import { AppConfig, describeConfigError, listenersApart } from "../Config/AppConfig.js"
 import * as BunServer from "../Http/BunServer.js"
@@ -13,11 +13,36 @@ import {
   serveWorkerMetrics
 } from "../Observability/MetricsServer.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
-import { JsonLogs } from "../Service/JsonLogs.js"
 import { claimPort } from "../Service/PortClaim.js"
-import { stopDeadline, stopMargin } from "../Service/StopDeadline.js"
 import { migrate, StoresLive } from "../Service/Stores.js"
 import { stopWhenOrphaned, supervise, workerVariable } from "../Service/Workers.js"
+
+/** How long a stop may run past its grace and drain: closing the server, the database and the trace export. */
+const stopMargin = Duration.seconds(2)
+let stopBound = stopMargin
+let stopArmed = false
+
+/**
+ * The first signal arms a timer ending the process once the stop's bound passes, since a finalizer
+ * cannot be interrupted and a silent database would keep it alive.
+ */
+const armStopDeadline = () => {
+  if (stopArmed) return
+  stopArmed = true
+  // A little before the bound, for the exit itself; unref'd, so a stop that ends in time exits with its own code.
+  setTimeout(() => {
+    const message = `stopping took longer than ${Duration.format(stopBound)}; exiting without waiting further`
+    process.stdout.write(`${JSON.stringify({ message, logLevel: "ERROR", timestamp: new Date().toISOString() })}\n`)
+    process.exit(1)
+  }, Math.max(0, Duration.toMillis(stopBound) - 250)).unref()
+}
+
+/** One JSON object per line on stdout, its fields named and ordered as they always were, for what reads the logs. */
+const JsonLogs = Logger.layer([
+  Logger.withConsoleLog(Logger.map(Logger.formatStructured, (
+    { annotations, cause, fiberId, level, message, spans, timestamp }
+  ) => JSON.stringify({ message, logLevel: level, timestamp, cause, annotations, spans, fiberId })))
+])
 
 /** The server; workers share its port through SO_REUSEPORT, and the kernel spreads connections. */
 const ServerLive = Layer.unwrap(
@@ -30,7 +55,7 @@ const worker = process.env[workerVariable]
 
 /** One server process, until SIGTERM, SIGINT or SIGHUP. */
 const serve = Effect.gen(function*() {
-  const config = yield* AppConfig
+  const { drainTimeout, environment, host, port, stopGrace } = yield* AppConfig
   const inFlight = yield* InFlightRequests
   const { metrics } = yield* ObservabilityConfig
   const metricsFolder = process.env[metricsFolderVariable]
@@ -39,22 +64,11 @@ const serve = Effect.gen(function*() {
   const server = yield* Layer.build(ServerLive)
   // Added after the server, so it runs first on stop: the grace, the listener's close and the
   // requests in flight finish before the server, then the database, close.
-  yield* Effect.addFinalizer(() =>
-    inFlight.stop({
-      grace: config.stopGrace,
-      drain: config.drainTimeout,
-      closeListener: Context.get(server, BunServer.Listener).close
-    })
-  )
+  const closeListener = Context.get(server, BunServer.Listener).close
+  yield* Effect.addFinalizer(() => inFlight.stop({ grace: stopGrace, drain: drainTimeout, closeListener }))
   if (worker !== undefined) yield* Effect.forkScoped(stopWhenOrphaned)
-  yield* Effect.logInfo("listening").pipe(
-    Effect.annotateLogs({
-      environment: config.environment,
-      host: config.host,
-      port: config.port,
-      ...(worker === undefined ? {} : { worker: Number(worker) })
-    })
-  )
+  const workerField = worker === undefined ? {} : { worker: Number(worker) }
+  yield* Effect.logInfo("listening").pipe(Effect.annotateLogs({ environment, host, port, ...workerField }))
   return yield* Effect.never
 }).pipe(Effect.scoped, Effect.provide(InFlightRequests.layer))
 
@@ -63,9 +77,9 @@ const main = Effect.gen(function*() {
   yield* listenersApart
   const { drainTimeout, host, port, stopGrace, workers } = yield* AppConfig
   const stopTime = Duration.sum(stopGrace, drainTimeout)
-  yield* Effect.sync(() => stopDeadline.set(Duration.sum(stopTime, stopMargin)))
-  // The service's claim, held by the single server or the supervisor (never its workers) until it
-  // ends, before anything else: a second service on the port touches neither database nor port.
+  stopBound = Duration.sum(stopTime, stopMargin)
+  // Held by the single server or the supervisor (never its workers), before anything else: a
+  // second service on the port touches neither database nor port.
   if (worker === undefined) yield* claimPort(host, port)
   if (workers === 1 || worker !== undefined) return yield* serve
   yield* migrate
@@ -76,18 +90,16 @@ const main = Effect.gen(function*() {
   }
   yield* Effect.logInfo("supervising workers").pipe(Effect.annotateLogs({ port, workers }))
   // A worker still running a second before the supervisor's own bound is ended.
-  return yield* supervise(workers, env, Duration.sum(stopTime, Duration.millis(Duration.toMillis(stopMargin) / 2)))
+  return yield* supervise(workers, env, Duration.sum(stopTime, Duration.seconds(1)))
 }).pipe(
   Effect.scoped,
-  // LOG_LEVEL holds for the service's own lines (`listening`, …) as for the requests'; a start that
-  // fails says why whatever it is (below, outside it).
+  // LOG_LEVEL holds for the service's own lines as for the requests'; a failed start is logged whatever it is (outside it).
   (self) => AppConfig.use(({ logLevel }) => Effect.provideService(self, References.MinimumLogLevel, logLevel)),
   Effect.provide([AppConfig.layer, ObservabilityConfig.layer]),
   Effect.tapCause((cause) => {
     const failure = Cause.findErrorOption(cause)
     return Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logError(
       Option.isSome(failure) && failure.value instanceof Config.ConfigError
-        // It names the variable: "(Invalid data at PORT: …)".
         ? `Invalid configuration: (${describeConfigError(failure.value)})`
         : `failed to start: ${summarizeCause(cause)}`
     )
@@ -96,12 +108,9 @@ const main = Effect.gen(function*() {
 )
 
 // SIGHUP too: a closed terminal or a supervisor's reload sends it, and by default it would end the
-// process at once, cutting the requests in flight.
+// process at once. A repeated signal (Ctrl-C reaches npm too, which forwards it) must not cut the drain short.
 const stopSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const
-
-// A terminal's Ctrl-C reaches both this process and npm, which forwards it: the repeated signal must
-// not cut the drain short. The first signal arms the stop's deadline.
-for (const signal of stopSignals) process.on(signal, stopDeadline.arm)
+for (const signal of stopSignals) process.on(signal, armStopDeadline)
 // Exits 0 when it stopped on a signal or ended, 1 when it could not start.
 runMainOn(stopSignals)(main, {
   disableErrorReporting: true,
