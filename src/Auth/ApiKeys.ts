@@ -37,11 +37,12 @@ export interface KeyHolder {
 }
 
 const environmentPrefix: Record<Environment, string> = { production: "ps_live_", staging: "ps_test_" }
-const shownPrefixLength = 12
 
-/** A new key: the environment's prefix and 256 random bits. */
-const generateKey = (environment: Environment): string =>
-  environmentPrefix[environment] + randomBytes(32).toString("base64url")
+/** A new key: the environment's prefix and 256 random bits; its first 12 characters are shown to people. */
+const generateKey = (environment: Environment) => {
+  const key = environmentPrefix[environment] + randomBytes(32).toString("base64url")
+  return { key, prefix: key.slice(0, 12) }
+}
 
 /** Keys are stored and found only by this hash; the one-shot `hash`, lighter than a `createHash` object. */
 export const hashKey = (key: string): string => hash("sha256", key, "hex")
@@ -66,11 +67,11 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       return ApiKeys.of({
         create: (name) =>
           Effect.sync(() => {
-            const key = generateKey(environment)
+            const { key, prefix } = generateKey(environment)
             const record = new ApiKeyRecord({
               id: keys.length + 1,
               name,
-              prefix: key.slice(0, shownPrefixLength),
+              prefix,
               createdAt: new Date(),
               revokedAt: Option.none()
             })
@@ -91,23 +92,19 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             return Effect.succeed(record)
           }),
         findActiveByHash: (hash) =>
-          Effect.sync(() =>
-            Option.map(
-              Option.fromUndefinedOr(
-                keys.find((entry) => entry.hash === hash && Option.isNone(entry.record.revokedAt))
-              ),
-              ({ record }) => ({ keyId: record.id, name: record.name })
-            )
-          )
+          Effect.sync(() => {
+            const found = keys.find((entry) => entry.hash === hash && Option.isNone(entry.record.revokedAt))
+            return found === undefined
+              ? Option.none()
+              : Option.some({ keyId: found.record.id, name: found.record.name })
+          })
       })
     })
   )
 
   /**
-   * Keys in the `api_keys` table. A valid key found is trusted for half a second: each request
-   * asking would wait for PostgreSQL's network, and on SQLite the lookup was a sixth of a get by
-   * id's CPU. A key revoked here is refused at once, one revoked by another process within a
-   * second; unknown keys are never kept, so a new key works at once.
+   * Keys in the `api_keys` table. A valid key found is trusted for half a second, sparing each request
+   * a lookup; a key revoked here is refused at once, elsewhere within a second; unknown keys are never kept.
    */
   static readonly Sql = Layer.effect(
     ApiKeys,
@@ -120,18 +117,9 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         10_000,
         (entry, now) => entry.until <= now
       )
-      const activeByHash = (hash: string) =>
-        unavailableOrDie(Effect.map(
-          sql<
-            { id: unknown; name: string }
-          >`SELECT id, name FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`,
-          (rows): Option.Option<KeyHolder> =>
-            rows.length === 0 ? Option.none() : Option.some({ keyId: Number(rows[0]!.id), name: rows[0]!.name })
-        ))
       return ApiKeys.of({
         create: (name) => {
-          const key = generateKey(environment)
-          const prefix = key.slice(0, shownPrefixLength)
+          const { key, prefix } = generateKey(environment)
           return unavailableOrDie(Effect.map(
             sql`INSERT INTO api_keys (name, prefix, key_hash, created_at)
               VALUES (${name}, ${prefix}, ${hashKey(key)}, ${new Date().toISOString()})
@@ -164,10 +152,15 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             const now = clock.currentTimeMillisUnsafe()
             const known = recentlyFound.get(hash)
             if (known !== undefined && known.until > now) return Effect.succeed(known.holder)
-            // Only a lookup the cache cannot answer waits on the database.
-            return Effect.map(waitingOnDatabase(activeByHash(hash)), (holder) => {
-              if (Option.isSome(holder)) recentlyFound.set(hash, { holder, until: now + trustFoundKeysMillis }, now)
-              else recentlyFound.delete(hash)
+            const active = sql<{ id: unknown; name: string }>`SELECT id, name FROM api_keys
+              WHERE key_hash = ${hash} AND revoked_at IS NULL`
+            return Effect.map(waitingOnDatabase(unavailableOrDie(active)), ([row]) => {
+              if (row === undefined) {
+                recentlyFound.delete(hash)
+                return Option.none()
+              }
+              const holder = Option.some({ keyId: Number(row.id), name: row.name })
+              recentlyFound.set(hash, { holder, until: now + trustFoundKeysMillis }, now)
               return holder
             })
           })

@@ -16,11 +16,16 @@ import { RateLimiter, rateLimitHeaders, type RateLimitPolicy } from "./RateLimit
 
 const bearer = /^bearer +([\x21-\x7e]+) *$/i
 
+/** Authentication's outcome: the key's holder, or the response refusing the request. */
+type Answer<E> = Effect.Effect<
+  KeyHolder | HttpServerResponse.HttpServerResponse,
+  E,
+  HttpServerRequest.HttpServerRequest
+>
+
 /**
- * A refusal is answered here, its response made once with its body encoded by the error's declared
- * schema, rather than failed through to HttpApi, which encodes it at every request with the union
- * of every error the endpoint declares, a cost every refused request would pay. The challenge of
- * RFC 6750: a 401 names the realm, and the error when a key was sent.
+ * A refusal's response is made once, not failed through HttpApi, which would encode it at every
+ * request by the union of the endpoint's errors. RFC 6750's challenge: the realm, and the error when a key was sent.
  */
 const refusal = (code: Unauthorized["code"], message: string) => ({
   code,
@@ -56,12 +61,9 @@ const slowdown = (policy: RateLimitPolicy, remaining: number) =>
   Math.min(2000, Math.max(0, Math.floor(policy.burst / 2) - remaining) * 200)
 
 /**
- * Authenticates by the key's SHA-256 hash; the key itself is never logged nor compared. A valid
- * key's requests count against its own rate only: what other clients sent from the same address
- * never refuses it. Failed attempts count against the client's address (`Request/ClientAddress.ts`:
- * the peer, or the client a trusted proxy names): slowed once half the allowance is spent, then
- * 429, so keys cannot be guessed at speed. An accepted key's rate limit headers are added to the
- * response whatever answers it (`noteResponseHeaders`).
+ * Authenticates by the key's SHA-256 hash, never logging the key. A valid key counts against its own
+ * rate only, never its address's. Failures count against the client's address (the peer, or the
+ * client a trusted proxy names): slowed, then 429, so keys cannot be guessed at speed.
  */
 export const AuthenticationLive = Layer.effect(
   Authentication,
@@ -96,37 +98,23 @@ export const AuthenticationLive = Layer.effect(
     const authenticate = (
       request: HttpServerRequest.HttpServerRequest,
       current: RequestRecord | undefined
-    ): Effect.Effect<
-      KeyHolder | HttpServerResponse.HttpServerResponse,
-      ServiceUnavailable,
-      HttpServerRequest.HttpServerRequest
-    > => {
+    ): Answer<ServiceUnavailable> => {
       const client = () => current?.clientAddress ?? clientAddressOf(request)
       const header = request.headers.authorization
       if (header === undefined || header.trim() === "") return orUnavailable(refuse(client(), missingKey))
       const token = bearer.exec(header)?.[1]
       if (token === undefined) return orUnavailable(refuse(client(), malformedKey))
-      return orUnavailable(Effect.flatMap(keys.findActiveByHash(hashKey(token)), (
-        holder
-      ): Effect.Effect<
-        KeyHolder | HttpServerResponse.HttpServerResponse,
-        DatabaseUnavailable,
-        HttpServerRequest.HttpServerRequest
-      > => {
-        if (Option.isNone(holder)) return refuse(client(), unknownKey)
-        return Effect.flatMap(limiter.take(perKey, String(holder.value.keyId)), (
-          decision
-        ): Effect.Effect<
-          KeyHolder | HttpServerResponse.HttpServerResponse,
-          never,
-          HttpServerRequest.HttpServerRequest
-        > => {
-          const headers = rateLimitHeaders(decision)
-          if (decision.allowed) return Effect.as(noteResponseHeaders(headers), holder.value)
-          countOverRate()
-          return Effect.succeed(HttpServerResponse.setHeaders(overRate, headers))
+      return orUnavailable(
+        Effect.flatMap(keys.findActiveByHash(hashKey(token)), (holder): Answer<DatabaseUnavailable> => {
+          if (Option.isNone(holder)) return refuse(client(), unknownKey)
+          return Effect.flatMap(limiter.take(perKey, String(holder.value.keyId)), (decision): Answer<never> => {
+            const headers = rateLimitHeaders(decision)
+            if (decision.allowed) return Effect.as(noteResponseHeaders(headers), holder.value)
+            countOverRate()
+            return Effect.succeed(HttpServerResponse.setHeaders(overRate, headers))
+          })
         })
-      }))
+      )
     }
 
     return Authentication.of({
@@ -136,16 +124,11 @@ export const AuthenticationLive = Layer.effect(
         Effect.withFiber((fiber) => {
           const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
           const current = fiber.getRef(CurrentRequest)
-          return Effect.flatMap(
-            // A sampled request's authentication is a span of its trace; never the key, nor the header.
-            fiber.cache.tracerEnabled
-              ? inAuthenticationSpan(authenticate(request, current))
-              : authenticate(request, current),
-            (answer) =>
-              HttpServerResponse.isHttpServerResponse(answer)
-                ? Effect.succeed(answer)
-                : Effect.provideService(httpEffect, CurrentCaller, answer)
-          )
+          // A sampled request's authentication is a span of its trace; never the key, nor the header.
+          return Effect.flatMap(inAuthenticationSpan(authenticate(request, current)), (answer) =>
+            HttpServerResponse.isHttpServerResponse(answer)
+              ? Effect.succeed(answer)
+              : Effect.provideService(httpEffect, CurrentCaller, answer))
         })
     })
   })

@@ -15,39 +15,31 @@ export const ObservedPetRepository = Layer.effect(
   Effect.gen(function*() {
     const { metrics, tracing } = yield* ObservabilityConfig
     const stored = yield* PetRepository
-    const pets = PetRepository.of({
-      create: (pet) => waitingOnDatabase(stored.create(pet)),
-      createOnce: (scope, claimedAt, fingerprint, pet) =>
-        waitingOnDatabase(stored.createOnce(scope, claimedAt, fingerprint, pet)),
-      findById: (id) => waitingOnDatabase(stored.findById(id)),
-      list: (query) => waitingOnDatabase(stored.list(query)),
-      reserve: (scope, abandonedAfterMillis) => waitingOnDatabase(stored.reserve(scope, abandonedAfterMillis)),
-      release: (scope, claimedAt) => waitingOnDatabase(stored.release(scope, claimedAt)),
-      // Run by /readyz's probe, as the service's own: no request's deadline waits on it.
-      readiness: stored.readiness
-    })
-    const countPetCreated = metrics._tag === "None" ? undefined : petsCreatedCounter()
-    const counted: typeof pets = countPetCreated === undefined ? pets : {
-      ...pets,
-      create: (pet) => Effect.map(pets.create(pet), (created) => (countPetCreated(), created)),
-      createOnce: (scope, claimedAt, fingerprint, pet) =>
-        Effect.map(pets.createOnce(scope, claimedAt, fingerprint, pet), (created) => (countPetCreated(), created))
-    }
-    if (tracing._tag === "None") return counted
+    const countCreated = metrics._tag === "None" ? undefined : petsCreatedCounter()
     const inSpan = (name: string) =>
-      inSampledSpan(`PetRepository.${name}`, { "code.function.name": `PetRepository.${name}` })
-    const traced = <A extends Array<any>, B, E, R>(name: string, call: (...args: A) => Effect.Effect<B, E, R>) => {
-      const inRepositorySpan = inSpan(name)
-      return (...args: A) => inRepositorySpan(call(...args))
+      tracing._tag === "None"
+        ? <A, E, R>(effect: Effect.Effect<A, E, R>) => effect
+        : inSampledSpan(`PetRepository.${name}`, { "code.function.name": `PetRepository.${name}` })
+    const observed = <A extends Array<any>, B, E, R>(
+      name: string,
+      call: (...args: A) => Effect.Effect<B, E, R>,
+      count?: () => void
+    ) => {
+      const inCallSpan = inSpan(name)
+      return (...args: A) => {
+        const waited = waitingOnDatabase(call(...args))
+        return inCallSpan(count === undefined ? waited : Effect.map(waited, (created) => (count(), created)))
+      }
     }
     return PetRepository.of({
-      create: traced("create", counted.create),
-      createOnce: traced("createOnce", counted.createOnce),
-      findById: traced("findById", counted.findById),
-      list: traced("list", counted.list),
-      reserve: traced("reserve", counted.reserve),
-      release: traced("release", counted.release),
-      readiness: inSpan("readiness")(counted.readiness)
+      create: observed("create", stored.create, countCreated),
+      createOnce: observed("createOnce", stored.createOnce, countCreated),
+      findById: observed("findById", stored.findById),
+      list: observed("list", stored.list),
+      reserve: observed("reserve", stored.reserve),
+      release: observed("release", stored.release),
+      // Run by /readyz's probe, as the service's own: no request's deadline waits on it.
+      readiness: inSpan("readiness")(stored.readiness)
     })
   })
 )
