@@ -9,15 +9,12 @@ export interface RateLimitPolicy {
   readonly burst: number
 }
 
-/** The outcome of taking one request from a bucket, with what the `RateLimit` headers report. */
+/** The outcome of taking one request from a bucket: requests left, seconds until full, seconds until one is allowed. */
 export interface RateLimitDecision {
   readonly allowed: boolean
   readonly policy: RateLimitPolicy
-  /** Requests left now. */
   readonly remaining: number
-  /** Seconds until the bucket is full again. */
   readonly resetSeconds: number
-  /** Seconds until one request is allowed (0 when allowed). */
   readonly retryAfterSeconds: number
 }
 
@@ -32,7 +29,7 @@ export const defaultMaxBuckets = 100_000
 export class RateLimiter extends Context.Service<RateLimiter, {
   readonly take: (policy: RateLimitPolicy, key: string) => Effect.Effect<RateLimitDecision, DatabaseUnavailable>
 }>()("petstore/RateLimiter") {
-  /** Buckets in this process's memory: forgotten once full again, at most `maxBuckets` per policy. */
+  /** Buckets in this process's memory, forgotten once full again. */
   static readonly inMemory = (options: { readonly maxBuckets?: number } = {}) =>
     Layer.sync(RateLimiter, () => makeInMemory(options))
 
@@ -55,7 +52,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
 }
 
 export const makeInMemory = (options: { readonly maxBuckets?: number } = {}): RateLimiter["Service"] => {
-  // A bucket is one number, when it is full again: a flood of new addresses costs a map entry each and no object.
+  // A bucket is one number, when it is full again: no object per address.
   const byPolicy = new Map<string, RecentMap<number>>()
   const bucketsOf = (policy: RateLimitPolicy) => {
     let fullAt = byPolicy.get(policy.name)

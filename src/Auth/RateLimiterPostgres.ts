@@ -18,16 +18,15 @@ import { RecentMap } from "./RecentMap.js"
 /** Tokens an instance leases from a shared bucket at once, a tenth of the burst: one request in this many writes. */
 export const leaseSize = (policy: RateLimitPolicy): number => Math.max(1, Math.floor(policy.burst / 10))
 
-/** What this instance holds of one shared bucket. */
+/**
+ * What this instance holds of one shared bucket: tokens leased and not yet spent, the shared tokens
+ * when last leased from and when, until when the bucket is known empty, and a lease being taken.
+ */
 interface Lease {
-  /** Leased tokens not yet spent here. */
   tokens: number
-  /** The shared bucket's tokens when last leased from, and when. */
   sharedTokens: number
   sharedAt: number
-  /** Until when the shared bucket is known empty: refused here without asking. */
   emptyUntil: number
-  /** A lease being taken, which requests arriving meanwhile wait for. */
   pending: Deferred.Deferred<void> | undefined
 }
 
@@ -35,12 +34,10 @@ interface Lease {
 const localRetryMillis = 1000
 
 /**
- * Token buckets shared by every instance on PostgreSQL without a write per request: an instance
- * leases tokens in batches under the bucket's row lock and spends them in memory, so together the
- * instances never allow more than the policy (a client spread over n instances may be refused up
- * to n − 1 leases early), and a bucket found empty is refused locally until it refills. A database
- * that refuses writes (read-only or full) would refuse every request, reads too: the instance then
- * decides alone on the whole policy, logged and `petstore_rate_limit_local` 1, retrying a second later.
+ * Token buckets shared by every instance on PostgreSQL without a write per request: tokens leased in
+ * batches under the bucket's row lock and spent in memory, so the instances together never allow
+ * more than the policy. A database refusing writes would refuse every request, reads too: the
+ * instance then decides alone (logged, `petstore_rate_limit_local` 1), trying again a second later.
  */
 export const RateLimiterPostgres = (
   options: {
@@ -55,7 +52,6 @@ export const RateLimiterPostgres = (
       const sql = yield* SqlClient.SqlClient
       const maxShared = options.maxSharedBuckets ?? 1_000_000
       const local = makeInMemory({ maxBuckets: options.maxBuckets ?? defaultMaxBuckets })
-      // Until when this instance decides alone; since when, if it does.
       let localUntil = 0
       let localSince: number | undefined
       const observability = yield* Effect.serviceOption(ObservabilityConfig)
@@ -91,7 +87,7 @@ export const RateLimiterPostgres = (
 
       const leaseFromDatabase = (policy: RateLimitPolicy, bucket: string, want: number, now: number) => {
         const perMilli = policy.perSecond / 1000
-        // Only the policy's numbers are written into the text (the time is `excluded`'s): one statement per policy.
+        // Only the policy's numbers are in the text: one prepared statement per policy.
         const refilledText =
           `LEAST(${policy.burst}::float8, b.tokens + GREATEST(0, excluded.updated_at - b.updated_at) * ${perMilli}::float8)`
         const refilled = sql.literal(refilledText)
@@ -155,7 +151,6 @@ export const RateLimiterPostgres = (
           lease = { tokens: 0, sharedTokens: policy.burst, sharedAt: now, emptyUntil: 0, pending: undefined }
           leases.set(bucket, lease, now)
         }
-        // Only a refill (or the wait for another request's) waits on the database.
         return Effect.matchEffect(waitingOnDatabase(refill(policy, bucket, lease, now)), {
           onFailure: (error) =>
             error.reason === "read_only" || error.reason === "full"
@@ -165,14 +160,13 @@ export const RateLimiterPostgres = (
         })
       }
 
-      // Every instance deletes the full buckets and those past the cap, now and then.
       const purge = Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.andThen(
           sql`DELETE FROM rate_limit_buckets WHERE full_at <= ${now}`,
           sql`DELETE FROM rate_limit_buckets WHERE bucket IN (
             SELECT bucket FROM rate_limit_buckets ORDER BY updated_at DESC OFFSET ${maxShared})`
         ))
-      // The first a turn after the start, not among the first requests' writes; a failed one is retried the next turn.
+      // Every instance, a turn after its start; a failed purge is retried the next turn.
       yield* Effect.sleep(options.purgeEvery ?? "10 seconds").pipe(
         Effect.andThen(Effect.ignoreCause(purge, { log: "Debug" })),
         Effect.forever,

@@ -1,10 +1,8 @@
 /**
- * A map of at most `capacity` entries, least recently used dropped first, idle ones (`isIdle`)
- * swept as it goes: for state an attacker can grow at will (a bucket per address, a key per guess).
- * Two plain maps, as in hashlru: the recent half turns older when full and the older is dropped
- * whole. An exact order (a linked list beside one map) pinned an object per entry: a million
- * addresses grew the resident memory by 62–106 MiB, against 16–23 MiB so.
- * Idle entries of the older half are swept two per new key by one iterator, never rescanning.
+ * A map of at most `capacity` entries, least recently used dropped first, idle ones (`isIdle`) swept
+ * two per new key: for state an attacker can grow at will (a bucket per address, a key per guess).
+ * Two plain maps, as in hashlru (the recent half turns older when full, the older is dropped whole):
+ * an exact order pins an object per entry, several times the memory.
  */
 export class RecentMap<V> {
   private recent = new Map<string, V>()
@@ -24,7 +22,6 @@ export class RecentMap<V> {
     return this.recent.size + this.older.size
   }
 
-  /** The entry, now among the most recently used. */
   get(key: string): V | undefined {
     const value = this.recent.get(key)
     if (value !== undefined) return value
@@ -35,7 +32,6 @@ export class RecentMap<V> {
     return older
   }
 
-  /** Sets the entry, now among the most recently used. */
   set(key: string, value: V, now: number): void {
     if (this.recent.has(key)) {
       this.recent.set(key, value)

@@ -39,8 +39,7 @@ export class Cursors extends Context.Service<Cursors, {
           return Effect.fail(invalid)
         }
         const afterId = Number(payload.split(".")[0])
-        // Base64 decoding forgives padding, `+`/`/` and unused bits: only the form this service
-        // issued is the same cursor, so any other spelling of it is refused as changed.
+        // Base64 decoding forgives padding, `+`/`/` and unused bits: only the spelling issued is accepted.
         return encode({ afterId, status }) === cursor ? Effect.succeed(afterId) : Effect.fail(invalid)
       }
     })

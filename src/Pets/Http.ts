@@ -21,15 +21,13 @@ import { noteResponseHeaders } from "../Request/CurrentRequest.js"
 import { orUnavailable } from "../Request/Unavailable.js"
 import { ReadOnlyMode } from "../Sql/ReadOnlyMode.js"
 import { Cursors } from "./Cursors.js"
-import { fingerprint } from "./Idempotency.js"
+import { fingerprint, type IdempotencyScope } from "./Idempotency.js"
 import { readJsonBody } from "./JsonBody.js"
-import { type IdempotencyScope, PetRepository } from "./PetRepository.js"
+import { PetRepository } from "./PetRepository.js"
 
 /**
- * A page of pets is written directly rather than encoded again by the endpoint's success schema: a
- * Pet is its own wire form (its schema has no transformation) and the repository has already
- * checked every row, and the schema's encoding costs more than the rest of a long page's request.
- * One pet (getPet, createPet) costs no measurable difference, so it goes through its schema.
+ * A page is written directly, not encoded by the success schema, which costs more than the rest of
+ * a long page's request: a Pet is its own wire form, and the repository has checked every row.
  */
 const page = (pets: ReadonlyArray<Pet>, headers?: Record<string, string>) =>
   HttpServerResponse.jsonUnsafe(pets, headers === undefined ? undefined : { headers })
@@ -62,16 +60,11 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
     const pets = yield* PetRepository
     const cursors = yield* Cursors
     const { publicBaseUrl, requestTimeout } = yield* AppConfig
-    // A request is answered by its deadline, so a claim older than that was abandoned (its
-    // request cut off, say, by a database that went away); a retry then takes it over.
+    // A claim older than the request deadline was abandoned: a retry takes it over.
     const abandonedAfterMillis = Duration.toMillis(requestTimeout)
     const readOnlyMode = yield* ReadOnlyMode
 
-    /**
-     * A create under an idempotency key: the key is reserved before the body is read (a retry
-     * meanwhile gets 409), the pet and the key's record are written in one transaction, and a
-     * retry with the same body replays the first answer.
-     */
+    /** A create under an idempotency key: reserved before the body is read, replayed to a retry with the same body. */
     const createOnce = (scope: IdempotencyScope) =>
       Effect.flatMap(pets.reserve(scope, abandonedAfterMillis), (reservation): Effect.Effect<
         Pet,
@@ -135,10 +128,7 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
 
 const unixSeconds = (date: Date) => Math.floor(date.getTime() / 1000)
 
-/**
- * getPet's sunset policy: every answer carries `Deprecation`, `Sunset` and the `Link` to its
- * replacement's documentation, and from the sunset on the endpoint answers 410.
- */
+/** getPet's sunset policy: `Deprecation`, `Sunset` and the replacement's `Link` on each answer; 410 from the sunset. */
 export const SunsetPolicyLive = Layer.effect(
   SunsetPolicy,
   Effect.gen(function*() {

@@ -8,23 +8,16 @@ export interface IdempotencyScope {
   readonly key: string
 }
 
-/** What a reservation of an idempotency key found. */
+/**
+ * What a reservation of an idempotency key found: new (or abandoned) and claimed at `claimedAt`, the
+ * claim that alone completes or releases it; completed by an earlier request; or still running.
+ */
 export type Reservation =
-  /**
-   * The key is new (or its earlier request was abandoned): this request proceeds. `claimedAt`
-   * identifies this claim of the key: only it can complete or release the record.
-   */
   | { readonly _tag: "Reserved"; readonly claimedAt: number }
-  /** An earlier request with this key created `pet` from a body with this fingerprint. */
   | { readonly _tag: "Completed"; readonly fingerprint: string; readonly pet: Pet }
-  /** An earlier request with this key is still running. */
   | { readonly _tag: "InProgress" }
 
-/**
- * The claim a create completes was taken over by a later request (the first outlived its
- * deadline, cut off by a database that went away): the create is rolled back, so one key never
- * makes two pets.
- */
+/** The claim was taken over by a later request (this one outlived its deadline): rolled back, one key, one pet. */
 export class ClaimTakenOver extends Data.TaggedError("ClaimTakenOver") {}
 
 /** Idempotency records are kept this long (at least the 24 hours clients are promised). */
@@ -34,11 +27,9 @@ export const idempotencyRetentionMillis = 24 * 60 * 60 * 1000
 const recordedFieldCount = 3
 
 /**
- * What identifies a request body for an idempotency key: its decoded value, so spacing and key
- * order do not count. Every field of the schema takes part, in the schema's order, absent as null,
- * except absent fields at the end past the first three: a field added to the schema leaves the
- * fingerprint of a body without it as it was, so a retry of a create recorded before the field
- * existed still replays.
+ * A request body's identity for an idempotency key: its decoded fields in the schema's order, absent
+ * as null, trailing absent ones past the first three left out, so a field added to the schema leaves
+ * the fingerprint of a body without it as recorded before.
  */
 export const fingerprintOf = (fields: ReadonlyArray<string>) => (body: { readonly [field: string]: unknown }) => {
   const values = fields.map((field) => body[field] ?? null)

@@ -6,14 +6,10 @@ import { makeInMemoryPetRepository } from "./PetRepositoryInMemory.js"
 import { makeSqlPetRepository } from "./PetRepositorySql.js"
 
 /**
- * The store answers and takes writes; answers nothing (down, hung, out of connections, locked by
- * another process); answers reads but refuses writes (a standby, a read-only database); or cannot
- * be used by this instance at all (its SQLite file deleted, replaced or damaged). Only the last
- * is this instance's alone: the others are the same for every instance on the database.
+ * The store answers and takes writes; answers nothing (down, hung, locked); refuses writes (a
+ * standby); or cannot be used by this instance, the one fault that is its alone (its SQLite file gone or damaged).
  */
 export type Readiness = "ready" | "unavailable" | "read_only" | "unusable"
-
-export { ClaimTakenOver, type IdempotencyScope, type Reservation } from "./Idempotency.js"
 
 export interface PetQuery {
   readonly status?: PetStatus | undefined
@@ -22,9 +18,9 @@ export interface PetQuery {
   readonly limit: number
 }
 
+/** A page, and whether more pets match beyond it. */
 export interface PetPage {
   readonly pets: ReadonlyArray<Pet>
-  /** Whether more pets match beyond this page. */
   readonly hasMore: boolean
 }
 
@@ -37,21 +33,14 @@ export class PetRepository extends Context.Service<PetRepository, {
   readonly create: (pet: NewPet) => Effect.Effect<Pet, DatabaseUnavailable>
   readonly findById: (id: PetId) => Effect.Effect<Option.Option<Pet>, DatabaseUnavailable>
   readonly list: (query: PetQuery) => Effect.Effect<PetPage, DatabaseUnavailable>
-  /**
-   * Claims an idempotency key before its request's body is read. An unfinished claim older
-   * than `abandonedAfterMillis` (its request's deadline: that request has been answered) is
-   * taken over.
-   */
+  /** Claims an idempotency key before the body is read; one unfinished past `abandonedAfterMillis` is taken over. */
   readonly reserve: (
     scope: IdempotencyScope,
     abandonedAfterMillis: number
   ) => Effect.Effect<Reservation, DatabaseUnavailable>
   /** Gives back the claim made at `claimedAt` if its request failed before creating anything. */
   readonly release: (scope: IdempotencyScope, claimedAt: number) => Effect.Effect<void, DatabaseUnavailable>
-  /**
-   * Creates the pet and completes the claim made at `claimedAt` in one transaction; if the
-   * claim was taken over meanwhile, creates nothing.
-   */
+  /** Creates the pet and completes the claim made at `claimedAt` in one transaction; nothing if it was taken over. */
   readonly createOnce: (
     scope: IdempotencyScope,
     claimedAt: number,

@@ -8,16 +8,14 @@ import { ClaimTakenOver, idempotencyRetentionMillis, type IdempotencyScope, type
 import type { PetRepository, Readiness } from "./PetRepository.js"
 
 /**
- * Pets in the `pets` table, on SQLite or PostgreSQL alike; every statement reads the columns
- * `PetColumns.ts` lists. A reservation is one statement (insert, or take over an expired or
- * abandoned record), so two instances racing for a key cannot both win.
+ * Pets in the `pets` table, on SQLite or PostgreSQL alike. A reservation is one statement (insert,
+ * or take over an expired or abandoned record), so two instances racing for a key cannot both win.
  */
 export const makeSqlPetRepository = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // The replay answers the pet as the create did: the same columns, from the joined row.
   const replayColumns = sql.literal(petColumnNames.map((name) => `p.${name}`).join(", "))
-  // The statements most requests make, written out once with the dialect's placeholders rather
-  // than built from a template at every call (its segments, then compiled to text).
+  // The statements most requests make, written once with the dialect's placeholders, not compiled at every call.
   const placeholder = (n: number) => sql.onDialectOrElse({ pg: () => `$${n}`, orElse: () => "?" })
   const selectPets = `SELECT ${petColumnNames.join(", ")} FROM pets`
   const byId = `${selectPets} WHERE id = ${placeholder(1)}`
@@ -110,11 +108,8 @@ export const makeSqlPetRepository = Effect.gen(function*() {
           ? execute(page, [afterId, limit + 1], pageOf(limit))
           : execute(pageByStatus, [status, afterId, limit + 1], pageOf(limit))
       ),
-    // The pets table itself, not just the connection: a table locked by another session does not
-    // answer. On PostgreSQL, whether a write would be refused too, without writing: a standby's
-    // transactions are read-only, as are a session's under `default_transaction_read_only`. Every
-    // PostgreSQL failure is the shared database's; a SQLite file's is this instance's, unless it is
-    // another process holding the lock.
+    // The pets table itself, not just the connection: a locked table does not answer. On PostgreSQL,
+    // whether writes are refused, without writing; a SQLite file's failure is this instance's, unless busy.
     readiness: sql.onDialectOrElse({
       pg: () =>
         Effect.map(
