@@ -19,12 +19,21 @@ import {
   lastHandedOut,
   migrationsTable,
   nextId,
-  sequencedTables,
+  sequencedIn,
   setNextId,
   tablesOf,
   versionOf
 } from "./SchemaVersion.js"
-import { codeOf, connect, describeStoreFailure, interruption, MoveError, openSqlite, type Store } from "./Store.js"
+import {
+  codeOf,
+  connect,
+  describeStoreFailure,
+  failingAs,
+  interruption,
+  MoveError,
+  openSqlite,
+  type Store
+} from "./Store.js"
 import { countRows, tables } from "./Tables.js"
 
 /**
@@ -38,21 +47,20 @@ const removeWithCompanions = (file: string) => {
   for (const path of ["", ...companions].map((suffix) => `${file}${suffix}`)) if (existsSync(path)) rmSync(path)
 }
 
-/** Removes, on a failure, what the command wrote beside the database (nothing could be written there either, maybe). */
+/** Removes, on a failure, what the command wrote beside the database, where it could write at all. */
 const removingOnFailure = (file: string) =>
-  Effect.onError(() =>
-    Effect.sync(() => {
-      try {
-        removeWithCompanions(file)
-      } catch {
-        // Nothing to do: the failure already says what went wrong there.
-      }
-    })
-  )
+  Effect.onError(() => Effect.ignore(Effect.try(() => removeWithCompanions(file))))
 
 /** SQLite's check of every page, `ok` or what it found. */
 const integrityOf = (sql: SqlClient.SqlClient) =>
   Effect.map(sql<{ integrity_check: string }>`PRAGMA integrity_check`, ([check]) => check?.integrity_check)
+
+/** The rows per table, as a summary line lists them. */
+const rowCounts = (sql: SqlClient.SqlClient, names: ReadonlySet<string>) =>
+  Effect.forEach(
+    tables.filter((table) => names.has(table.name)),
+    (table) => Effect.map(countRows(sql, table), (count) => `${table.name} ${count}`)
+  )
 
 /** SQLite's failures that come from writing the backup's file (its disk, its folder): the backup's to report. */
 const writeFailures = ["SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_PERM"]
@@ -73,9 +81,8 @@ export const backup = (store: Store, file: string) => {
       })
     }
     if (existsSync(file)) return yield* new MoveError({ message: `backup: ${file} already exists; name a new file` })
-    // Made empty here, before SQLite writes into it, so that a folder it cannot be written in is
-    // told as the backup's; its folder made first (a fresh checkout has no `backups/`, the folder
-    // the documented command names).
+    // Made empty before SQLite writes into it, so that a folder it cannot be written in is told as
+    // the backup's; its folder made first (a fresh checkout has no `backups/`, the documented one).
     yield* Effect.try({
       try: () => {
         if (!existsSync(dirname(file))) mkdirSync(dirname(file), { recursive: true })
@@ -92,19 +99,18 @@ export const backup = (store: Store, file: string) => {
           sql`VACUUM INTO ${partial}`,
           (error) => writeFailures.some((code) => codeOf(error).startsWith(code)) ? onBackup(error) : error
         )
-    )).pipe(Effect.mapError((error) => describeStoreFailure(store, "source", error)))
+    )).pipe(failingAs(store, "source"))
     const counts = yield* Effect.scoped(Effect.gen(function*() {
       const sql = yield* connect(written, { role: "backup", mode: "read" })
       const check = yield* integrityOf(sql)
       if (check !== "ok") {
         return yield* new MoveError({ message: `backup ${file} failed its integrity check: ${check}` })
       }
-      return yield* Effect.forEach(tables, (table) => countRows(sql, table))
+      return yield* rowCounts(sql, new Set(tables.map((table) => table.name)))
     })).pipe(Effect.mapError(onBackup))
     yield* Effect.try({ try: () => renameSync(partial, file), catch: onBackup })
     const seconds = (performance.now() - startedAt) / 1000
-    return `backed up ${store.label} to ${file} in ${seconds.toFixed(1)} s (integrity check ok; ` +
-      `${tables.map((table, i) => `${table.name} ${counts[i]}`).join(", ")})`
+    return `backed up ${store.label} to ${file} in ${seconds.toFixed(1)} s (integrity check ok; ${counts.join(", ")})`
   }).pipe(removingOnFailure(partial))
 }
 
@@ -112,10 +118,6 @@ const refused = (message: string) => new MoveError({ message: `restore: ${messag
 
 /** One connection on a SQLite file that waits for no other process's lock, and leaves its journal mode as it is. */
 const open = (filename: string) => openSqlite({ filename, readwrite: true, create: false, disableWAL: true })
-
-const isLocked = (error: unknown) => isSqlError(error) && error.reason._tag === "LockTimeoutError"
-
-const sameFile = (a: string, b: string) => statSync(a).dev === statSync(b).dev && statSync(a).ino === statSync(b).ino
 
 /** Writes a file's (or a folder's entries') data to the disk before the rename is relied on. */
 const fsyncPath = (path: string) => {
@@ -127,7 +129,7 @@ const fsyncPath = (path: string) => {
   }
 }
 
-/** The restore's copy of the backup checked as a backup of this service: SQLite's check of every page, a schema this build can migrate. */
+/** The restore's copy of the backup checked: SQLite's check of every page, a schema this build can migrate. */
 const checkBackup = (copy: string, backupFile: string) =>
   Effect.gen(function*() {
     const sql = yield* open(copy)
@@ -144,30 +146,7 @@ const checkBackup = (copy: string, backupFile: string) =>
           "restore it with the build that wrote it"
       )
     }
-    const names = yield* tablesOf(sql)
-    return yield* Effect.forEach(tables.filter((table) => names.has(table.name)), (table) =>
-      Effect.map(countRows(sql, table), (count) => `${table.name} ${count}`))
-  })
-
-/**
- * The ids the replaced file handed out, read under its exclusive lock, held until the restored file
- * has its name: a service on it (in WAL mode) holds a shared lock, so one running anywhere refuses it.
- */
-const readReplaced = (file: string) =>
-  Effect.gen(function*() {
-    const sql = yield* open(file)
-    // Before the first read: SQLite then asks for the exclusive lock at once, and keeps it.
-    yield* sql`PRAGMA locking_mode = EXCLUSIVE`
-    const names = yield* tablesOf(sql)
-    const handedOut = new Map<string, number>()
-    for (const table of sequencedTables(tables)) {
-      if (names.has(table.name)) handedOut.set(table.name, yield* lastHandedOut(sql, table))
-    }
-    // Its WAL written back into it and removed, so that none is left under the name; then the
-    // exclusive lock held whatever its journal mode was.
-    yield* sql`PRAGMA journal_mode = DELETE`
-    yield* sql`BEGIN EXCLUSIVE`
-    return handedOut
+    return yield* rowCounts(sql, yield* tablesOf(sql))
   })
 
 /** Why the replaced file's ids cannot be kept, in the one line a restore prints. */
@@ -175,39 +154,47 @@ const idsUnknown = (why: string) => `${why}; the ids it handed out since the bac
 
 const withoutIds = (why: string) => refused(`${idsUnknown(why)}; give --ids-may-repeat to restore anyway`)
 
-/** The ids the replaced file handed out, or why they cannot be read and whether to go on without them. */
+/**
+ * The ids the replaced file handed out, read under its exclusive lock, held until the restored file
+ * has its name: a service on it (in WAL mode) holds a shared lock, so one running anywhere refuses
+ * it. When they cannot be read, why, and whether to go on without them.
+ */
 const holdReplaced = (store: Store & { readonly engine: "sqlite" }, idsMayRepeat: boolean) => {
-  type Replaced = { readonly handedOut?: ReadonlyMap<string, number>; readonly warning?: string }
   const unknown = (why: string) =>
-    idsMayRepeat ? Effect.succeed<Replaced>({ warning: idsUnknown(why) }) : Effect.fail(withoutIds(why))
+    idsMayRepeat ? Effect.succeed({ handedOut: undefined, warning: idsUnknown(why) }) : Effect.fail(withoutIds(why))
   if (!existsSync(store.filename)) return unknown(`${store.label} is gone`)
-  return readReplaced(store.filename).pipe(
-    Effect.map((handedOut): Replaced => ({ handedOut })),
-    Effect.catch((error) =>
-      isLocked(error)
-        ? Effect.fail(refused(
-          `${store.label} is open in another process (SQLite's lock on the file is held, as a service running on it holds it); ` +
-            "stop the service, then restore"
-        ))
-        : unknown(describeStoreFailure(store, "the", error).message)
-    )
-  )
+  return Effect.gen(function*() {
+    const sql = yield* open(store.filename)
+    // Before the first read: SQLite then asks for the exclusive lock at once, and keeps it.
+    yield* sql`PRAGMA locking_mode = EXCLUSIVE`
+    const handedOut = new Map<string, number>()
+    for (const table of yield* sequencedIn(sql)) handedOut.set(table.name, yield* lastHandedOut(sql, table))
+    // Its WAL written back into it and removed, so that none is left under the name; then the
+    // exclusive lock held whatever its journal mode was.
+    yield* sql`PRAGMA journal_mode = DELETE`
+    yield* sql`BEGIN EXCLUSIVE`
+    return { handedOut, warning: undefined }
+  }).pipe(Effect.catch((error) =>
+    isSqlError(error) && error.reason._tag === "LockTimeoutError"
+      ? Effect.fail(refused(
+        `${store.label} is open in another process (SQLite's lock on the file is held, as a service running on it holds it); ` +
+          "stop the service, then restore"
+      ))
+      : unknown(describeStoreFailure(store, "the", error).message)
+  ))
 }
 
 /** Sets the copy's next ids above its own and above every id the replaced file handed out. */
 const setIds = (copy: string, handedOut: ReadonlyMap<string, number> | undefined) =>
   Effect.gen(function*() {
     const sql = yield* open(copy)
-    const names = yield* tablesOf(sql)
-    return yield* sql.withTransaction(Effect.forEach(
-      sequencedTables(tables).filter((table) => names.has(table.name)),
-      (table) =>
-        Effect.gen(function*() {
-          const next = Math.max((yield* lastHandedOut(sql, table)) + 1, (handedOut?.get(table.name) ?? 0) + 1)
-          if (next !== (yield* nextId(sql, table))) yield* setNextId(sql, table, next)
-          return `${table.name} ${next}`
-        })
-    ))
+    const sequenced = yield* sequencedIn(sql)
+    return yield* sql.withTransaction(Effect.forEach(sequenced, (table) =>
+      Effect.gen(function*() {
+        const next = Math.max((yield* lastHandedOut(sql, table)) + 1, (handedOut?.get(table.name) ?? 0) + 1)
+        if (next !== (yield* nextId(sql, table))) yield* setNextId(sql, table, next)
+        return `${table.name} ${next}`
+      })))
   })
 
 /**
@@ -223,14 +210,12 @@ export const restore = (store: Store, backupFile: string, options: { readonly id
   }
   const target = store.filename
   const copy = `${target}.restoring`
-  const onBackup = (error: unknown) =>
-    describeStoreFailure({ ...store, filename: copy, label: backupFile }, "restore: the backup", error)
-  const onCopy = (error: unknown) =>
-    describeStoreFailure({ ...store, filename: copy, label: copy }, "restore: the copy", error)
+  const onCopy = failingAs({ ...store, filename: copy, label: copy }, "restore: the copy")
   return Effect.gen(function*() {
     interruption.line = `interrupted: nothing was restored; ${target} is as it was before`
     if (!existsSync(backupFile)) return yield* refused(`the backup ${backupFile}: no such file`)
-    if (existsSync(target) && sameFile(backupFile, target)) {
+    const [backupStat, targetStat] = [statSync(backupFile), statSync(target, { throwIfNoEntry: false })]
+    if (targetStat !== undefined && backupStat.dev === targetStat.dev && backupStat.ino === targetStat.ino) {
       return yield* refused(`${backupFile} is the database itself; name a backup made by db backup`)
     }
     if ((statSync(`${backupFile}-wal`, { throwIfNoEntry: false })?.size ?? 0) > 0) {
@@ -242,37 +227,31 @@ export const restore = (store: Store, backupFile: string, options: { readonly id
     // Before anything is written beside it.
     if (!existsSync(target) && !options.idsMayRepeat) return yield* withoutIds(`${store.label} is gone`)
     const startedAt = performance.now()
-    yield* Effect.try({
-      try: () => {
-        mkdirSync(dirname(target), { recursive: true })
-        removeWithCompanions(copy)
-        copyFileSync(backupFile, copy, constants.COPYFILE_EXCL)
-      },
-      catch: onCopy
-    })
-    const counts = yield* Effect.scoped(checkBackup(copy, backupFile)).pipe(Effect.mapError(onBackup))
+    yield* onCopy(Effect.try(() => {
+      mkdirSync(dirname(target), { recursive: true })
+      removeWithCompanions(copy)
+      copyFileSync(backupFile, copy, constants.COPYFILE_EXCL)
+    }))
+    const counts = yield* Effect.scoped(checkBackup(copy, backupFile)).pipe(
+      failingAs({ ...store, filename: copy, label: backupFile }, "restore: the backup")
+    )
     const { next, warning } = yield* Effect.scoped(Effect.gen(function*() {
       const replaced = yield* holdReplaced(store, options.idsMayRepeat)
-      const next = yield* Effect.scoped(setIds(copy, replaced.handedOut)).pipe(Effect.mapError(onCopy))
-      yield* Effect.try({
-        try: () => {
-          fsyncPath(copy)
-          for (const suffix of companions) rmSync(`${target}${suffix}`, { force: true })
-          renameSync(copy, target)
-          interruption.line = `interrupted: ${target} was restored from ${backupFile}`
-          fsyncPath(dirname(target))
-        },
-        catch: onCopy
-      })
+      const next = yield* onCopy(Effect.scoped(setIds(copy, replaced.handedOut)))
+      yield* onCopy(Effect.try(() => {
+        fsyncPath(copy)
+        for (const suffix of companions) rmSync(`${target}${suffix}`, { force: true })
+        renameSync(copy, target)
+        interruption.line = `interrupted: ${target} was restored from ${backupFile}`
+        fsyncPath(dirname(target))
+      }))
       return { next, warning: replaced.warning }
     }))
     const seconds = (performance.now() - startedAt) / 1000
     const ids = warning === undefined ? "above every id the replaced file handed out" : "the backup's own"
-    const checked = `integrity check ok; ${counts.join(", ")}`
     return {
-      summary: `restored ${target} from ${backupFile} in ${seconds.toFixed(1)} s (${checked}); next ids ${
-        next.join(", ")
-      }, ${ids}`,
+      summary: `restored ${target} from ${backupFile} in ${seconds.toFixed(1)} s (integrity check ok; ` +
+        `${counts.join(", ")}); next ids ${next.join(", ")}, ${ids}`,
       warning
     }
   }).pipe(removingOnFailure(copy))

@@ -1,11 +1,10 @@
-import { Cause, Clock, Effect, Fiber, Option } from "effect"
+import { Cause, Effect, Fiber, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { existsSync, rmSync } from "node:fs"
 import { resolve } from "node:path"
 import { runMigrations } from "../Sql/Migrations.js"
-import { readOnlySince, settleMillis } from "../Sql/ReadOnlyMode.js"
-import { Deadlines } from "./Deadlines.js"
-import { endAbandoned, openSession, type PostgresSession } from "./PostgresSession.js"
+import { readOnlySince } from "../Sql/ReadOnlyMode.js"
+import { Deadlines, endAbandoned, openSession, type PostgresSession } from "./PostgresSession.js"
 import {
   highestId,
   knownVersion,
@@ -13,26 +12,27 @@ import {
   requireKnownVersion,
   sequencedTables,
   setNextId,
+  settled,
   tablesOf,
   versionOf
 } from "./SchemaVersion.js"
-import { connect, describeStoreFailure, engineName, interruption, MoveError, type Store } from "./Store.js"
-import { countRows, tables } from "./Tables.js"
+import { connect, engineName, failingAs, interruption, MoveError, type Store } from "./Store.js"
+import { type CopiedTable, countRows, movedRows, tables } from "./Tables.js"
 import { Checksum, checksums, columnsOnBothSides, compare, forEachPage, inSnapshot } from "./Verify.js"
 import { tableWriter, withoutSecondaryIndexes } from "./WriteRows.js"
 
 /** The copy's progress: on a terminal, one line rewritten at most five times a second; piped, nothing. */
 const makeProgress = (what: string, total: number) => {
   const startedAt = performance.now()
-  const elapsed = () => (performance.now() - startedAt) / 1000
-  let [done, shownAt] = [0, 0]
   const live = process.stderr.isTTY === true
+  let [done, shownAt] = [0, 0]
   return {
     advance: (rows: number) => {
       done += rows
-      if (!live || performance.now() - shownAt < 200) return
-      shownAt = performance.now()
-      const rate = elapsed() > 0 ? done / elapsed() : 0
+      const now = performance.now()
+      if (!live || now - shownAt < 200) return
+      shownAt = now
+      const rate = done / ((now - startedAt) / 1000)
       const left = rate > 0 ? Math.max(0, (total - done) / rate) : 0
       process.stderr.write(
         `\r${what}: ${done.toLocaleString("en")} of ${total.toLocaleString("en")} rows, ` +
@@ -42,7 +42,7 @@ const makeProgress = (what: string, total: number) => {
     /** Clears the progress line; the rows and seconds, for the summary. */
     finish: () => {
       if (live && shownAt > 0) process.stderr.write("\r\x1b[K")
-      return { rows: done, seconds: elapsed() }
+      return { rows: done, seconds: (performance.now() - startedAt) / 1000 }
     }
   }
 }
@@ -54,28 +54,23 @@ const cleanUp = (
   cause: Cause.Cause<unknown>
 ) =>
   Effect.gen(function*() {
-    const interrupted = Cause.hasInterrupts(cause)
-    const asBefore = () => {
-      interruption.line = `interrupted: nothing was committed, and the target ${store.label} is as it was before`
-    }
+    const asBefore = `interrupted: nothing was committed, and the target ${store.label} is as it was before`
     if (store.engine === "sqlite" && created.file) {
       for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(`${store.filename}${suffix}`, { force: true })
-      return asBefore()
+      return void (interruption.line = asBefore)
     }
-    if (created.tables.length === 0) return asBefore()
+    if (created.tables.length === 0) return void (interruption.line = asBefore)
     const { connectMillis } = yield* Deadlines
     const removal = connect(store, { role: "target", mode: "write" }).pipe(
       Effect.tap((sql) => store.engine === "postgres" ? endAbandoned(sql, store.url) : Effect.void),
       Effect.flatMap((sql) => {
         const cascade = sql.onDialectOrElse({ pg: () => " CASCADE", orElse: () => "" })
-        return Effect.forEach(created.tables, (name) => sql.unsafe(`DROP TABLE IF EXISTS "${name}"${cascade}`), {
-          discard: true
-        })
+        return Effect.forEach(created.tables, (name) => sql.unsafe(`DROP TABLE IF EXISTS "${name}"${cascade}`))
       }),
       Effect.scoped,
       // A target that answered a moment ago answers within it; interrupted, within the stop's bound.
       Effect.timeoutOrElse({
-        duration: interrupted ? 1_000 : Math.min(5_000, connectMillis),
+        duration: Cause.hasInterrupts(cause) ? 1_000 : Math.min(5_000, connectMillis),
         orElse: () => Effect.fail("late")
       }),
       Effect.as(true),
@@ -84,17 +79,12 @@ const cleanUp = (
     // In a fiber of its own: the copy unwinds uninterruptibly (and, stopped by a signal, is
     // already interrupted), where the bound could not cut the wait short.
     const removed = yield* Effect.flatMap(Effect.forkDetach(removal, { uninterruptible: false }), Fiber.join)
-    if (removed) return asBefore()
-    interruption.line =
-      `interrupted: nothing was committed; ${store.label} did not answer in time to remove the empty ` +
-      "tables this copy made in it, and a copy into it again works"
+    interruption.line = removed ? asBefore : `interrupted: nothing was committed; ${store.label} did not answer in ` +
+      "time to remove the empty tables this copy made in it, and a copy into it again works"
   })
 
 /** Settings rows the target's own migrations write; a target holding only those is empty. */
 const migrationSettings = new Set(["cursor_secret", "read_only"])
-
-const sameStore = (a: Store, b: Store) =>
-  a.engine === "sqlite" && b.engine === "sqlite" ? resolve(a.filename) === resolve(b.filename) : a.label === b.label
 
 /** Refuses a target that holds anything, then builds its schema from this build's migrations; the tables it made. */
 const prepareTarget = (sql: SqlClient.SqlClient, store: Store) =>
@@ -124,8 +114,9 @@ const prepareTarget = (sql: SqlClient.SqlClient, store: Store) =>
         if (rows > 0) held.push(`${table.name}: ${rows} rows`)
       }
       if (held.length > 0) {
-        const list = held.join(", ")
-        return yield* refuse(`already holds data (${list}); it was left untouched. Copy into an empty database`)
+        return yield* refuse(
+          `already holds data (${held.join(", ")}); it was left untouched. Copy into an empty database`
+        )
       }
     }
     yield* Effect.provideService(runMigrations, SqlClient.SqlClient, sql)
@@ -136,8 +127,65 @@ const prepareTarget = (sql: SqlClient.SqlClient, store: Store) =>
 const sourceState = (sql: SqlClient.SqlClient) =>
   Effect.all([
     Effect.forEach(tables, (table) => countRows(sql, table)),
-    Effect.forEach(sequencedTables(tables), (table) => nextId(sql, table))
+    Effect.forEach(sequencedTables, (table) => nextId(sql, table))
   ])
+
+/**
+ * Fills the target's tables from the source's, in the transactions both have open: the next ids set
+ * past the copied ones, then every table's count and checksum compared.
+ */
+const fillTarget = (
+  source: SqlClient.SqlClient,
+  target: SqlClient.SqlClient,
+  session: PostgresSession | undefined,
+  copiedTables: ReadonlyArray<CopiedTable>,
+  from: Store,
+  to: Store
+) =>
+  Effect.gen(function*() {
+    const [onSource, onTarget] = [failingAs(from, "source"), failingAs(to, "target")]
+    const [counts, sourceNext] = yield* onSource(sourceState(source))
+    const copying = makeProgress("copying", counts.reduce((a, b) => a + b, 0))
+    const sourceSums = new Map<string, Checksum>()
+    for (const table of copiedTables) {
+      const checksum = new Checksum()
+      sourceSums.set(table.name, checksum)
+      if (table.replaced === true) yield* onTarget(target.unsafe(`DELETE ${movedRows(table)}`))
+      // The writer starts inside: a COPY in progress holds the session until it ends.
+      const fill = Effect.flatMap(tableWriter(target, table, session), (writer) =>
+        forEachPage(source, table, (rows) => {
+          checksum.add(rows)
+          copying.advance(rows.length)
+          return onTarget(writer.write(rows))
+        }).pipe(Effect.andThen(onTarget(writer.end)), Effect.onError(() => writer.abort)))
+      yield* onTarget(withoutSecondaryIndexes(target, table.name, onSource(fill)))
+    }
+    const copied = copying.finish()
+    const nextIds: Array<string> = []
+    for (const [i, table] of sequencedTables.entries()) {
+      const highest = yield* onTarget(highestId(target, table))
+      yield* onTarget(setNextId(target, table, Math.max(sourceNext[i]!, highest + 1)))
+      const next = yield* onTarget(nextId(target, table))
+      if (next <= highest || next < sourceNext[i]!) {
+        return yield* new MoveError({
+          message: `target ${to.label}: the next ${table.name} id would be ${next}, not above the copied ids ` +
+            `(highest ${highest}, source's next ${sourceNext[i]}); nothing was committed`
+        })
+      }
+      nextIds.push(`next ${table.name} id ${next}`)
+    }
+    const verifying = makeProgress("verifying", copied.rows)
+    const targetSums = yield* onTarget(checksums(target, copiedTables, verifying.advance))
+    const verified = verifying.finish()
+    const comparison = compare(sourceSums, targetSums)
+    if (comparison.differing.length > 0) {
+      return yield* new MoveError({
+        message: `verification failed: ${comparison.differing.join(", ")} differ between source and target ` +
+          `(${comparison.lines.join(" | ").replace(/\s+/g, " ")}); nothing was committed`
+      })
+    }
+    return { comparison, copied, verified, nextIds, counts, sourceNext }
+  })
 
 /**
  * Copies every table from a snapshot of `from` into `to`, built by this build's migrations, in one
@@ -146,94 +194,40 @@ const sourceState = (sql: SqlClient.SqlClient) =>
  */
 export const copy = (from: Store, to: Store) => {
   const created = { file: false, tables: [] as Array<string> }
-  const onSource = Effect.mapError((error: unknown) => describeStoreFailure(from, "source", error))
-  const onTarget = Effect.mapError((error: unknown) => describeStoreFailure(to, "target", error))
+  const [onSource, onTarget] = [failingAs(from, "source"), failingAs(to, "target")]
   return Effect.gen(function*() {
     // True also if the stop's bound ends the process before the clean-up did.
     interruption.line = "interrupted: nothing was committed; the empty tables the copy may have made in " +
       `${to.label} may be left, and a copy into it again works`
-    if (sameStore(from, to)) {
+    const sameFile = from.engine === "sqlite" && to.engine === "sqlite" &&
+      resolve(from.filename) === resolve(to.filename)
+    if (sameFile || from.label === to.label) {
       return yield* new MoveError({ message: `source and target are the same database (${from.label})` })
     }
     const source = yield* connect(from, { role: "source", mode: "read" })
     yield* onSource(requireKnownVersion(source, from, "source"))
     created.file = to.engine === "sqlite" && !existsSync(to.filename)
     // On PostgreSQL, a session of its own whose client COPY runs on.
-    const { copyClient, sql: target }: { sql: SqlClient.SqlClient; copyClient?: PostgresSession } =
-      to.engine === "postgres"
-        ? yield* onTarget(Effect.map(openSession(to.url), (session) => ({ sql: session.sql, copyClient: session })))
-        : { sql: yield* connect(to, { role: "target", mode: "create" }) }
+    const session = to.engine === "postgres" ? yield* onTarget(openSession(to.url)) : undefined
+    const target = session?.sql ?? (yield* connect(to, { role: "target", mode: "create" }))
     created.tables = yield* onTarget(prepareTarget(target, to))
-    // The columns as the source holds them and this build's migrations made them on the target.
     const copiedTables = yield* columnsOnBothSides({ sql: source, store: from }, { sql: target, store: to }, "copied")
 
     // Writes that passed the check just before the flag was set reach the source before the snapshot.
     const since = yield* onSource(readOnlySince(source))
-    if (Option.isSome(since)) {
-      const now = yield* Clock.currentTimeMillis
-      yield* Effect.sleep(Math.max(0, settleMillis - (now - since.value.getTime())))
-    }
+    if (Option.isSome(since)) yield* settled(since.value)
 
     const startedAt = performance.now()
+    // Each client keeps its own transaction in the fiber: the source's reads stay in its snapshot
+    // inside the target's transaction. A lost connection fails the rollback too, which `effect/sql`
+    // makes a defect.
     const snapshot = yield* onSource(Effect.catchDefect(
       inSnapshot(
         source,
-        Effect.gen(function*() {
-          const [counts, sourceNext] = yield* onSource(sourceState(source))
-          // Each client keeps its own transaction in the fiber: the source's reads stay in its
-          // snapshot inside the target's transaction. A lost connection fails the transaction's
-          // rollback too, which `effect/sql` makes a defect.
-          return yield* onTarget(Effect.catchDefect(
-            target.withTransaction(Effect.gen(function*() {
-              const copying = makeProgress("copying", counts.reduce((a, b) => a + b, 0))
-              const sourceSums = new Map<string, Checksum>()
-              for (const table of copiedTables) {
-                const checksum = new Checksum()
-                sourceSums.set(table.name, checksum)
-                // The writer starts inside: a COPY in progress holds the session until it ends.
-                const fill = Effect.flatMap(
-                  tableWriter(target, table, copyClient),
-                  (writer) =>
-                    forEachPage(source, table, (rows) => {
-                      checksum.add(rows)
-                      return onTarget(writer.write(rows)).pipe(
-                        Effect.tap(() => Effect.sync(() => copying.advance(rows.length)))
-                      )
-                    }).pipe(Effect.andThen(onTarget(writer.end)), Effect.onError(() => writer.abort))
-                )
-                yield* onTarget(withoutSecondaryIndexes(target, table.name, onSource(fill)))
-              }
-              const copied = copying.finish()
-              const nextIds: Array<string> = []
-              for (const [i, table] of sequencedTables(tables).entries()) {
-                const highest = yield* onTarget(highestId(target, table))
-                yield* onTarget(setNextId(target, table, Math.max(sourceNext[i]!, highest + 1)))
-                const next = yield* onTarget(nextId(target, table))
-                if (next <= highest || next < sourceNext[i]!) {
-                  return yield* new MoveError({
-                    message:
-                      `target ${to.label}: the next ${table.name} id would be ${next}, not above the copied ids ` +
-                      `(highest ${highest}, source's next ${sourceNext[i]}); nothing was committed`
-                  })
-                }
-                nextIds.push(`next ${table.name} id ${next}`)
-              }
-              const verifying = makeProgress("verifying", copied.rows)
-              const targetSums = yield* onTarget(checksums(target, copiedTables, verifying.advance))
-              const verified = verifying.finish()
-              const comparison = compare(sourceSums, targetSums)
-              if (comparison.differing.length > 0) {
-                const table = comparison.lines.join(" | ").replace(/\s+/g, " ")
-                return yield* new MoveError({
-                  message: `verification failed: ${comparison.differing.join(", ")} differ between source and target ` +
-                    `(${table}); nothing was committed`
-                })
-              }
-              return { comparison, copied, verified, nextIds, counts, sourceNext }
-            })),
-            Effect.fail
-          ))
-        })
+        onTarget(Effect.catchDefect(
+          target.withTransaction(fillTarget(source, target, session, copiedTables, from, to)),
+          Effect.fail
+        ))
       ),
       Effect.fail
     ))

@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Effect, type Scope, Stream } from "effect"
+import { Config, Context, Effect, Schema, type Scope, Stream } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
@@ -11,16 +11,43 @@ import {
   UnknownError
 } from "effect/sql/SqlError"
 import Pg from "pg"
-import { Deadlines } from "./Deadlines.js"
-import { libpqLogin } from "./Libpq.js"
+import { passwordFileLogin } from "./Libpq.js"
+
+/**
+ * How long the db command waits for a PostgreSQL server to connect and to answer: one silent longer
+ * is taken as gone, rather than waited on as long as the kernel keeps a silent socket open. With the
+ * defaults, a copy into a server that stops answering ends within 30 s: 20 s for the answer, then at
+ * most 5 s to remove what the copy created (`cleanUp` in `Copy.ts`).
+ */
+export interface Deadlines {
+  readonly connectMillis: number
+  readonly statementMillis: number
+}
+
+const defaults: Deadlines = { connectMillis: 10_000, statementMillis: 20_000 }
+
+export const Deadlines = Context.Reference<Deadlines>("petstore/Move/Deadlines", { defaultValue: () => defaults })
+
+const seconds = (name: string, defaultMillis: number) =>
+  Config.schema(
+    Schema.NumberFromString.check(
+      Schema.makeFilter((n: number) => (n > 0 && n <= 3600) || "must be a number of seconds above 0, at most 3600")
+    ),
+    name
+  ).pipe(Config.map((n) => Math.round(n * 1000)), Config.withDefault(defaultMillis))
+
+export const deadlinesConfig: Config.Config<Deadlines> = Config.all({
+  connectMillis: seconds("DB_CONNECT_TIMEOUT_SECONDS", defaults.connectMillis),
+  statementMillis: seconds("DB_STATEMENT_TIMEOUT_SECONDS", defaults.statementMillis)
+})
 
 /**
  * The db command's connection to a PostgreSQL store: one session on `pg`, the driver `COPY … FROM
  * STDIN` needs (`@effect/sql-pg` refuses COPY), seen as an `effect/sql` `SqlClient` with
- * `@effect/sql-pg`'s compiler, so that a copy's whole transaction runs on it. Every wait for the
- * server is bounded (`Deadlines`): one not answered in time, or given up, closes the session, and
- * every later use fails at once with the same reason, since a statement left running would hold
- * every later one (a `ROLLBACK` included); the server rolls back a session that ends.
+ * `@effect/sql-pg`'s compiler, so that a copy's whole transaction runs on it. A wait not answered
+ * within its deadline, or given up, closes the session, and every later use fails at once with the
+ * same reason, since a statement left running would hold every later one (a `ROLLBACK` included);
+ * the server rolls back a session that ends.
  */
 export interface PostgresSession {
   readonly sql: SqlClient.SqlClient
@@ -75,14 +102,13 @@ export const endAbandoned = (sql: SqlClient.SqlClient, url: string) => {
 /** How long a healthy server gets to acknowledge the end of a session before its socket is closed. */
 const endMillis = 1_000
 
-/** Opens the session: the URL's login completed from libpq's environment. */
+/** Opens the session: the URL's login completed from libpq's environment (`Libpq.ts`). */
 export const openSession = (url: string): Effect.Effect<PostgresSession, SqlError, Scope.Scope> =>
   Effect.gen(function*() {
     const deadlines = yield* Deadlines
-    const login = libpqLogin(url)
     const withLogin = new URL(url)
-    if (login.username !== undefined) withLogin.username = encodeURIComponent(login.username)
-    if (login.password !== undefined) withLogin.password = encodeURIComponent(login.password)
+    const password = passwordFileLogin(url)
+    if (password !== undefined) withLogin.password = encodeURIComponent(password)
     const client = new Pg.Client({ connectionString: withLogin.href, application_name: "petstore db" })
     // A lost session's error is the statement's to report; unheard, it would stop the process.
     client.on("error", () => {})
@@ -90,10 +116,8 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
     const close = (reason: SqlError) => {
       closed ??= reason
       // The pid the server gave at the start (BackendKeyData), which `pg` keeps but does not type.
-      const pid = (client as unknown as { processID?: number }).processID
-      if (pid !== undefined && pid !== null) {
-        abandonedBackends.set(url, (abandonedBackends.get(url) ?? new Set()).add(pid))
-      }
+      const pid = (client as unknown as { processID?: number | null }).processID
+      if (pid != null) abandonedBackends.set(url, (abandonedBackends.get(url) ?? new Set()).add(pid))
       client.connection.stream.destroy()
     }
 
@@ -103,29 +127,27 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
       Effect.callback<A, SqlError>((resume) => {
         if (closed !== undefined) return resume(Effect.fail(closed))
         let waiting = true
-        const finish = (effect: Effect.Effect<A, SqlError>) => {
-          if (!waiting) return
+        const stop = () => {
+          const was = waiting
           waiting = false
           clearTimeout(timer)
-          resume(effect)
+          return was
         }
         const [millis, variable] = operation === "connect"
           ? [deadlines.connectMillis, "DB_CONNECT_TIMEOUT_SECONDS"]
           : [deadlines.statementMillis, "DB_STATEMENT_TIMEOUT_SECONDS"]
         const timer = setTimeout(() => {
           close(noAnswer(millis, variable, operation))
-          finish(Effect.fail(closed!))
+          if (stop()) resume(Effect.fail(closed!))
         }, millis)
-        start((outcome) =>
-          finish(
+        start((outcome) => {
+          if (!stop()) return
+          resume(
             outcome.ok ? Effect.succeed(outcome.value) : Effect.fail(closed ?? pgFailure(outcome.error, operation))
           )
-        )
+        })
         return Effect.sync(() => {
-          if (!waiting) return
-          waiting = false
-          clearTimeout(timer)
-          close(abandoned)
+          if (stop()) close(abandoned)
         })
       })
     const answer = <A>(start: (done: (outcome: Outcome<A>) => void) => void) => bounded("execute", start)
@@ -137,32 +159,28 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
       Effect.interruptible(bounded("connect", settle(() => client.connect()))),
       () =>
         Effect.callback<void>((resume) => {
-          let timer: ReturnType<typeof setTimeout> | undefined
           const done = () => {
             clearTimeout(timer)
             client.connection.stream.destroy()
             resume(Effect.void)
           }
-          if (closed !== undefined) return done()
-          timer = setTimeout(done, endMillis)
-          void client.end().finally(done)
+          const timer = closed === undefined ? setTimeout(done, endMillis) : undefined
+          if (closed === undefined) void client.end().finally(done)
+          else done()
         })
     )
 
     const query = <A>(config: Pg.QueryConfig | Pg.QueryArrayConfig) =>
       answer(settle(() => client.query(config as Pg.QueryConfig) as Promise<A>))
-    const rows = (sql: string, params: ReadonlyArray<unknown>) =>
-      Effect.map(query<Pg.QueryResult>({ text: sql, values: [...params] }), (result) => result.rows)
-    const values = (sql: string, params: ReadonlyArray<unknown>) =>
-      Effect.map(
-        query<Pg.QueryArrayResult>({ text: sql, values: [...params], rowMode: "array" }),
-        (result) => result.rows
-      )
-    const execute: Connection["execute"] = (sql, params, transform) =>
-      transform === undefined ? rows(sql, params) : Effect.map(rows(sql, params), transform)
+    const rows = (text: string, params: ReadonlyArray<unknown>) =>
+      Effect.map(query<Pg.QueryResult>({ text, values: [...params] }), (result) => result.rows)
+    const values = (text: string, params: ReadonlyArray<unknown>) =>
+      Effect.map(query<Pg.QueryArrayResult>({ text, values: [...params], rowMode: "array" }), (result) => result.rows)
+    const execute: Connection["execute"] = (text, params, transform) =>
+      transform === undefined ? rows(text, params) : Effect.map(rows(text, params), transform)
     const connection: Connection = {
       execute,
-      executeRaw: (sql, params) => query({ text: sql, values: [...params] }),
+      executeRaw: (text, params) => query({ text, values: [...params] }),
       executeValues: values,
       executeValuesUnprepared: values,
       executeUnprepared: execute,

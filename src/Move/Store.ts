@@ -5,7 +5,7 @@ import { isSqlError } from "effect/sql/SqlError"
 import { closeSync, existsSync, openSync, readSync } from "node:fs"
 import { databaseUrlProblem, defaultDatabaseUrl, isPostgresUrl, sqliteFilename } from "../Config/AppConfig.js"
 import * as SqliteClient from "../Sql/SqliteClient.js"
-import { decode, libpqLogin } from "./Libpq.js"
+import { decode, passwordFileLogin } from "./Libpq.js"
 import { openSession } from "./PostgresSession.js"
 
 /** A failure of the db command, as the one line it prints (never a password). */
@@ -20,7 +20,7 @@ export const engineName = (store: Store) => (store.engine === "sqlite" ? "SQLite
 
 /**
  * The line the db command prints when a signal stops it, kept true as the command goes: printed when
- * its clean-up ends, or by the stop's bound (`CommandLine/Run.ts`). One per process, as signals are.
+ * its clean-up ends, or by the stop's bound (`CommandLine/Run.ts`).
  */
 export const interruption = {
   line: "interrupted: nothing was left half-done (a copy's target is as it was before)"
@@ -59,17 +59,8 @@ export const parseStore = (value: string, name: string): Effect.Effect<Store, Mo
 /** The store when `DATABASE_URL` is unset: not checked, its folder being the one the service's first start makes. */
 export const defaultStore: Store = { engine: "sqlite", filename: defaultDatabaseUrl, label: defaultDatabaseUrl }
 
-/** Every password a message could carry: the URL's, libpq's `PGPASSWORD` and the password file's. */
-const secretsOf = (store: Store): Array<string> => {
-  const secrets = [process.env["PGPASSWORD"] ?? ""]
-  if (store.engine === "postgres") {
-    secrets.push(new URL(store.url).password, passwordOf(store.url), libpqLogin(store.url).password ?? "")
-  }
-  return secrets.filter((secret) => secret.length > 0)
-}
-
 /** The driver's own failure inside a `SqlError` (or any error's cause): what its words and codes are read from. */
-export const driverCause = (error: unknown): unknown =>
+const driverCause = (error: unknown): unknown =>
   isSqlError(error)
     ? error.reason.cause
     : Predicate.hasProperty(error, "cause") && error.cause !== undefined
@@ -108,8 +99,7 @@ const hintsByCode: ReadonlyArray<readonly [string, string]> = [
 const hintOf = (error: unknown): string | undefined => {
   const code = codeOf(error)
   const hint = hintsByCode.find(([codes]) => codes.split(" ").some((key) => code === key || code.startsWith(`${key}_`)))
-    ?.[1]
-  if (hint !== undefined) return hint
+  if (hint !== undefined) return hint[1]
   if (code.startsWith("08")) return "the connection was lost"
   if (!isSqlError(error)) return undefined
   switch (error.reason._tag) {
@@ -126,15 +116,18 @@ const hintOf = (error: unknown): string | undefined => {
 
 /**
  * One line for a driver's failure on a store: which store, what happened, the driver's words.
- * Words that hold a password are left out whole: a mark where it stood would show a short one.
+ * Words that hold a password (the URL's, `PGPASSWORD`, the password file's) are left out whole: a
+ * mark where it stood would show a short one.
  */
 export const describeStoreFailure = (store: Store, role: string, error: unknown): MoveError => {
   if (error instanceof MoveError) return error
   const cause = driverCause(error)
-  const words =
-    (cause instanceof Error || Predicate.hasProperty(cause, "message") ? String(cause.message) : String(cause))
-      .split("\n")[0]!
-  const reason = secretsOf(store).some((secret) => words.includes(secret))
+  const words = String(Predicate.hasProperty(cause, "message") ? cause.message : cause).split("\n")[0]!
+  const secrets = [process.env["PGPASSWORD"] ?? ""]
+  if (store.engine === "postgres") {
+    secrets.push(new URL(store.url).password, passwordOf(store.url), passwordFileLogin(store.url) ?? "")
+  }
+  const reason = secrets.some((secret) => secret !== "" && words.includes(secret))
     ? "the driver's message is left out: it held the password"
     : words
   const hint = hintOf(error)
@@ -143,13 +136,16 @@ export const describeStoreFailure = (store: Store, role: string, error: unknown)
   })
 }
 
+/** Tells a failure on a store in one line (`describeStoreFailure`). */
+export const failingAs = (store: Store, role: string) =>
+  Effect.mapError((error: unknown) => describeStoreFailure(store, role, error))
+
 /** Whether a file starts as every SQLite database does (an empty one is SQLite's too). */
 const isSqliteFile = (filename: string) => {
   const fd = openSync(filename, "r")
   try {
     const header = Buffer.alloc(16)
-    const read = readSync(fd, header, 0, 16, 0)
-    return read === 0 || header.toString("latin1") === "SQLite format 3\0"
+    return readSync(fd, header, 0, 16, 0) === 0 || header.toString("latin1") === "SQLite format 3\0"
   } finally {
     closeSync(fd)
   }
@@ -157,48 +153,45 @@ const isSqliteFile = (filename: string) => {
 
 /**
  * A store opened as a plain `SqlClient` (a source and a target are open at once): a SQLite source
- * read-only, a target created when missing; PostgreSQL asked once, so that a failure is told here.
+ * read-only, never written, not even its journal mode; a target created when missing; PostgreSQL
+ * asked once, so that a failure is told here.
  */
 export const connect = (
   store: Store,
-  options: { readonly role: string; readonly mode: "read" | "write" | "create" }
+  { mode, role }: { readonly role: string; readonly mode: "read" | "write" | "create" }
 ): Effect.Effect<SqlClient.SqlClient, MoveError, Scope.Scope> => {
-  const fail = (error: unknown) => describeStoreFailure(store, options.role, error)
+  const fail = (error: unknown) => describeStoreFailure(store, role, error)
   if (store.engine === "postgres") {
     return openSession(store.url).pipe(
+      Effect.tap(({ sql }) => sql`SELECT 1`),
       Effect.map(({ sql }) => sql),
-      Effect.tap((sql) => sql`SELECT 1`),
       Effect.mapError(fail)
     )
   }
   const exists = existsSync(store.filename)
-  if (!exists && options.mode !== "create") {
-    return Effect.fail(new MoveError({ message: `${options.role} SQLite database ${store.label}: no such file` }))
+  if (!exists && mode !== "create") {
+    return Effect.fail(new MoveError({ message: `${role} SQLite database ${store.label}: no such file` }))
   }
-  const check = exists
-    ? Effect.flatMap(
-      Effect.try({ try: () => isSqliteFile(store.filename), catch: fail }),
-      (isSqlite) =>
-        isSqlite ? Effect.void : Effect.fail(
+  return Effect.try({ try: () => exists && !isSqliteFile(store.filename), catch: fail }).pipe(
+    Effect.flatMap((foreign) =>
+      foreign
+        ? Effect.fail(
           new MoveError({
-            message:
-              `${options.role} SQLite database ${store.label} (it is not a SQLite database): file is not a database`
+            message: `${role} SQLite database ${store.label} (it is not a SQLite database): file is not a database`
           })
         )
-    )
-    : Effect.void
-  const { mode } = options
-  // A source is never written, not even its journal mode.
-  const open = openSqlite({
-    filename: store.filename,
-    readonly: mode === "read",
-    readwrite: mode !== "read",
-    create: mode === "create",
-    disableWAL: mode === "read",
-    lockWait: lockWaitMillis
-  })
-  return Effect.andThen(check, open).pipe(Effect.mapError(fail))
+        : openSqlite({
+          filename: store.filename,
+          readonly: mode === "read",
+          readwrite: mode !== "read",
+          create: mode === "create",
+          disableWAL: mode === "read",
+          lockWait: lockWaitMillis
+        })
+    ),
+    Effect.mapError(fail)
+  )
 }
 
-export const openSqlite = (options: Parameters<typeof SqliteClient.make>[0]) =>
+export const openSqlite = (options: SqliteClient.SqliteClientConfig) =>
   SqliteClient.make(options).pipe(Effect.catchDefect(Effect.fail), Effect.provide(Reactivity.layer))

@@ -12,8 +12,8 @@ export interface Table {
   readonly where?: string
   /** The identity/AUTOINCREMENT column whose next value must stay above every copied id. */
   readonly sequence?: string
-  /** Rows the target's own migrations already put there, replaced by the source's. */
-  readonly upsert?: boolean
+  /** Rows the target's own migrations already put there, deleted before the source's are copied. */
+  readonly replaced?: boolean
 }
 
 /**
@@ -25,7 +25,7 @@ export interface Table {
 export const tables: ReadonlyArray<Table> = [
   { name: "pets", sequence: "id" },
   { name: "api_keys", sequence: "id" },
-  { name: "settings", where: "name <> 'read_only'", upsert: true },
+  { name: "settings", where: "name <> 'read_only'", replaced: true },
   { name: "idempotency_keys" }
 ]
 
@@ -117,11 +117,13 @@ export const pageReader = (
   }
 }
 
+/** The rows of a table the move copies, as a `FROM` clause. */
+export const movedRows = (table: Table) =>
+  `FROM ${table.name}${table.where === undefined ? "" : ` WHERE ${table.where}`}`
+
 /** The row count of a table (without the rows left out of the move). */
 export const countRows = (sql: SqlClient.SqlClient, table: Table) =>
   Effect.map(
-    sql.unsafe<{ count: number | string }>(
-      `SELECT count(*) AS count FROM ${table.name}${table.where === undefined ? "" : ` WHERE ${table.where}`}`
-    ),
+    sql.unsafe<{ count: number | string }>(`SELECT count(*) AS count ${movedRows(table)}`),
     ([row]) => Number(row?.count ?? 0)
   )

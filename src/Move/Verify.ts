@@ -4,13 +4,6 @@ import { requireKnownVersion } from "./SchemaVersion.js"
 import { connect, describeStoreFailure, MoveError, type Store } from "./Store.js"
 import { type CanonicalRow, type Column, type ColumnKind, type CopiedTable, pageReader, tables } from "./Tables.js"
 
-/** A row as one string that no other row gives: each value's length before it; null apart from "". */
-const encode = (row: CanonicalRow) => {
-  let text = ""
-  for (const value of row) text += value === null ? "N" : `${value.length}:${value}`
-  return text
-}
-
 /**
  * A table's row count and the sum modulo 2^64 of its canonical rows' hashes: each engine may read
  * in its own order, and two equal rows do not cancel out as with an exclusive or.
@@ -21,7 +14,12 @@ export class Checksum {
 
   add(rows: ReadonlyArray<CanonicalRow>): void {
     let sum = this.sum
-    for (const row of rows) sum += BigInt(Bun.hash(encode(row)))
+    for (const row of rows) {
+      // Each value's length before it, and null apart from "": a string no other row gives.
+      let text = ""
+      for (const value of row) text += value === null ? "N" : `${value.length}:${value}`
+      sum += BigInt(Bun.hash(text))
+    }
     this.sum = BigInt.asUintN(64, sum)
     this.rows += rows.length
   }
@@ -50,14 +48,11 @@ interface CatalogueColumn {
 const sqliteKind = (type: string): DeclaredKind | undefined =>
   /INT/i.test(type) ? "integer" : /CHAR|CLOB|TEXT/i.test(type) ? "time or text" : undefined
 
-const postgresKind = (type: string): DeclaredKind | undefined =>
-  /^(bigint|integer|smallint)$/.test(type)
-    ? "integer"
-    : /^(text|character varying|character)\b/.test(type)
-    ? "text"
-    : type === "timestamp with time zone"
-    ? "time"
-    : undefined
+const postgresKinds: ReadonlyArray<readonly [RegExp, ColumnKind]> = [
+  [/^(bigint|integer|smallint)$/, "integer"],
+  [/^(text|character varying|character)\b/, "text"],
+  [/^timestamp with time zone$/, "time"]
+]
 
 /** A table's columns in their declared order, from the catalogue (PostgreSQL's: the table in the search path). */
 const columnsOf = (sql: SqlClient.SqlClient, table: string): Effect.Effect<ReadonlyArray<CatalogueColumn>, unknown> =>
@@ -71,13 +66,18 @@ const columnsOf = (sql: SqlClient.SqlClient, table: string): Effect.Effect<Reado
           FROM pg_attribute a
           WHERE a.attrelid = ${table}::regclass AND a.attnum > 0 AND NOT a.attisdropped
           ORDER BY a.attnum`,
-        (rows) => rows.map(({ key, name, type }) => ({ name, type, kind: postgresKind(type), key: Number(key ?? 0) }))
+        (rows) =>
+          rows.map(({ key, name, type }) => ({
+            name,
+            type,
+            kind: postgresKinds.find(([pattern]) => pattern.test(type))?.[1],
+            key: Number(key ?? 0)
+          }))
       ),
     orElse: () =>
       Effect.map(
-        sql<
-          { name: string; type: string; key: number }
-        >`SELECT name, type, pk AS key FROM pragma_table_info(${table}) ORDER BY cid`,
+        sql<{ name: string; type: string; key: number }>`
+          SELECT name, type, pk AS key FROM pragma_table_info(${table}) ORDER BY cid`,
         (rows) => rows.map(({ key, name, type }) => ({ name, type, kind: sqliteKind(type), key: Number(key) }))
       )
   })
@@ -111,27 +111,22 @@ export const columnsOnBothSides = (
     const problems: Array<string> = []
     const copied: Array<CopiedTable> = []
     for (const table of tables) {
-      const [onSource, onTarget] = yield* Effect.all([source, target].map((side, i) =>
-        Effect.mapError(
-          columnsOf(side.sql, table.name),
-          (error) => describeStoreFailure(side.store, i === 0 ? "source" : "target", error)
-        )
-      ))
-      const targetColumns = new Map(onTarget!.map((column) => [column.name, column]))
+      const read = (side: Side, role: string) =>
+        Effect.mapError(columnsOf(side.sql, table.name), (error) => describeStoreFailure(side.store, role, error))
+      const onSource = yield* read(source, "source")
+      const onTarget = new Map((yield* read(target, "target")).map((column) => [column.name, column]))
       const columns: Array<Column & { readonly key: number }> = []
-      for (const column of onSource!) {
-        const targetColumn = targetColumns.get(column.name)
+      for (const column of onSource) {
+        const targetColumn = onTarget.get(column.name)
+        onTarget.delete(column.name)
         const common = targetColumn === undefined ? undefined : commonKind(column, targetColumn)
         if (common === undefined) problems.push(`the target has no ${table.name}.${column.name}`)
         else if (typeof common === "string") columns.push({ name: column.name, kind: common, key: column.key })
         else problems.push(`${table.name}.${column.name} ${common.problem}`)
       }
-      const sourceNames = new Set(onSource!.map((column) => column.name))
-      for (const column of onTarget!) {
-        if (!sourceNames.has(column.name)) problems.push(`the source has no ${table.name}.${column.name}`)
-      }
+      for (const name of onTarget.keys()) problems.push(`the source has no ${table.name}.${name}`)
       const key = columns.filter((column) => column.key > 0).sort((a, b) => a.key - b.key)
-      if (key.length === 0 && onSource!.length > 0) problems.push(`${table.name} has no primary key on the source`)
+      if (key.length === 0 && onSource.length > 0) problems.push(`${table.name} has no primary key on the source`)
       copied.push({
         ...table,
         columns: [...key, ...columns.filter((column) => column.key === 0)].map(({ kind, name }) => ({ name, kind })),
@@ -148,23 +143,21 @@ export const columnsOnBothSides = (
     return copied
   })
 
-/** Rows per page read; a page of pets is a few MiB in memory. */
-export const batchSize = 2_000
-
 /**
  * Runs `effect` in one consistent snapshot of the store: PostgreSQL's REPEATABLE READ, read-only;
  * SQLite's read transaction, which WAL keeps stable while the service goes on writing.
  */
 export const inSnapshot = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>) =>
-  sql.withTransaction(
-    Effect.andThen(
-      sql.onDialectOrElse({
-        pg: () => Effect.asVoid(sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`),
-        orElse: () => Effect.void
-      }),
-      effect
-    )
-  )
+  sql.withTransaction(Effect.andThen(
+    sql.onDialectOrElse({
+      pg: () => Effect.asVoid(sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`),
+      orElse: () => Effect.void
+    }),
+    effect
+  ))
+
+/** Rows per page read; a page of pets is a few MiB in memory. */
+const batchSize = 2_000
 
 /**
  * A turn of the event loop: reads from SQLite and writes to a socket that keeps up never wait, and
@@ -195,25 +188,26 @@ export const forEachPage = <E, R>(
   return Effect.flatMap(read(undefined), loop)
 }
 
-/**
- * Each copied table's row count and checksum over every column both sides hold, read from the
- * store as it is (callers choose the snapshot).
- */
+/** Each copied table's row count and checksum, read from the store as it is (callers choose the snapshot). */
 export const checksums = (
   sql: SqlClient.SqlClient,
   copied: ReadonlyArray<CopiedTable>,
   onRows: (rows: number) => void = () => {}
 ) =>
-  Effect.forEach(copied, (table) =>
-    Effect.gen(function*() {
+  Effect.map(
+    Effect.forEach(copied, (table) => {
       const checksum = new Checksum()
-      yield* forEachPage(sql, table, (rows) =>
-        Effect.sync(() => {
-          checksum.add(rows)
-          onRows(rows.length)
-        }))
-      return [table.name, checksum] as const
-    })).pipe(Effect.map((entries) => new Map(entries)))
+      return Effect.as(
+        forEachPage(sql, table, (rows) =>
+          Effect.sync(() => {
+            checksum.add(rows)
+            onRows(rows.length)
+          })),
+        [table.name, checksum] as const
+      )
+    }),
+    (entries) => new Map(entries)
+  )
 
 /** The per-table comparison, as the table the command prints, and the tables whose count or checksum differ. */
 export const compare = (source: ReadonlyMap<string, Checksum>, target: ReadonlyMap<string, Checksum>) => {
@@ -222,11 +216,9 @@ export const compare = (source: ReadonlyMap<string, Checksum>, target: ReadonlyM
   const lines = [row(["table", "source rows", "target rows", "source checksum", "target checksum", "   "])]
   const differing: Array<string> = []
   for (const { name } of tables) {
-    const a = source.get(name) ?? new Checksum()
-    const b = target.get(name) ?? new Checksum()
-    const same = a.equals(b)
-    if (!same) differing.push(name)
-    lines.push(row([name, String(a.rows), String(b.rows), a.hex, b.hex, same ? " ok" : " DIFFERENT"]))
+    const [a, b] = [source.get(name) ?? new Checksum(), target.get(name) ?? new Checksum()]
+    if (!a.equals(b)) differing.push(name)
+    lines.push(row([name, String(a.rows), String(b.rows), a.hex, b.hex, a.equals(b) ? " ok" : " DIFFERENT"]))
   }
   return { lines, differing }
 }
@@ -234,17 +226,19 @@ export const compare = (source: ReadonlyMap<string, Checksum>, target: ReadonlyM
 /** `db verify`: both stores' counts and checksums over every column, each in its own snapshot. */
 export const verify = (from: Store, to: Store) =>
   Effect.gen(function*() {
-    const onSource = Effect.mapError((error: unknown) => describeStoreFailure(from, "source", error))
-    const onTarget = Effect.mapError((error: unknown) => describeStoreFailure(to, "target", error))
     const source = yield* connect(from, { role: "source", mode: "read" })
     const target = yield* connect(to, { role: "target", mode: "read" })
-    yield* onSource(requireKnownVersion(source, from, "source"))
-    yield* onTarget(requireKnownVersion(target, to, "target"))
+    yield* Effect.mapError(requireKnownVersion(source, from, "source"), (e) => describeStoreFailure(from, "source", e))
+    yield* Effect.mapError(requireKnownVersion(target, to, "target"), (e) => describeStoreFailure(to, "target", e))
     const copied = yield* columnsOnBothSides({ sql: source, store: from }, { sql: target, store: to }, "compared")
     const startedAt = performance.now()
-    const sourceSums = yield* onSource(inSnapshot(source, checksums(source, copied)))
-    const targetSums = yield* onTarget(inSnapshot(target, checksums(target, copied)))
-    const comparison = compare(sourceSums, targetSums)
-    const seconds = (performance.now() - startedAt) / 1000
-    return { ...comparison, seconds }
+    const sourceSums = yield* Effect.mapError(
+      inSnapshot(source, checksums(source, copied)),
+      (error) => describeStoreFailure(from, "source", error)
+    )
+    const targetSums = yield* Effect.mapError(
+      inSnapshot(target, checksums(target, copied)),
+      (error) => describeStoreFailure(to, "target", error)
+    )
+    return { ...compare(sourceSums, targetSums), seconds: (performance.now() - startedAt) / 1000 }
   }).pipe(Effect.scoped)

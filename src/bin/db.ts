@@ -5,9 +5,8 @@ import { run } from "../CommandLine/Run.js"
 import { databaseUrlSetting } from "../Config/AppConfig.js"
 import { backup, restore } from "../Move/Backup.js"
 import { copy } from "../Move/Copy.js"
-import { Deadlines, deadlinesConfig } from "../Move/Deadlines.js"
-import { lastId, restoreIds } from "../Move/RestoreIds.js"
-import { readOnly, status } from "../Move/SchemaVersion.js"
+import { Deadlines, deadlinesConfig } from "../Move/PostgresSession.js"
+import { lastId, readOnly, restoreIds, status } from "../Move/SchemaVersion.js"
 import { defaultStore, interruption, MoveError, parseStore, passwordOf, type Store } from "../Move/Store.js"
 import { verify } from "../Move/Verify.js"
 
@@ -25,25 +24,11 @@ const sideOptions = (name: string, description: string) => ({
   )
 })
 
-/** The store `DATABASE_URL` (or the file `DATABASE_URL_FILE`) names; the service's default when neither is set. */
-const databaseUrlStore = Effect.flatMap(
-  databaseUrlSetting,
-  Option.match({
-    onNone: () => Effect.succeed(defaultStore),
-    onSome: ({ file, url }) => parseStore(url, file === undefined ? "DATABASE_URL" : `DATABASE_URL_FILE (${file})`)
-  })
-)
-
 type Side = { readonly value: Option.Option<string>; readonly env: Option.Option<string> }
 
-const resolveSide = (
-  name: string,
-  side: Side,
-  fallback?: Effect.Effect<Store, unknown>
-): Effect.Effect<Store, unknown> => {
-  if (Option.isSome(side.value) && Option.isSome(side.env)) {
-    return Effect.fail(new MoveError({ message: `--${name} and --${name}-env: give one of them` }))
-  }
+const resolveSide = (name: string, side: Side, fallback?: Effect.Effect<Store, unknown>) => {
+  const fail = (message: string) => Effect.fail(new MoveError({ message }))
+  if (Option.isSome(side.value) && Option.isSome(side.env)) return fail(`--${name} and --${name}-env: give one of them`)
   if (Option.isSome(side.value)) {
     return Effect.tap(
       parseStore(side.value.value, `--${name}`),
@@ -61,25 +46,46 @@ const resolveSide = (
   if (Option.isSome(side.env)) {
     const value = process.env[side.env.value] ?? ""
     return value === ""
-      ? Effect.fail(new MoveError({ message: `--${name}-env: the environment variable ${side.env.value} is not set` }))
+      ? fail(`--${name}-env: the environment variable ${side.env.value} is not set`)
       : parseStore(value, side.env.value)
   }
-  return fallback === undefined
-    ? Effect.fail(new MoveError({ message: `--${name} or --${name}-env: must be given` }))
-    : fallback
+  return fallback ?? fail(`--${name} or --${name}-env: must be given`)
 }
+
+/** The store `DATABASE_URL` (or the file `DATABASE_URL_FILE`) names; the service's default when neither is set. */
+const databaseUrlStore = Effect.flatMap(
+  databaseUrlSetting,
+  Option.match({
+    onNone: () => Effect.succeed(defaultStore),
+    onSome: ({ file, url }) => parseStore(url, file === undefined ? "DATABASE_URL" : `DATABASE_URL_FILE (${file})`)
+  })
+)
 
 const database = sideOptions(
   "database",
   "The database (a SQLite path or a postgres:// URL); DATABASE_URL's when absent"
 )
-const theDatabase = (side: Side) => resolveSide("database", side, databaseUrlStore)
-/** What a subcommand on the database prints: its lines on stdout. */
-const printed = (output: Effect.Effect<string | number | ReadonlyArray<string>, unknown>) =>
-  Effect.flatMap(output, (lines) => Console.log(Array.isArray(lines) ? lines.join("\n") : lines))
-
 const from = sideOptions("from", "The source database (a SQLite path or a postgres:// URL)")
 const to = sideOptions("to", "The target database (a SQLite path or a postgres:// URL)")
+
+/** A subcommand on one database, printing the lines `work` returns on stdout. */
+const onDatabase = <const Config extends Command.Command.Config>(
+  name: string,
+  config: Config,
+  work: (
+    store: Store,
+    options: Command.Command.Config.InferValue<Config>
+  ) => Effect.Effect<string | number | ReadonlyArray<string>, unknown>,
+  description: string
+) =>
+  Command.make(
+    name,
+    { options: config, database },
+    ({ database, options }) =>
+      Effect.flatMap(resolveSide("database", database, databaseUrlStore), (store) => work(store, options)).pipe(
+        Effect.flatMap((lines) => Console.log(typeof lines === "object" ? lines.join("\n") : lines))
+      )
+  ).pipe(Command.withDescription(description))
 
 const copyCommand = Command.make("copy", { from, to }, (options) =>
   Effect.gen(function*() {
@@ -94,8 +100,7 @@ const copyCommand = Command.make("copy", { from, to }, (options) =>
 const verifyCommand = Command.make("verify", { from, to }, (options) =>
   Effect.gen(function*() {
     const source = yield* resolveSide("from", options.from)
-    const target = yield* resolveSide("to", options.to)
-    const result = yield* verify(source, target)
+    const result = yield* verify(source, yield* resolveSide("to", options.to))
     yield* Console.log(result.lines.join("\n"))
     if (result.differing.length > 0) {
       return yield* new MoveError({
@@ -105,81 +110,59 @@ const verifyCommand = Command.make("verify", { from, to }, (options) =>
     yield* Console.log(`verified in ${result.seconds.toFixed(1)} s: every table has the same rows`)
   })).pipe(Command.withDescription("Compare every table's row count and checksum on both databases, without copying"))
 
-const statusCommand = Command.make(
-  "status",
-  { database },
-  (options) => printed(Effect.flatMap(theDatabase(options.database), status))
-).pipe(Command.withDescription("Show the database's engine, schema version, read-only mode and rows per table"))
-
-const readOnlyCommand = Command.make(
-  "read-only",
-  { state: Argument.ChoiceWithValue("on|off", [["on", true], ["off", false]]), database },
-  ({ database, state }) => printed(Effect.flatMap(theDatabase(database), (store) => readOnly(store, state)))
-).pipe(
-  Command.withDescription(
-    "Stop (on) or allow again (off) writes on the database, for a move; instances notice within a second"
-  )
-)
-
-const backupCommand = Command.make(
-  "backup",
-  { file: Argument.String("FILE"), database },
-  ({ database, file }) => printed(Effect.flatMap(theDatabase(database), (store) => backup(store, file)))
-).pipe(
-  Command.withDescription("Write a consistent copy of the SQLite database to FILE while the service serves and writes")
-)
-
-const restoreCommand = Command.make(
-  "restore",
-  {
-    file: Argument.String("BACKUP"),
-    idsMayRepeat: switchOption("ids-may-repeat").pipe(Flag.withDescription(
-      "Restore even where the replaced file is gone or cannot be read: ids it handed out since the backup may then be handed out again"
-    )),
-    database
-  },
-  ({ database, file, idsMayRepeat }) =>
-    Effect.flatMap(theDatabase(database), (store) => restore(store, file, { idsMayRepeat })).pipe(
-      Effect.tap(({ warning }) =>
-        warning === undefined ? Effect.void : Effect.sync(() => process.stderr.write(`warning: ${warning}\n`))
-      ),
-      Effect.flatMap(({ summary }) => Console.log(summary))
-    )
-).pipe(Command.withDescription(
-  "Put back a SQLite backup made by db backup, the service stopped; the next ids stay above every id the replaced file handed out"
-))
-
-const lastIdCommand = Command.make(
-  "last-id",
-  { database },
-  (options) => printed(Effect.flatMap(theDatabase(options.database), lastId))
-).pipe(Command.withDescription(
-  "Print the highest id the database has handed out, for db restore-ids --above after a restore replaces it"
-))
-
-const restoreIdsCommand = Command.make(
-  "restore-ids",
-  {
-    above: integerOption("above").pipe(
-      Flag.withDescription("The highest id the replaced database handed out (db last-id)")
-    ),
-    database
-  },
-  ({ above, database }) => printed(Effect.flatMap(theDatabase(database), (store) => restoreIds(store, above)))
-).pipe(
-  Command.withDescription("Set the restored database's id sequences above --above, so that no id is handed out twice")
-)
-
 const db = Command.make("db").pipe(
   Command.withSubcommands([
     copyCommand,
     verifyCommand,
-    statusCommand,
-    readOnlyCommand,
-    backupCommand,
-    restoreCommand,
-    lastIdCommand,
-    restoreIdsCommand
+    onDatabase(
+      "status",
+      {},
+      status,
+      "Show the database's engine, schema version, read-only mode and rows per table"
+    ),
+    onDatabase(
+      "read-only",
+      { state: Argument.ChoiceWithValue("on|off", [["on", true], ["off", false]]) },
+      (store, { state }) => readOnly(store, state),
+      "Stop (on) or allow again (off) writes on the database, for a move; instances notice within a second"
+    ),
+    onDatabase(
+      "backup",
+      { file: Argument.String("FILE") },
+      (store, { file }) => backup(store, file),
+      "Write a consistent copy of the SQLite database to FILE while the service serves and writes"
+    ),
+    onDatabase(
+      "restore",
+      {
+        file: Argument.String("BACKUP"),
+        idsMayRepeat: switchOption("ids-may-repeat").pipe(Flag.withDescription(
+          "Restore even where the replaced file is gone or cannot be read: ids it handed out since the backup may then be handed out again"
+        ))
+      },
+      (store, { file, idsMayRepeat }) =>
+        Effect.map(restore(store, file, { idsMayRepeat }), ({ summary, warning }) => {
+          if (warning !== undefined) process.stderr.write(`warning: ${warning}\n`)
+          return summary
+        }),
+      "Put back a SQLite backup made by db backup, the service stopped; the next ids stay above every id the replaced file handed out"
+    ),
+    onDatabase(
+      "last-id",
+      {},
+      lastId,
+      "Print the highest id the database has handed out, for db restore-ids --above after a restore replaces it"
+    ),
+    onDatabase(
+      "restore-ids",
+      {
+        above: integerOption("above").pipe(
+          Flag.withDescription("The highest id the replaced database handed out (db last-id)")
+        )
+      },
+      (store, { above }) => restoreIds(store, above),
+      "Set the restored database's id sequences above --above, so that no id is handed out twice"
+    )
   ]),
   Command.withDescription(
     "Move the Pet Store's data between SQLite and PostgreSQL, verify it, back it up and restore it"
