@@ -90,17 +90,18 @@ export const makeRequestObserver = (options: {
     const startedAt = performance.now()
     const span = serverSpanOf(request)
     const current = new RequestRecord(request, clientAddress, startedAt, span)
-    const served = Effect.provideService(app, CurrentRequest, current)
+    // One change of the fiber's context, which the runtime caches anew for each.
+    const served = span === undefined
+      ? Effect.provideService(app, CurrentRequest, current)
+      : Effect.updateContext(app, (context: Context.Context<R>) =>
+        Context.add(
+          Context.add(Context.add(context, CurrentRequest, current), Tracer.ParentSpan, span),
+          References.TracerEnabled,
+          true
+        ))
     if (!observed) return served
     if (metrics) adjustActiveRequests(1)
     // However the request ends, its client gone included.
-    return Effect.onExit(
-      span === undefined ? served : Effect.provideService(
-        Effect.provideService(served, Tracer.ParentSpan, span),
-        References.TracerEnabled,
-        true
-      ),
-      (exit) => Effect.sync(() => answered(current, exit))
-    )
+    return Effect.onExit(served, (exit) => Effect.sync(() => answered(current, exit)))
   }
 }

@@ -5,6 +5,7 @@ import {
   Duration,
   Effect,
   Exit,
+  type Fiber,
   FiberSet,
   Layer,
   Option,
@@ -14,6 +15,7 @@ import {
   Version
 } from "effect"
 import { Hex } from "effect/encoding"
+import { identity } from "effect/Function"
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
 import { OtlpResource, OtlpSerialization, type OtlpTracer } from "effect/observability"
 import { readAtScrape } from "./Metrics.js"
@@ -98,7 +100,13 @@ class ExportedSpan implements Tracer.Span {
 
   end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
     if (this.status._tag === "Ended") return
-    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
+    // A success's value is not held until the batch is sent: only a failure is exported.
+    this.status = {
+      _tag: "Ended",
+      startTime: this.status.startTime,
+      endTime,
+      exit: Exit.isSuccess(exit) ? Exit.void : exit
+    }
     this.ended(this)
   }
 
@@ -373,24 +381,46 @@ export const TracingLive: Layer.Layer<never, never, ObservabilityConfig> = Layer
 )
 
 /**
+ * A span named `name` below `fiber`'s current one, started now, when the fiber runs a sampled
+ * request; undefined otherwise. Answers the span and how to end it.
+ */
+export const startChildSpan = (fiber: Fiber.Fiber<unknown, unknown>, name: string, kind: Tracer.SpanKind) => {
+  const parent = fiber.cache.span
+  if (!fiber.cache.tracerEnabled || parent === undefined) return undefined
+  const clock = fiber.getRef(Clock.Clock)
+  const span = fiber.getRef(Tracer.Tracer).span({
+    name,
+    parent: Option.some(parent),
+    annotations: Context.empty(),
+    links: [],
+    startTime: clock.currentTimeNanosUnsafe(),
+    kind,
+    root: false,
+    sampled: parent.sampled
+  })
+  return { span, end: (exit: Exit.Exit<unknown, unknown>) => span.end(clock.currentTimeNanosUnsafe(), exit) }
+}
+
+/**
  * `effect` in a span named `name` when it runs in a sampled request, ended with `exitOf` of its
- * exit (its own by default), and as it is otherwise: `Effect.withSpan` would make a no-op span per
- * call there.
+ * exit (its own by default), and as it is otherwise. Not `Effect.withSpan`, which makes a no-op
+ * span per call outside a sampled request and, in one, reads more of the fiber's references than
+ * these spans use ([benchmarks](../../docs/benchmarks.md#what-observability-costs)).
  */
 export const inSampledSpan = (
   name: string,
   attributes: Readonly<Record<string, unknown>>,
-  exitOf?: (exit: Exit.Exit<unknown, unknown>) => Exit.Exit<unknown, unknown>
+  exitOf: (exit: Exit.Exit<unknown, unknown>) => Exit.Exit<unknown, unknown> = identity
 ) => {
-  const options = { attributes, captureStackTrace: false }
+  const entries = Object.entries(attributes)
   return <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.withFiber((fiber) => {
-      if (!fiber.cache.tracerEnabled) return effect
-      if (exitOf === undefined) return Effect.withSpan(effect, name, options)
-      return Effect.useSpan(name, options, (span) =>
-        Effect.onExit(
-          Effect.withParentSpan(effect, span, options),
-          (exit) => Effect.sync(() => span.end(fiber.getRef(Clock.Clock).currentTimeNanosUnsafe(), exitOf(exit)))
-        ))
+      const child = startChildSpan(fiber, name, "internal")
+      if (child === undefined) return effect
+      for (const [key, value] of entries) child.span.attribute(key, value)
+      return Effect.onExit(
+        Effect.provideService(effect, Tracer.ParentSpan, child.span),
+        (exit) => Effect.sync(() => child.end(exitOf(exit)))
+      )
     })
 }
