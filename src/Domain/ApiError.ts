@@ -9,55 +9,50 @@ const oneOf = <const Codes extends readonly [string, ...Array<string>]>(codes: C
  * Every error answers with the interface's Error body, exactly `code`, `message` and `status`: one
  * tagged error per HTTP status, carrying the codes it may use; the tag stays off the wire.
  */
-const errorFields = <const Codes extends readonly [string, ...Array<string>], const Status extends number>(
-  status: Status,
-  codes: Codes
-) => ({
-  code: oneOf(codes).annotate({ description: "Machine-readable error code.", examples: [codes[0]] }),
-  message: Schema.String.annotate({
-    description: "Human-readable description, naming the offending field or parameter and the rule it broke.",
-    examples: ["name: must be a string of 1 to 255 characters"]
-  }),
-  status: Schema.Literal(status).annotate({ description: "The HTTP status code of the response.", examples: [status] })
-})
+const ApiError =
+  <Self>() =>
+  <const Tag extends string, const Status extends number, const Codes extends readonly [string, ...Array<string>]>(
+    tag: Tag,
+    status: Status,
+    codes: Codes
+  ) =>
+    Schema.TaggedError<Self>()(tag, {
+      code: oneOf(codes).annotate({ description: "Machine-readable error code.", examples: [codes[0]] }),
+      message: Schema.String.annotate({
+        description: "Human-readable description, naming the offending field or parameter and the rule it broke.",
+        examples: ["name: must be a string of 1 to 255 characters"]
+      }),
+      status: Schema.Literal(status).annotate({
+        description: "The HTTP status code of the response.",
+        examples: [status]
+      })
+    })
 
-export class BadRequest extends Schema.TaggedError<BadRequest>()(
+export class BadRequest extends ApiError<BadRequest>()(
   "BadRequest",
-  errorFields(400, ["validation_failed", "malformed_json", "invalid_parameter", "invalid_header", "invalid_cursor"])
+  400,
+  ["validation_failed", "malformed_json", "invalid_parameter", "invalid_header", "invalid_cursor"]
 ) {}
 export class Unauthorized
-  extends Schema.TaggedError<Unauthorized>()("Unauthorized", errorFields(401, ["missing_api_key", "invalid_api_key"]))
+  extends ApiError<Unauthorized>()("Unauthorized", 401, ["missing_api_key", "invalid_api_key"])
 {}
-export class NotFound
-  extends Schema.TaggedError<NotFound>()("NotFound", errorFields(404, ["pet_not_found", "route_not_found"]))
+export class NotFound extends ApiError<NotFound>()("NotFound", 404, ["pet_not_found", "route_not_found"]) {}
+export class MethodNotAllowed extends ApiError<MethodNotAllowed>()("MethodNotAllowed", 405, ["method_not_allowed"]) {}
+export class Conflict extends ApiError<Conflict>()("Conflict", 409, ["idempotency_request_in_progress"]) {}
+export class Gone extends ApiError<Gone>()("Gone", 410, ["endpoint_removed"]) {}
+export class PayloadTooLarge extends ApiError<PayloadTooLarge>()("PayloadTooLarge", 413, ["payload_too_large"]) {}
+export class UnsupportedMediaType
+  extends ApiError<UnsupportedMediaType>()("UnsupportedMediaType", 415, ["unsupported_media_type"])
 {}
-export class MethodNotAllowed
-  extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", errorFields(405, ["method_not_allowed"]))
+export class UnprocessableContent
+  extends ApiError<UnprocessableContent>()("UnprocessableContent", 422, ["idempotency_key_reused"])
 {}
-export class Conflict
-  extends Schema.TaggedError<Conflict>()("Conflict", errorFields(409, ["idempotency_request_in_progress"]))
-{}
-export class Gone extends Schema.TaggedError<Gone>()("Gone", errorFields(410, ["endpoint_removed"])) {}
-export class PayloadTooLarge
-  extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", errorFields(413, ["payload_too_large"]))
-{}
-export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()(
-  "UnsupportedMediaType",
-  errorFields(415, ["unsupported_media_type"])
-) {}
-export class UnprocessableContent extends Schema.TaggedError<UnprocessableContent>()(
-  "UnprocessableContent",
-  errorFields(422, ["idempotency_key_reused"])
-) {}
-export class TooManyRequests
-  extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", errorFields(429, ["rate_limited"]))
-{}
-export class InternalError
-  extends Schema.TaggedError<InternalError>()("InternalError", errorFields(500, ["internal_error"]))
-{}
-export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
+export class TooManyRequests extends ApiError<TooManyRequests>()("TooManyRequests", 429, ["rate_limited"]) {}
+export class InternalError extends ApiError<InternalError>()("InternalError", 500, ["internal_error"]) {}
+export class ServiceUnavailable extends ApiError<ServiceUnavailable>()(
   "ServiceUnavailable",
-  errorFields(503, ["database_unavailable", "database_read_only", "request_timeout", "shutting_down", "read_only"])
+  503,
+  ["database_unavailable", "database_read_only", "request_timeout", "shutting_down", "read_only"]
 ) {}
 
 /** `Retry-After` by 503 code, so one code always asks for one wait (`/readyz`'s 503s carry none). */
