@@ -8,7 +8,6 @@ import {
   LockTimeoutError,
   SerializationError,
   SqlError,
-  type SqlErrorReason,
   SqlSyntaxError,
   StatementTimeoutError,
   UniqueViolation,
@@ -18,54 +17,36 @@ import { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 
 type Unavailability = DatabaseUnavailable["reason"]
 
-/**
- * Failures the engines report without a reason of their own (`UnknownError`), told apart by the
- * code the driver put on the error: PostgreSQL's SQLSTATE or SQLite's result code.
- */
-const byCode: ReadonlyArray<readonly [code: string, Unavailability]> = [
-  // PostgreSQL: shut down or crashed, starting, idle transaction ended, out of connections or memory.
-  ["57P01", "unavailable"],
-  ["57P02", "unavailable"],
-  ["57P03", "unavailable"],
-  ["25P03", "unavailable"],
-  ["53300", "unavailable"],
-  ["53200", "unavailable"],
-  ["53100", "full"],
-  ["25006", "read_only"],
-  // SQLite: the disk full, the file read-only, unreadable or damaged.
-  ["SQLITE_FULL", "full"],
-  ["SQLITE_READONLY", "read_only"],
-  ["SQLITE_IOERR", "unavailable"],
-  ["SQLITE_CORRUPT", "unavailable"],
-  ["SQLITE_NOTADB", "unavailable"],
-  ["SQLITE_CANTOPEN", "unavailable"]
+/** The code the driver put on a failure: PostgreSQL's SQLSTATE, a socket's errno, or SQLite's result code. */
+export const driverCode = (error: SqlError): string | undefined => {
+  const cause: unknown = error.reason.cause
+  return Predicate.hasProperty(cause, "code") && typeof cause.code === "string" ? cause.code : undefined
+}
+
+/** Whether `code` is `known` or one of SQLite's extended codes of it (`SQLITE_READONLY_DBMOVED`). */
+export const isCode = (code: string | undefined, known: string): boolean =>
+  code === known || code?.startsWith(`${known}_`) === true
+
+/** What an `UnknownError`'s code means; the engines report these with no reason of their own. */
+const byCode: ReadonlyArray<readonly [Unavailability, ReadonlyArray<string>]> = [
+  // PostgreSQL shut down, crashed or starting, an idle transaction ended, out of connections or memory.
+  ["unavailable", ["57P01", "57P02", "57P03", "25P03", "53300", "53200"]],
+  // SQLite's file unreadable or damaged.
+  ["unavailable", ["SQLITE_IOERR", "SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_CANTOPEN"]],
+  ["full", ["53100", "SQLITE_FULL"]],
+  ["read_only", ["25006", "SQLITE_READONLY"]]
 ]
 
-const codeOf = (cause: unknown): string | undefined =>
-  Predicate.hasProperty(cause, "code") && typeof cause.code === "string" ? cause.code : undefined
-
-/** SQLite's extended codes (`SQLITE_READONLY_DBMOVED`) belong to their primary one. */
-const unavailabilityOfCode = (code: string): Unavailability | undefined =>
-  byCode.find(([known]) => code === known || code.startsWith(`${known}_`))?.[1]
-
-const unavailabilityOf = (reason: SqlErrorReason): Unavailability | undefined => {
-  switch (reason._tag) {
-    case "ConnectionError":
-      return "unavailable"
-    case "LockTimeoutError":
-    case "StatementTimeoutError":
-      return "busy"
-    case "UnknownError": {
-      const code = codeOf(reason.cause)
-      return code === undefined ? undefined : unavailabilityOfCode(code)
-    }
-    default:
-      return undefined
-  }
+const unavailabilityOf = (error: SqlError): Unavailability | undefined => {
+  const tag = error.reason._tag
+  if (tag === "ConnectionError") return "unavailable"
+  if (tag === "LockTimeoutError" || tag === "StatementTimeoutError") return "busy"
+  const code = tag === "UnknownError" ? driverCode(error) : undefined
+  return byCode.find(([, codes]) => codes.some((known) => isCode(code, known)))?.[0]
 }
 
 /** Whether `error` is the database refusing a write: read-only (PostgreSQL's `25006`, a standby's too) or SQLite's file. */
-export const isReadOnly = (error: SqlError): boolean => unavailabilityOf(error.reason) === "read_only"
+export const isReadOnly = (error: SqlError): boolean => unavailabilityOf(error) === "read_only"
 
 /** The database's own words: the driver's error beneath the reason, else the reason's message. */
 export const databaseWords = (error: SqlError): string => {
@@ -78,7 +59,7 @@ export const databaseWords = (error: SqlError): string => {
 
 /** `error` as a `DatabaseUnavailable` when it means the database cannot serve now, else undefined. */
 export const toUnavailable = (error: SqlError): DatabaseUnavailable | undefined => {
-  const reason = unavailabilityOf(error.reason)
+  const reason = unavailabilityOf(error)
   return reason === undefined ? undefined : new DatabaseUnavailable({ reason, message: databaseWords(error) })
 }
 
@@ -95,11 +76,8 @@ const reasons = {
   UnknownError
 } as const
 
-/**
- * `error` with the database's own words in its message, which is what a log line of it shows
- * (`@effect/sql-pg` says only "PgConnection: Query failed"; its reason's cause has the words).
- */
-export const withDatabaseWords = (error: SqlError): SqlError => {
+/** `error` with the database's words in the message a log shows (`@effect/sql-pg` says only "Query failed"). */
+const withDatabaseWords = (error: SqlError): SqlError => {
   const { reason } = error
   const words = databaseWords(error)
   const said = reason.message ?? reason._tag
@@ -112,10 +90,7 @@ export const withDatabaseWords = (error: SqlError): SqlError => {
   })
 }
 
-/**
- * A statement's failure as the stores report it: `DatabaseUnavailable` when the database cannot
- * serve now, a defect otherwise (a fault of the statement, nothing a caller could handle).
- */
+/** A statement's failure as the stores report it: `DatabaseUnavailable`, or a defect (a fault of the statement). */
 export const unavailableOrDie = <A, R>(self: Effect.Effect<A, SqlError, R>): Effect.Effect<A, DatabaseUnavailable, R> =>
   Effect.catch(self, (error) => {
     const unavailable = toUnavailable(error)

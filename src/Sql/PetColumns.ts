@@ -1,26 +1,20 @@
 import { NewPet, type Pet, PetStatus } from "../Domain/Pet.js"
 
-/**
- * The `pets` table's columns, one per field of a `Pet`: every statement the pets' store runs reads
- * and writes the columns listed here, and each row read is checked against them. The type below
- * makes a field of the Pet schema without its column here a type error.
- */
-
-/** How a field's value is kept: the value a statement binds, and the value read back (`undefined` for one of the wrong shape). */
-export interface ColumnCodec<A> {
+/** How a field's value is kept: the value bound, and the value read back (`undefined`: the wrong shape). */
+interface ColumnCodec<A> {
   readonly write: (value: A) => string | number
   readonly read: (value: unknown) => A | undefined
 }
 
 /** A field's column: its name, and whether NULL stands for the field left out (an optional field). */
-export interface PetColumn<A> extends ColumnCodec<A> {
+interface PetColumn<A> extends ColumnCodec<A> {
   readonly name: string
   readonly optional: boolean
 }
 
+/** One column per field of `Pet`: a field of the schema without its column here is a type error. */
 type PetColumns = {
   readonly [Field in keyof Pet]-?: PetColumn<Exclude<Pet[Field], undefined>> & {
-    // NULL for an absent value exactly when the schema lets the field be absent.
     readonly optional: {} extends Pick<Pet, Field> ? true : false
   }
 }
@@ -52,8 +46,8 @@ const oneOf = <const A extends string>(literals: ReadonlyArray<A>): ColumnCodec<
 const required = <A>(name: string, codec: ColumnCodec<A>) => ({ ...codec, name, optional: false as const })
 const optional = <A>(name: string, codec: ColumnCodec<A>) => ({ ...codec, name, optional: true as const })
 
-/** Each field's column, in the schema's order (the order a pet's JSON has). */
-export const petColumns: PetColumns = {
+/** The `pets` table's columns in the schema's order (a pet's JSON's): what every pets statement reads and writes. */
+const petColumns: PetColumns = {
   id: required("id", integer),
   name: required("name", text),
   categoryId: required("category_id", integer),
@@ -62,39 +56,30 @@ export const petColumns: PetColumns = {
 
 const fields = Object.entries(petColumns) as ReadonlyArray<readonly [keyof Pet, PetColumn<unknown>]>
 
-/** Every column, in the schema's order: what every statement that reads a pet selects. */
 export const petColumnNames: ReadonlyArray<string> = fields.map(([, column]) => column.name)
 
 const newPetFields = Object.keys(NewPet.fields) as ReadonlyArray<keyof NewPet>
 
-/** The columns an INSERT of a new pet writes: one per field of `NewPet`, in its order. */
+/** The columns an INSERT of a new pet writes, in `NewPet`'s order, and a pet's values for them (NULL: left out). */
 export const newPetColumnNames: ReadonlyArray<string> = newPetFields.map((field) => petColumns[field].name)
 
-/** A new pet's values for `newPetColumnNames`, in their order: NULL for a field left out. */
 export const newPetValues = (pet: NewPet): Array<string | number | null> =>
   newPetFields.map((field) => {
     const value = pet[field]
     return value === undefined ? null : (petColumns[field] as PetColumn<unknown>).write(value)
   })
 
-/**
- * A `pets` row as a `Pet`, each column checked by its field's codec: decoding through a Schema
- * costs more than the query on a page of 100. A NULL optional column leaves its field out.
- */
+/** A `pets` row as a `Pet`, checked by each field's codec: a Schema's decoding costs more than a page of 100's query. */
 export const petFromRow = (row: Readonly<Record<string, unknown>>): Pet => {
   const pet: Record<string, unknown> = {}
   for (const [field, column] of fields) {
     const value = row[column.name]
-    if (value === null || value === undefined) {
-      if (column.optional) continue
-    } else {
-      const read = column.read(value)
-      if (read !== undefined) {
-        pet[field] = read
-        continue
-      }
+    const absent = value === null || value === undefined
+    const read = absent ? undefined : column.read(value)
+    if (read !== undefined) pet[field] = read
+    else if (!(absent && column.optional)) {
+      throw new Error(`pets row ${String(row[petColumns.id.name])}: ${column.name} does not have the table's shape`)
     }
-    throw new Error(`pets row ${String(row[petColumns.id.name])}: ${column.name} does not have the table's shape`)
   }
   return pet as Pet
 }

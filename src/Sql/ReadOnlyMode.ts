@@ -15,44 +15,33 @@ const reference = Context.Reference<ReadOnlyMode>("petstore/ReadOnlyMode", {
 /**
  * The write stop of a move: a `read_only` row in the database's `settings` table (its value: when
  * it was turned on). Every instance reads it once a second in the background, so a request only
- * reads a flag in memory; while it is on, creates answer 503 `read_only` and reads are served.
+ * reads a flag in memory; a read that fails keeps the last answer. While it is on, creates answer
+ * 503 `read_only` and reads are served.
  */
 export const ReadOnlyMode: typeof reference & {
-  /** The flag kept in the database the stores run on. */
   readonly layer: Layer.Layer<never, never, SqlClient.SqlClient>
 } = Object.assign(reference, {
   layer: Layer.effect(
     reference,
-    Effect.flatMap(SqlClient.SqlClient, (sql) => polled(Effect.map(readOnlySince(sql), Option.isSome)))
+    Effect.gen(function*() {
+      const read = Effect.map(readOnlySince(yield* SqlClient.SqlClient), Option.isSome)
+      let on = yield* Effect.orElseSucceed(read, () => false)
+      yield* read.pipe(
+        Effect.tap((now) => Effect.sync(() => (on = now))),
+        Effect.ignore,
+        Effect.repeat(Schedule.spaced("1 second")),
+        Effect.forkScoped
+      )
+      return { isOn: () => on }
+    })
   )
 })
 
-/** How often every instance reads the flag. */
-export const pollInterval = "1 second"
-
 /**
  * How long after the flag is set every instance has refused writes for a while: a poll interval
- * for all of them to read it, and as long again for a create that passed the check just before
- * to reach the database.
+ * for all of them to read it, and as long again for a create that passed the check just before.
  */
 export const settleMillis = 2_000
-
-/** Reads the flag now, then once per `pollInterval`; a read that fails keeps the last answer. */
-const polled = (read: Effect.Effect<boolean, unknown>) =>
-  Effect.gen(function*() {
-    let on = yield* Effect.orElseSucceed(read, () => false)
-    yield* read.pipe(
-      Effect.tap((now) =>
-        Effect.sync(() => {
-          on = now
-        })
-      ),
-      Effect.ignore,
-      Effect.repeat(Schedule.spaced(pollInterval)),
-      Effect.forkScoped
-    )
-    return { isOn: () => on }
-  })
 
 /** When the store's read-only mode was turned on, if it is on. */
 export const readOnlySince = (sql: SqlClient.SqlClient): Effect.Effect<Option.Option<Date>, SqlError> =>
