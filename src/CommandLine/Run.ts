@@ -11,9 +11,7 @@ import {
   Runtime,
   Schema,
   SchemaIssue,
-  Sink,
   Stdio,
-  Stream,
   Terminal
 } from "effect"
 import { CliConfig, CliError, CliOutput, type Command, GlobalFlag } from "effect/cli"
@@ -36,40 +34,29 @@ const presenter: CliOutput.Presenter = {
       : Effect.void
 }
 
-const unused = (service: string) => Effect.die(new Error(`${service} is not available to this command line`))
+const unused = Effect.die(new Error("not available to this command line"))
 
 /**
- * What `effect/cli` runs a command with, where a platform package would give it: the process's
- * arguments and terminal. No command here prompts, reads files through the library or starts
- * processes, so those services refuse; the wizard, which would prompt, is left out.
+ * What `effect/cli` runs a command with, where a platform package would give it. It reads only the
+ * arguments (the presenter writes through Console); the terminal, files and processes, which only
+ * its prompts and wizard use, refuse, and the wizard is left out.
  */
 const environment = Layer.mergeAll(
-  Layer.succeed(
-    Stdio.Stdio,
-    Stdio.make({
-      args: Effect.sync(() => process.argv.slice(2)),
-      stdinIsTerminal: Effect.sync(() => process.stdin.isTTY === true),
-      stdoutIsTerminal: Effect.sync(() => process.stdout.isTTY === true),
-      stderrIsTerminal: Effect.sync(() => process.stderr.isTTY === true),
-      stdout: () => Sink.forEach((chunk: string | Uint8Array) => Effect.sync(() => process.stdout.write(chunk))),
-      stderr: () => Sink.forEach((chunk: string | Uint8Array) => Effect.sync(() => process.stderr.write(chunk))),
-      stdin: Stream.die(new Error("standard input is not read by this command line"))
-    })
-  ),
+  Stdio.layerTest({ args: Effect.sync(() => process.argv.slice(2)) }),
   Path.layer,
   FileSystem.layerNoop({}),
   Layer.succeed(
     Terminal.Terminal,
     Terminal.make({
-      columns: Effect.sync(() => process.stdout.columns ?? 80),
-      rows: Effect.sync(() => process.stdout.rows ?? 24),
-      size: unused("Terminal"),
-      readInput: unused("Terminal"),
-      readLine: unused("Terminal"),
-      display: (text) => Effect.sync(() => void process.stdout.write(text))
+      columns: unused,
+      rows: unused,
+      size: unused,
+      readInput: unused,
+      readLine: unused,
+      display: () => unused
     })
   ),
-  Layer.succeed(ChildProcessSpawner.ChildProcessSpawner, ChildProcessSpawner.make(() => unused("ChildProcessSpawner"))),
+  Layer.succeed(ChildProcessSpawner.ChildProcessSpawner, ChildProcessSpawner.make(() => unused)),
   CliConfig.layer({ builtIns: GlobalFlag.BuiltIns.filter((flag) => flag !== GlobalFlag.Wizard) }),
   CliOutput.layerPresenter(presenter)
 )
@@ -96,13 +83,8 @@ const describeCliError = (error: CliError.CliError): string => {
 /** One line for a failure: the field (as `fields` names its option, `--category-id`), where in it, and the rule. */
 export const describeFailure = (error: unknown, fields: Readonly<Record<string, string>>): string => {
   if (CliError.isCliError(error)) return describeCliError(error)
-  if (error instanceof Config.ConfigError) {
-    if (!Schema.isSchemaError(error.cause)) return oneLine(error.cause.message)
-    const issue = firstIssue(error.cause.issue)
-    return issue === undefined
-      ? oneLine(error.message)
-      : `${(issue.path ?? []).map(String).join(".")}: ${issue.message}`
-  }
+  // Named by the variable, not by an option.
+  if (error instanceof Config.ConfigError) return describeFailure(error.cause, {})
   if (Schema.isSchemaError(error)) {
     const issue = firstIssue(error.issue)
     if (issue === undefined) return oneLine(error.message)

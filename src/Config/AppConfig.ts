@@ -3,28 +3,28 @@ import { readFileSync, statSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { dirname } from "node:path"
 import { metricsListener } from "../Observability/ObservabilityConfig.js"
-import { type IpRange, parseTrustedProxies } from "./TrustedProxies.js"
+import { parseTrustedProxies } from "./TrustedProxies.js"
 
 export type Environment = "production" | "staging"
 
 /** `DATABASE_URL` when it is unset: the one database whose folder a first start makes. */
 export const defaultDatabaseUrl = "data/petstore.db"
 
-/**
- * The variable `name` read with `schema` and checked by `rule`, which answers `true` or the
- * message naming what the value must be; a failed check names the variable (`describeConfigError`).
- */
-const checked = <A>(name: string, schema: Schema.Codec<A, string>, rule: (value: A) => true | string) =>
-  Config.schema(schema.check(Schema.makeFilter((value: A) => rule(value))), name)
+/** The variable `name` read with `schema`; a value `valid` refuses fails naming it and `message` (`describeConfigError`). */
+const checked = <A>(schema: Schema.Codec<A, string>) => (name: string, message: string, valid: (value: A) => boolean) =>
+  Config.schema(schema.check(Schema.makeFilter((value: A) => valid(value) || message)), name)
 
-const rule = <A>(message: string, validation: (value: A) => boolean) => (value: A): true | string =>
-  validation(value) || message
+const text = checked(Schema.String)
 
-const text = (name: string, message: string, valid: (value: string) => boolean) =>
-  checked(name, Schema.String, rule(message, valid))
+/** A variable read by `parse`, which answers undefined for a value it refuses. */
+const parsed = <A>(name: string, message: string, parse: (value: string) => A | undefined, fallback: A) =>
+  text(name, message, (value) => parse(value) !== undefined).pipe(
+    Config.map((value) => parse(value)!),
+    Config.withDefault(fallback)
+  )
 
 const number = (name: string, message: string, valid: (n: number) => boolean, fallback: number) =>
-  checked(name, Schema.NumberFromString, rule(message, valid)).pipe(Config.withDefault(fallback))
+  checked(Schema.NumberFromString)(name, message, valid).pipe(Config.withDefault(fallback))
 
 const positiveInteger = (name: string, fallback: number) =>
   number(name, "must be a positive integer", (n) => Number.isInteger(n) && n >= 1, fallback)
@@ -39,9 +39,10 @@ const upToAnHour = (name: string, fallback: number) =>
 const belowTen = (name: string, fallback: number) =>
   seconds(name, "must be a number of seconds above 0 and below 10", (n) => n > 0 && n < 10, fallback)
 
-const isHttpUrl = (value: string) => URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)
+export const isHttpUrl = (value: string) => URL.canParse(value) && ["http:", "https:"].includes(new URL(value).protocol)
 
-const httpUrl = (name: string) =>
+/** An absolute http(s) URL, without the slashes that may end it. */
+export const httpUrl = (name: string) =>
   Config.map(text(name, "must be an absolute http(s) URL", isHttpUrl), (url) => url.replace(/\/+$/, ""))
 
 /** A failed check of `name` that no one variable's rule could make (it depends on another's value). */
@@ -94,10 +95,15 @@ const logLevelOf = (value: string): LogLevel.LogLevel | undefined => {
   return name === "WARNING" ? "Warn" : name === "OFF" ? "None" : LogLevel.values.find((l) => l.toUpperCase() === name)
 }
 
-const originsOf = (list: string): ReadonlyArray<string> =>
-  list.split(",").map((origin) => origin.trim().replace(/\/+$/, "")).filter((o) => o !== "")
+const originsOf = (list: string): ReadonlyArray<string> | undefined => {
+  const origins = list.split(",").map((origin) => origin.trim().replace(/\/+$/, "")).filter((o) => o !== "")
+  return origins.every(isHttpUrl) ? origins : undefined
+}
 
-const workersOf = (value: string) => value.trim() === "auto" ? availableParallelism() : Number(value)
+const workersOf = (value: string) => {
+  const n = value.trim() === "auto" ? availableParallelism() : Number(value)
+  return Number.isInteger(n) && n >= 1 && n <= 256 ? n : undefined
+}
 
 /** The service's settings, read from the environment and checked once at start (docs/configuration.md). */
 const config = Config.all({
@@ -115,8 +121,12 @@ const config = Config.all({
         : invalidAt("DATABASE_URL_FILE", `the URL in ${file} ${problem}`)
     }
   }))),
-  environment: text("PETSTORE_ENV", "must be production or staging", (v) => v === "production" || v === "staging")
-    .pipe(Config.map((value) => value as Environment), Config.withDefault("staging" as Environment)),
+  environment: parsed<Environment>(
+    "PETSTORE_ENV",
+    "must be production or staging",
+    (v) => v === "production" || v === "staging" ? v : undefined,
+    "staging"
+  ),
   publicBaseUrl: Config.option(httpUrl("PUBLIC_BASE_URL")),
   productionUrl: httpUrl("PETSTORE_PRODUCTION_URL").pipe(Config.withDefault("https://petstore.example.com")),
   stagingUrl: httpUrl("PETSTORE_STAGING_URL").pipe(Config.withDefault("https://staging.petstore.example.com")),
@@ -125,34 +135,18 @@ const config = Config.all({
     burst: positiveInteger("RATE_LIMIT_BURST", 200)
   }),
   authFailuresPerMinute: positiveInteger("AUTH_FAILURES_PER_MINUTE", 20),
-  trustedProxies: checked(
+  trustedProxies: parsed(
     "TRUSTED_PROXIES",
-    Schema.String,
-    rule(
-      "must be comma-separated IP addresses or CIDR ranges, such as 10.0.0.0/8, 192.0.2.7, fd00::/8",
-      (value) => parseTrustedProxies(value).invalid.length === 0
-    )
-  ).pipe(
-    Config.map((value): ReadonlyArray<IpRange> => parseTrustedProxies(value).ranges),
-    Config.withDefault([] as ReadonlyArray<IpRange>)
+    "must be comma-separated IP addresses or CIDR ranges, such as 10.0.0.0/8, 192.0.2.7, fd00::/8",
+    (value) => {
+      const { invalid, ranges } = parseTrustedProxies(value)
+      return invalid.length === 0 ? ranges : undefined
+    },
+    []
   ),
-  corsOrigins: text(
-    "CORS_ORIGINS",
-    "must be a comma-separated list of http(s) origins",
-    (list) => originsOf(list).every(isHttpUrl)
-  ).pipe(Config.map(originsOf), Config.withDefault([] as ReadonlyArray<string>)),
-  logLevel: text(
-    "LOG_LEVEL",
-    "must be one of all, fatal, error, warn, info, debug, trace, off",
-    (value) => logLevelOf(value) !== undefined
-  ).pipe(
-    Config.map((value) => logLevelOf(value)!),
-    Config.withDefault("Info" as LogLevel.LogLevel)
-  ),
-  workers: text("WORKERS", "must be auto or a whole number of processes from 1 to 256", (value) => {
-    const n = workersOf(value)
-    return Number.isInteger(n) && n >= 1 && n <= 256
-  }).pipe(Config.map(workersOf), Config.withDefault(1)),
+  corsOrigins: parsed("CORS_ORIGINS", "must be a comma-separated list of http(s) origins", originsOf, []),
+  logLevel: parsed("LOG_LEVEL", "must be one of all, fatal, error, warn, info, debug, trace, off", logLevelOf, "Info"),
+  workers: parsed("WORKERS", "must be auto or a whole number of processes from 1 to 256", workersOf, 1),
   // Serving with /readyz at 503, so that a load balancer takes the instance out before it refuses anything.
   stopGrace: upToAnHour("STOP_GRACE_SECONDS", 5),
   drainTimeout: upToAnHour("DRAIN_TIMEOUT_SECONDS", 10),
@@ -185,13 +179,11 @@ const config = Config.all({
   // The OpenAPI `servers`: this instance first, so the docs page and its samples call it; then the other environment.
   Config.map(({ environment, productionUrl, publicBaseUrl, stagingUrl, ...config }) => {
     const self = Option.getOrElse(publicBaseUrl, () => `http://localhost:${config.port}`)
-    const other = environment === "production" ? "staging" : "production"
     const servers: ReadonlyArray<{ readonly url: string; readonly description: string }> = [
       { url: self, description: `This instance (${environment})` },
-      {
-        url: other === "production" ? productionUrl : stagingUrl,
-        description: other === "production" ? "Production" : "Staging"
-      }
+      environment === "production"
+        ? { url: stagingUrl, description: "Staging" }
+        : { url: productionUrl, description: "Production" }
     ]
     return { ...config, environment, publicBaseUrl: self, servers }
   })

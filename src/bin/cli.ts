@@ -1,17 +1,11 @@
-import { Config, Console, Effect, Layer, Logger, Option, Redacted, Schema, Stream } from "effect"
+import { Config, Console, Effect, Layer, Logger, Option, Redacted, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
 import { PetStoreClient } from "../Client/PetStoreClient.js"
 import { newPetFromOptions, newPetOptionNames } from "../CommandLine/NewPetOptions.js"
-import {
-  choiceOption,
-  integerArgument,
-  integerOption,
-  isHttpUrl,
-  switchOption,
-  urlOption
-} from "../CommandLine/Options.js"
+import { choiceOption, integerArgument, integerOption, switchOption, urlOption } from "../CommandLine/Options.js"
 import { petTable } from "../CommandLine/PetTable.js"
 import { run } from "../CommandLine/Run.js"
+import { httpUrl } from "../Config/AppConfig.js"
 import type { Pet } from "../Domain/Pet.js"
 import { PetStatus } from "../Domain/Pet.js"
 
@@ -28,28 +22,16 @@ const baseUrl = urlOption("base-url").pipe(
 const print = (asJson: boolean, value: Pet | ReadonlyArray<Pet>) =>
   Console.log(asJson ? JSON.stringify(value, null, 2) : petTable(Array.isArray(value) ? value : [value as Pet]))
 
-// An empty variable counts as unset, as a shell's `PETSTORE_BASE_URL= petstore …` means (Config reads it so).
-const baseUrlFromEnvironment = Config.schema(
-  Schema.String.check(Schema.makeFilter((url: string) => isHttpUrl(url) || "must be an absolute http(s) URL")),
-  "PETSTORE_BASE_URL"
-).pipe(Config.withDefault("http://localhost:3000"))
-
-const apiKey = Effect.flatMap(
-  Config.option(Config.String("PETSTORE_API_KEY")),
-  (key) =>
-    Option.isSome(key)
-      ? Effect.succeed(Redacted.make(key.value))
-      : Effect.fail(new Error("PETSTORE_API_KEY: must be set"))
-)
-
 /** The client for `--base-url`, else `PETSTORE_BASE_URL`, else the local service, with `PETSTORE_API_KEY`. */
 const clientLayer = (url: Option.Option<string>) =>
   Layer.unwrap(Effect.gen(function*() {
-    const baseUrl = Option.isSome(url) ? url.value : yield* baseUrlFromEnvironment
-    return PetStoreClient.layer({
-      target: { baseUrl },
-      apiKey: yield* apiKey
-    })
+    // An empty variable counts as unset, as a shell's `PETSTORE_BASE_URL= petstore …` means (Config reads it so).
+    const baseUrl = Option.isSome(url)
+      ? url.value
+      : yield* httpUrl("PETSTORE_BASE_URL").pipe(Config.withDefault("http://localhost:3000"))
+    const apiKey = yield* Config.option(Config.String("PETSTORE_API_KEY"))
+    if (Option.isNone(apiKey)) return yield* Effect.fail(new Error("PETSTORE_API_KEY: must be set"))
+    return PetStoreClient.layer({ target: { baseUrl }, apiKey: Redacted.make(apiKey.value) })
   }))
 
 const list = Command.make(
@@ -77,17 +59,10 @@ const list = Command.make(
 
 const create = Command.make(
   "create",
-  {
-    name: Flag.String("name"),
-    categoryId: integerOption("category-id"),
-    status: statusOption,
-    json,
-    baseUrl
-  },
+  { name: Flag.String("name"), categoryId: integerOption("category-id"), status: statusOption, json, baseUrl },
   ({ baseUrl, categoryId, json, name, status }) =>
     Effect.gen(function*() {
-      const client = yield* PetStoreClient
-      const pet = yield* client.createPet(newPetFromOptions({ name, categoryId, status }))
+      const pet = yield* (yield* PetStoreClient).createPet(newPetFromOptions({ name, categoryId, status }))
       yield* print(json, pet)
     }).pipe(Effect.provide(clientLayer(baseUrl)))
 ).pipe(Command.withDescription("Add an animal"))
