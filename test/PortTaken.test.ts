@@ -1,10 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { createKey, freePort, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { createKey, freePort, spawnServer, startServer, temporaryFolder } from "./support/ServerProcess.js"
 import { waitFor } from "./support/WaitFor.js"
-
-const root = new URL("..", import.meta.url).pathname
 
 const listeningLines = (logs: string) => logs.split("\n").filter((line) => line.includes(`"listening"`)).length
 
@@ -18,20 +16,7 @@ const startFirst = async (folder: string, workers: number) => {
 
 /** A service on `port` with `workers`, on the SQLite file `database` in `folder`, output kept. */
 const spawnService = (folder: string, port: number, workers: number, database: string) => {
-  const proc = Bun.spawn(["bun", "src/bin/main.ts"], {
-    cwd: root,
-    env: {
-      ...process.env,
-      HOST: "127.0.0.1",
-      PORT: String(port),
-      METRICS_PORT: "off",
-      STOP_GRACE_SECONDS: "0",
-      WORKERS: String(workers),
-      DATABASE_URL: join(folder, database)
-    },
-    stdout: "pipe",
-    stderr: "pipe"
-  })
+  const proc = spawnServer({ WORKERS: String(workers), DATABASE_URL: join(folder, database) }, port)
   const output = Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()])
   return { proc, lines: () => output.then(([stdout, stderr]) => (stdout + stderr).trim().split("\n")) }
 }

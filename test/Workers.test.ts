@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { join } from "node:path"
 import { createTestDatabase } from "./support/PostgresStores.js"
-import { freePort, isRunning, runCommand, startServer, temporaryFolder } from "./support/ServerProcess.js"
+import { freePort, isRunning, runCommand, spawnServer, startServer, temporaryFolder } from "./support/ServerProcess.js"
 import { waitFor } from "./support/WaitFor.js"
 
 /** The pids of the workers the supervisor's log says it started, newest last. */
@@ -50,19 +50,7 @@ describe("WORKERS: several server processes on one port", () => {
     it(`WORKERS=${workers}: a server process takes connections only once it can answer them`, async () => {
       using folder = temporaryFolder()
       const port = freePort()
-      const proc = Bun.spawn(["bun", "src/bin/main.ts"], {
-        env: {
-          ...process.env,
-          HOST: "127.0.0.1",
-          PORT: String(port),
-          METRICS_PORT: "off",
-          STOP_GRACE_SECONDS: "0",
-          WORKERS: String(workers),
-          DATABASE_URL: join(folder.path, "petstore.db")
-        },
-        stdout: "pipe",
-        stderr: "ignore"
-      })
+      const proc = spawnServer({ WORKERS: String(workers), DATABASE_URL: join(folder.path, "petstore.db") }, port)
       let output = ""
       void proc.stdout.pipeTo(
         new WritableStream({ write: (chunk) => void (output += new TextDecoder().decode(chunk)) })

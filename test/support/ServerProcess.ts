@@ -60,13 +60,14 @@ export const runCommand = async (args: ReadonlyArray<string>, env: Record<string
 export const createKey = async (env: Record<string, string>, name = "test") =>
   (await runCommand(["src/bin/keys.ts", "create", "--name", name], env)).stdout.trim().split("\n").at(-1)!
 
-/** The real server, `bun src/bin/main.ts`, started with `env` on `port` and waited for until it answers. */
-export const startServer = async (env: Record<string, string>, port = freePort()) => {
-  const startedAt = performance.now()
-  const proc = Bun.spawn(["bun", "src/bin/main.ts"], {
+/**
+ * `bun src/bin/main.ts` on `port` with `env`, its output piped, not waited for. Metrics off unless a
+ * test asks: servers started side by side would all want port 9464. No stop's grace unless a test
+ * asks: it is for a load balancer, which only some tests have.
+ */
+export const spawnServer = (env: Record<string, string>, port: number) =>
+  Bun.spawn(["bun", "src/bin/main.ts"], {
     cwd: root,
-    // Metrics off unless a test asks: servers started side by side would all want port 9464. No
-    // stop's grace unless a test asks: it is for a load balancer, which only some tests have.
     env: {
       ...process.env,
       HOST: "127.0.0.1",
@@ -78,6 +79,11 @@ export const startServer = async (env: Record<string, string>, port = freePort()
     stdout: "pipe",
     stderr: "pipe"
   })
+
+/** The real server, `bun src/bin/main.ts`, started with `env` on `port` and waited for until it answers. */
+export const startServer = async (env: Record<string, string>, port = freePort()) => {
+  const startedAt = performance.now()
+  const proc = spawnServer(env, port)
   const stdout = collect(proc.stdout)
   const stderr = collect(proc.stderr)
   const url = `http://127.0.0.1:${port}`
