@@ -11,10 +11,7 @@ const probeTimeout = "750 millis"
 /** A check's wait for the probe before it answers the last finding: HAProxy gives it 2 s, Kubernetes 1 s. */
 const freshWait = "100 millis"
 
-/**
- * One probe of the store at a time, its finding kept for the checks that do not wait for it; run
- * as the service's own, so its spans, logs and database waits belong to no request.
- */
+/** One probe of the store at a time, its finding kept for the checks that do not wait; run as no request's. */
 const makeProbe = (
   check: Effect.Effect<Readiness>,
   fork: (probe: Effect.Effect<Readiness>) => Fiber.Fiber<Readiness>

@@ -6,11 +6,9 @@ import { type IpRange, parseAddress } from "../Config/TrustedProxies.js"
 // Read as a setting in Config/, where the settings are checked; offered here with the addresses it ranges over.
 export { parseTrustedProxies } from "../Config/TrustedProxies.js"
 
-/** Who sent a request, as far as the service can tell. */
+/** Who sent a request: the address as logged, and the bucket its failed authentications count against. */
 export interface ClientAddress {
-  /** The address as logged. */
   readonly text: string
-  /** The bucket failed authentications count against: the address, or an IPv6 address's /64. */
   readonly limitedAs: string
 }
 
@@ -48,14 +46,12 @@ const fromAddress = (address: NetAddress.IpAddress): ClientAddress => ({
 
 /**
  * The client of a request: the socket's peer, or, when that is a trusted proxy, the right-most
- * `X-Forwarded-For` (else `Forwarded: for=`) entry that is not itself one; entries further left
- * were written by whoever sent the request and prove nothing, and one that is no address stops
- * the walk at the proxy that wrote it.
+ * `X-Forwarded-For` (else `Forwarded: for=`) entry that is not itself one: entries further left
+ * prove nothing, and one that is no address stops the walk at the proxy that wrote it.
  */
 export const makeClientAddress = (trusted: ReadonlyArray<IpRange>) => {
   const isTrusted = (address: NetAddress.IpAddress) => trusted.some((range) => IpNetwork.contains(range, address))
-  // Peers that are the client themselves, kept formatted rather than parsed at every request;
-  // emptied when full, so a flood of addresses costs bounded memory.
+  // Direct peers kept formatted, not parsed at every request; emptied when full, so a flood costs bounded memory.
   const directPeers = new Map<string, ClientAddress>()
   return (request: HttpServerRequest.HttpServerRequest): ClientAddress => {
     // Read once: the platform asks the server for the socket's address at each read.

@@ -10,10 +10,7 @@ const requestIdFor = (request: HttpServerRequest.HttpServerRequest): string => {
   return incoming !== undefined && acceptableRequestId.test(incoming) ? incoming : crypto.randomUUID()
 }
 
-/**
- * What the service knows of one request while serving it: made where the request enters
- * (`Http/Server.ts`) and read by whatever below needs it (`CurrentRequest`).
- */
+/** What the service knows of one request while serving it: made where it enters, read below through `CurrentRequest`. */
 export class RequestRecord {
   /** The request's `X-Request-Id`, put on its response and in its log lines. */
   readonly id: string
@@ -40,19 +37,15 @@ export class RequestRecord {
   }
 }
 
-/**
- * The request being served, provided by the server middleware to everything below it; none
- * outside a request.
- */
+/** The request being served, provided by the server middleware; none outside a request. */
 export const CurrentRequest = Context.Reference<RequestRecord | undefined>("petstore/CurrentRequest", {
   defaultValue: () => undefined
 })
 
 /**
- * Adds headers to the request's response, whether it succeeds or fails; a header noted later
- * wins. Rate limits, getPet's deprecation, a created pet's `Location`, a read-only store's
- * `Retry-After`. The platform's pre-response handler: the service's own way was not enough faster
- * to keep ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
+ * Adds headers to the request's response, whether it succeeds or fails; a header noted later wins.
+ * The platform's pre-response handler: the service's own was not enough faster to keep
+ * ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
  */
 export const noteResponseHeaders = (
   headers: Record<string, string>

@@ -1,5 +1,4 @@
 import { Effect } from "effect"
-import type { HttpServerRequest } from "effect/http"
 import { retryAfterHeader, ServiceUnavailable } from "../Domain/ApiError.js"
 import { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { CurrentRequest, noteResponseHeaders } from "./CurrentRequest.js"
@@ -25,7 +24,7 @@ export const warnUnavailable = (requestId: string | undefined, reason: string, r
     Effect.annotateLogs({ requestId, reason })
   )
 
-/** `database_unavailable` for the answers given outside an endpoint: a defect of the SQL layer, the deadline. */
+/** `database_unavailable` answered outside an endpoint: a defect of the SQL layer, the deadline. */
 export const databaseUnavailableResponse = errorResponse(
   unavailable.database_unavailable,
   retryAfterHeader("database_unavailable")
@@ -36,15 +35,8 @@ export const databaseUnavailableResponse = errorResponse(
  * when it refused a write as read-only), so a client can tell an outage from a bug; logged with the
  * database's own words.
  */
-export const orUnavailable = <A, E, R>(
-  self: Effect.Effect<A, E, R>
-): Effect.Effect<A, Exclude<E, DatabaseUnavailable> | ServiceUnavailable, R | HttpServerRequest.HttpServerRequest> =>
-  Effect.catch(self, (error): Effect.Effect<
-    never,
-    Exclude<E, DatabaseUnavailable> | ServiceUnavailable,
-    HttpServerRequest.HttpServerRequest
-  > => {
-    if (!(error instanceof DatabaseUnavailable)) return Effect.fail(error as Exclude<E, DatabaseUnavailable>)
+export const orUnavailable = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.catchIf(self, (error) => error instanceof DatabaseUnavailable, (error) => {
     const code = error.reason === "read_only" ? "database_read_only" : "database_unavailable"
     return CurrentRequest.use((current) =>
       warnUnavailable(current?.id, error.message, code === "database_read_only").pipe(
