@@ -21,36 +21,31 @@ export interface PetStoreClientOptions {
   readonly maxRetryAfter?: Duration.Input | undefined
 }
 
-const transientStatuses = new Set([502, 503, 504])
-
 type Response = HttpClientResponse.HttpClientResponse
 
 class TransientStatus extends Data.TaggedClass("TransientStatus")<{ readonly response: Response }> {}
 
-type Failure = HttpClientError.HttpClientError | TransientStatus
-
 /** A `Retry-After` header's wait: delay-seconds or an HTTP date. */
 const retryAfterOf = (response: Response): Option.Option<Duration.Duration> => {
-  const value = response.headers["retry-after"]?.trim()
-  if (value === undefined || value === "") return Option.none()
+  const value = response.headers["retry-after"]?.trim() ?? ""
   if (/^\d+$/.test(value)) return Option.some(Duration.seconds(Number(value)))
   const at = Date.parse(value)
   return Number.isNaN(at) ? Option.none() : Option.some(Duration.millis(Math.max(0, at - Date.now())))
 }
 
 /**
- * Retries what is safe to retry: a GET, or a POST that carries an idempotency key, after a
- * connection error or a 502, 503 or 504, with exponential backoff and jitter, or after the
- * answer's `Retry-After` when it gives one. The last answer is returned as it came when the
- * retries run out, or when it asks for a longer wait than `maxRetryAfter`. (`HttpClient.retryTransient`
- * also retries 408, 429 and 500, takes `Retry-After` as a least wait and has no such bound.)
+ * Retries a GET, or a POST that carries an idempotency key, after a connection error or a 502,
+ * 503 or 504, with jittered exponential backoff or the answer's `Retry-After`; the last answer is
+ * returned as it came when the retries run out or it asks for more than `maxRetryAfter`.
+ * (`HttpClient.retryTransient` also retries 408, 429 and 500 and any method, and takes
+ * `Retry-After` as a least wait with no bound.)
  */
 const retryTransient =
   ({ maxRetryAfter = "30 seconds", retries = 3, retryBaseDelay = "100 millis" }: PetStoreClientOptions) =>
   (client: HttpClient.HttpClient): HttpClient.HttpClient => {
     const schedule = Schedule.exponential(retryBaseDelay).pipe(
       Schedule.jittered,
-      Schedule.setInputType<Failure>(),
+      Schedule.setInputType<HttpClientError.HttpClientError | TransientStatus>(),
       Schedule.modifyDelay(({ duration, input }) =>
         Effect.succeed(
           input._tag === "TransientStatus" ? Option.getOrElse(retryAfterOf(input.response), () => duration) : duration
@@ -58,27 +53,27 @@ const retryTransient =
       )
     )
     const longestWait = Duration.fromInputUnsafe(maxRetryAfter)
-    const isTransient = (error: Failure) =>
-      error._tag === "TransientStatus"
-        ? !Option.exists(retryAfterOf(error.response), (wait) => Duration.isGreaterThan(wait, longestWait))
-        : error.reason._tag === "TransportError"
-    return HttpClient.transform(client, (effect, request) => {
-      const safe = request.method === "GET" ||
-        (request.method === "POST" && request.headers["idempotency-key"] !== undefined)
-      if (!safe) return effect
-      return effect.pipe(
-        Effect.flatMap((response) =>
-          transientStatuses.has(response.status)
-            ? Effect.fail(new TransientStatus({ response }))
-            : Effect.succeed(response)
-        ),
-        Effect.retry({ schedule, times: retries, while: isTransient }),
-        Effect.catchIf(
-          (error): error is TransientStatus => error._tag === "TransientStatus",
-          (error) => Effect.succeed(error.response)
-        )
-      )
-    })
+    return HttpClient.transform(
+      client,
+      (effect, request) =>
+        request.method === "GET" || (request.method === "POST" && request.headers["idempotency-key"] !== undefined)
+          ? effect.pipe(
+            Effect.filterOrFail(
+              (response) => ![502, 503, 504].includes(response.status),
+              (response) => new TransientStatus({ response })
+            ),
+            Effect.retry({
+              schedule,
+              times: retries,
+              while: (error) =>
+                error._tag === "TransientStatus"
+                  ? !Option.exists(retryAfterOf(error.response), (wait) => Duration.isGreaterThan(wait, longestWait))
+                  : error.reason._tag === "TransportError"
+            }),
+            Effect.catchTag("TransientStatus", (error) => Effect.succeed(error.response))
+          )
+          : effect
+    )
   }
 
 const nextCursor = (link: string | undefined): Option.Option<string> => {
@@ -112,25 +107,17 @@ const make = (options: PetStoreClientOptions) =>
         ([pets, response]) => ({ pets, next: nextCursor(response.headers["link"]) })
       )
 
-    // Every endpoint as HttpApiClient derives it, by group (`client.pets.getPet({ params: … })`),
-    // and beside them the conveniences: pages with their next cursor, every page as a stream, a
-    // create with its idempotency key, and getPet's one deprecation warning.
+    // Every endpoint as HttpApiClient derives it, by group (`client.pets.getPet({ params: … })`), and the conveniences.
     return {
       ...api,
       /** One page of animals, and the cursor of the next page when there is one. */
       listPets: listPage,
-      /**
-       * Every animal (with `status`, those with it), page after page, following the
-       * `Link: rel="next"` header. Pages are fetched only as the stream is consumed.
-       */
+      /** Every animal (with `status`, those with it), following `Link: rel="next"` as the stream is consumed. */
       listAll: (params: { readonly status?: PetStatus | undefined; readonly pageSize?: number | undefined } = {}) =>
         Stream.paginate(undefined as string | undefined, (cursor) =>
           Effect.map(listPage({ status: params.status, limit: params.pageSize, cursor }), ({ next, pets }) =>
             [pets, next] as const)),
-      /**
-       * Adds an animal. With an idempotency key, a retry after a lost answer cannot add it twice,
-       * and transient failures are retried.
-       */
+      /** Adds an animal. With an idempotency key, a retry after a lost answer cannot add it twice, and transient failures are retried. */
       createPet: (pet: NewPet, createOptions: { readonly idempotencyKey?: string | undefined } = {}) =>
         api.pets.createPet({
           payload: pet,

@@ -25,16 +25,8 @@ type Groups = {
 }
 
 /**
- * The Pet Store client for code that does not use Effect: every operation returns a Promise, and
- * the interface's errors are thrown as instances of the exported error classes (`BadRequest`,
- * `Unauthorized`, `NotFound`, `Gone`, …), each with `code`, `message` and `status`. Every endpoint
- * is a method of its group (`client.pets.getPet({ params: { petId: 1 } })`), beside the
- * conveniences of the Effect client.
- *
- * ```ts
- * const client = createPetStoreClient({ target: { baseUrl: "http://localhost:3000" }, apiKey })
- * const pets = await client.listPets({ status: "available" })
- * ```
+ * The Pet Store client for code that does not use Effect: every operation of the Effect client
+ * returns a Promise, and the interface's errors are thrown as the exported error classes.
  */
 export const createPetStoreClient = (options: PromiseClientOptions) => {
   const runtime = ManagedRuntime.make(
@@ -45,8 +37,7 @@ export const createPetStoreClient = (options: PromiseClientOptions) => {
     if (Exit.isSuccess(exit)) return exit.value
     throw Cause.squash(exit.cause)
   }
-  // Each endpoint of the API definition, called on the Effect client for its decoded success. The
-  // casts meet at the names: the definition's at run time, which `Groups` spells out for the caller.
+  // The casts meet at the names: the definition's at run time, which `Groups` spells out for the caller.
   const call = (group: string, name: string) => (request?: object) =>
     run((client) => (client as unknown as Endpoints)[group]![name]!({ ...request, responseMode: "decoded-only" }))
   const groups = Object.fromEntries(
