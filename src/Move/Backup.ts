@@ -1,29 +1,10 @@
 import { Effect, Option } from "effect"
 import type { SqlClient } from "effect/sql"
 import { isSqlError } from "effect/sql/SqlError"
-import {
-  closeSync,
-  constants,
-  copyFileSync,
-  existsSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  rmSync,
-  statSync
-} from "node:fs"
+import * as fs from "node:fs"
 import { dirname } from "node:path"
-import {
-  knownVersion,
-  lastHandedOut,
-  migrationsTable,
-  nextId,
-  sequencedIn,
-  setNextId,
-  tablesOf,
-  versionOf
-} from "./SchemaVersion.js"
+import * as Ids from "./Ids.js"
+import { knownVersion, migrationsTable, tablesOf, versionOf } from "./SchemaVersion.js"
 import {
   codeOf,
   connect,
@@ -44,7 +25,7 @@ const companions = ["-wal", "-shm", "-journal"]
 
 const removeWithCompanions = (file: string) => {
   // Checked first: Bun's rmSync fails on a path through a file (EFAULT) even with `force`.
-  for (const path of ["", ...companions].map((suffix) => `${file}${suffix}`)) if (existsSync(path)) rmSync(path)
+  for (const path of ["", ...companions].map((suffix) => `${file}${suffix}`)) if (fs.existsSync(path)) fs.rmSync(path)
 }
 
 /** Removes, on a failure, what the command wrote beside the database, where it could write at all. */
@@ -80,14 +61,14 @@ export const backup = (store: Store, file: string) => {
           `backup: ${store.label} is PostgreSQL; back it up with pg_dump, or copy it to a SQLite file with db copy`
       })
     }
-    if (existsSync(file)) return yield* new MoveError({ message: `backup: ${file} already exists; name a new file` })
+    if (fs.existsSync(file)) return yield* new MoveError({ message: `backup: ${file} already exists; name a new file` })
     // Made empty before SQLite writes into it, so that a folder it cannot be written in is told as
     // the backup's; its folder made first (a fresh checkout has no `backups/`, the documented one).
     yield* Effect.try({
       try: () => {
-        if (!existsSync(dirname(file))) mkdirSync(dirname(file), { recursive: true })
+        if (!fs.existsSync(dirname(file))) fs.mkdirSync(dirname(file), { recursive: true })
         removeWithCompanions(partial)
-        closeSync(openSync(partial, "wx"))
+        fs.closeSync(fs.openSync(partial, "wx"))
       },
       catch: onBackup
     })
@@ -108,7 +89,7 @@ export const backup = (store: Store, file: string) => {
       }
       return yield* rowCounts(sql, new Set(tables.map((table) => table.name)))
     })).pipe(Effect.mapError(onBackup))
-    yield* Effect.try({ try: () => renameSync(partial, file), catch: onBackup })
+    yield* Effect.try({ try: () => fs.renameSync(partial, file), catch: onBackup })
     const seconds = (performance.now() - startedAt) / 1000
     return `backed up ${store.label} to ${file} in ${seconds.toFixed(1)} s (integrity check ok; ${counts.join(", ")})`
   }).pipe(removingOnFailure(partial))
@@ -121,11 +102,11 @@ const open = (filename: string) => openSqlite({ filename, readwrite: true, creat
 
 /** Writes a file's (or a folder's entries') data to the disk before the rename is relied on. */
 const fsyncPath = (path: string) => {
-  const fd = openSync(path, "r")
+  const fd = fs.openSync(path, "r")
   try {
-    fsyncSync(fd)
+    fs.fsyncSync(fd)
   } finally {
-    closeSync(fd)
+    fs.closeSync(fd)
   }
 }
 
@@ -162,13 +143,13 @@ const withoutIds = (why: string) => refused(`${idsUnknown(why)}; give --ids-may-
 const holdReplaced = (store: Store & { readonly engine: "sqlite" }, idsMayRepeat: boolean) => {
   const unknown = (why: string) =>
     idsMayRepeat ? Effect.succeed({ handedOut: undefined, warning: idsUnknown(why) }) : Effect.fail(withoutIds(why))
-  if (!existsSync(store.filename)) return unknown(`${store.label} is gone`)
+  if (!fs.existsSync(store.filename)) return unknown(`${store.label} is gone`)
   return Effect.gen(function*() {
     const sql = yield* open(store.filename)
     // Before the first read: SQLite then asks for the exclusive lock at once, and keeps it.
     yield* sql`PRAGMA locking_mode = EXCLUSIVE`
     const handedOut = new Map<string, number>()
-    for (const table of yield* sequencedIn(sql)) handedOut.set(table.name, yield* lastHandedOut(sql, table))
+    for (const table of yield* Ids.sequencedIn(sql)) handedOut.set(table.name, yield* Ids.lastHandedOut(sql, table))
     // Its WAL written back into it and removed, so that none is left under the name; then the
     // exclusive lock held whatever its journal mode was.
     yield* sql`PRAGMA journal_mode = DELETE`
@@ -188,11 +169,11 @@ const holdReplaced = (store: Store & { readonly engine: "sqlite" }, idsMayRepeat
 const setIds = (copy: string, handedOut: ReadonlyMap<string, number> | undefined) =>
   Effect.gen(function*() {
     const sql = yield* open(copy)
-    const sequenced = yield* sequencedIn(sql)
+    const sequenced = yield* Ids.sequencedIn(sql)
     return yield* sql.withTransaction(Effect.forEach(sequenced, (table) =>
       Effect.gen(function*() {
-        const next = Math.max((yield* lastHandedOut(sql, table)) + 1, (handedOut?.get(table.name) ?? 0) + 1)
-        if (next !== (yield* nextId(sql, table))) yield* setNextId(sql, table, next)
+        const next = Math.max((yield* Ids.lastHandedOut(sql, table)) + 1, (handedOut?.get(table.name) ?? 0) + 1)
+        if (next !== (yield* Ids.nextId(sql, table))) yield* Ids.setNextId(sql, table, next)
         return `${table.name} ${next}`
       })))
   })
@@ -213,24 +194,24 @@ export const restore = (store: Store, backupFile: string, options: { readonly id
   const onCopy = failingAs({ ...store, filename: copy, label: copy }, "restore: the copy")
   return Effect.gen(function*() {
     interruption.line = `interrupted: nothing was restored; ${target} is as it was before`
-    if (!existsSync(backupFile)) return yield* refused(`the backup ${backupFile}: no such file`)
-    const [backupStat, targetStat] = [statSync(backupFile), statSync(target, { throwIfNoEntry: false })]
+    if (!fs.existsSync(backupFile)) return yield* refused(`the backup ${backupFile}: no such file`)
+    const [backupStat, targetStat] = [fs.statSync(backupFile), fs.statSync(target, { throwIfNoEntry: false })]
     if (targetStat !== undefined && backupStat.dev === targetStat.dev && backupStat.ino === targetStat.ino) {
       return yield* refused(`${backupFile} is the database itself; name a backup made by db backup`)
     }
-    if ((statSync(`${backupFile}-wal`, { throwIfNoEntry: false })?.size ?? 0) > 0) {
+    if ((fs.statSync(`${backupFile}-wal`, { throwIfNoEntry: false })?.size ?? 0) > 0) {
       return yield* refused(
         `the backup ${backupFile} has a write-ahead log beside it, which a copy of the file alone would leave out: ` +
           "a process has it open, or did not close it; back it up with db backup"
       )
     }
     // Before anything is written beside it.
-    if (!existsSync(target) && !options.idsMayRepeat) return yield* withoutIds(`${store.label} is gone`)
+    if (!fs.existsSync(target) && !options.idsMayRepeat) return yield* withoutIds(`${store.label} is gone`)
     const startedAt = performance.now()
     yield* onCopy(Effect.try(() => {
-      mkdirSync(dirname(target), { recursive: true })
+      fs.mkdirSync(dirname(target), { recursive: true })
       removeWithCompanions(copy)
-      copyFileSync(backupFile, copy, constants.COPYFILE_EXCL)
+      fs.copyFileSync(backupFile, copy, fs.constants.COPYFILE_EXCL)
     }))
     const counts = yield* Effect.scoped(checkBackup(copy, backupFile)).pipe(
       failingAs({ ...store, filename: copy, label: backupFile }, "restore: the backup")
@@ -240,8 +221,8 @@ export const restore = (store: Store, backupFile: string, options: { readonly id
       const next = yield* onCopy(Effect.scoped(setIds(copy, replaced.handedOut)))
       yield* onCopy(Effect.try(() => {
         fsyncPath(copy)
-        for (const suffix of companions) rmSync(`${target}${suffix}`, { force: true })
-        renameSync(copy, target)
+        for (const suffix of companions) fs.rmSync(`${target}${suffix}`, { force: true })
+        fs.renameSync(copy, target)
         interruption.line = `interrupted: ${target} was restored from ${backupFile}`
         fsyncPath(dirname(target))
       }))

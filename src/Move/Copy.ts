@@ -4,18 +4,9 @@ import { existsSync, rmSync } from "node:fs"
 import { resolve } from "node:path"
 import { runMigrations } from "../Sql/Migrations.js"
 import { readOnlySince } from "../Sql/ReadOnlyMode.js"
+import * as Ids from "./Ids.js"
 import { Deadlines, endAbandoned, openSession, type PostgresSession } from "./PostgresSession.js"
-import {
-  highestId,
-  knownVersion,
-  nextId,
-  requireKnownVersion,
-  sequencedTables,
-  setNextId,
-  settled,
-  tablesOf,
-  versionOf
-} from "./SchemaVersion.js"
+import { knownVersion, requireKnownVersion, settled, tablesOf, versionOf } from "./SchemaVersion.js"
 import { connect, engineName, failingAs, interruption, MoveError, type Store } from "./Store.js"
 import { type CopiedTable, countRows, movedRows, tables } from "./Tables.js"
 import { Checksum, checksums, columnsOnBothSides, compare, forEachPage, inSnapshot } from "./Verify.js"
@@ -127,7 +118,7 @@ const prepareTarget = (sql: SqlClient.SqlClient, store: Store) =>
 const sourceState = (sql: SqlClient.SqlClient) =>
   Effect.all([
     Effect.forEach(tables, (table) => countRows(sql, table)),
-    Effect.forEach(sequencedTables, (table) => nextId(sql, table))
+    Effect.forEach(Ids.sequencedTables, (table) => Ids.nextId(sql, table))
   ])
 
 /**
@@ -162,10 +153,10 @@ const fillTarget = (
     }
     const copied = copying.finish()
     const nextIds: Array<string> = []
-    for (const [i, table] of sequencedTables.entries()) {
-      const highest = yield* onTarget(highestId(target, table))
-      yield* onTarget(setNextId(target, table, Math.max(sourceNext[i]!, highest + 1)))
-      const next = yield* onTarget(nextId(target, table))
+    for (const [i, table] of Ids.sequencedTables.entries()) {
+      const highest = yield* onTarget(Ids.highestId(target, table))
+      yield* onTarget(Ids.setNextId(target, table, Math.max(sourceNext[i]!, highest + 1)))
+      const next = yield* onTarget(Ids.nextId(target, table))
       if (next <= highest || next < sourceNext[i]!) {
         return yield* new MoveError({
           message: `target ${to.label}: the next ${table.name} id would be ${next}, not above the copied ids ` +

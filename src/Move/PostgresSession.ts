@@ -14,10 +14,9 @@ import Pg from "pg"
 import { passwordFileLogin } from "./Libpq.js"
 
 /**
- * How long the db command waits for a PostgreSQL server to connect and to answer: one silent longer
- * is taken as gone, rather than waited on as long as the kernel keeps a silent socket open. With the
- * defaults, a copy into a server that stops answering ends within 30 s: 20 s for the answer, then at
- * most 5 s to remove what the copy created (`cleanUp` in `Copy.ts`).
+ * How long the db command waits for a PostgreSQL server to connect and to answer, rather than as
+ * long as the kernel keeps a silent socket open. With the defaults, a copy into a server that stops
+ * answering ends within 30 s: 20 s for the answer, then at most 5 s to clean up (`Copy.ts`).
  */
 export interface Deadlines {
   readonly connectMillis: number
@@ -42,12 +41,10 @@ export const deadlinesConfig: Config.Config<Deadlines> = Config.all({
 })
 
 /**
- * The db command's connection to a PostgreSQL store: one session on `pg`, the driver `COPY … FROM
- * STDIN` needs (`@effect/sql-pg` refuses COPY), seen as an `effect/sql` `SqlClient` with
- * `@effect/sql-pg`'s compiler, so that a copy's whole transaction runs on it. A wait not answered
- * within its deadline, or given up, closes the session, and every later use fails at once with the
- * same reason, since a statement left running would hold every later one (a `ROLLBACK` included);
- * the server rolls back a session that ends.
+ * One session on `pg`, the driver `COPY … FROM STDIN` needs (`@effect/sql-pg` refuses COPY), as an
+ * `effect/sql` `SqlClient`, so that a copy's whole transaction runs on it. A wait past its deadline,
+ * or given up, closes the session and fails every later use at once: a statement left running would
+ * hold every later one, a `ROLLBACK` included; the server rolls back a session that ends.
  */
 export interface PostgresSession {
   readonly sql: SqlClient.SqlClient
@@ -85,13 +82,10 @@ const abandoned = new SqlError({
   reason: new ConnectionError({ cause: new Error(gaveUp), message: gaveUp, operation: "execute" })
 })
 
-/**
- * The server processes of the sessions this command closed without the server's word, by URL: one
- * busy with a statement notices its session ended only when that is done, holding its locks till then.
- */
+/** The server processes of the sessions closed here, by URL: a busy one holds its locks till its statement ends. */
 const abandonedBackends = new Map<string, Set<number>>()
 
-/** Ends, on the server `url` names, the processes of the sessions this command closed there, so that their locks go now. */
+/** Ends the processes of the sessions this command closed on the server `url` names, so that their locks go now. */
 export const endAbandoned = (sql: SqlClient.SqlClient, url: string) => {
   const pids = [...(abandonedBackends.get(url) ?? [])]
   return pids.length === 0

@@ -2,7 +2,7 @@ import { Data, Effect, Predicate, type Scope } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import type { SqlClient } from "effect/sql"
 import { isSqlError } from "effect/sql/SqlError"
-import { closeSync, existsSync, openSync, readSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { databaseUrlProblem, defaultDatabaseUrl, isPostgresUrl, sqliteFilename } from "../Config/AppConfig.js"
 import * as SqliteClient from "../Sql/SqliteClient.js"
 import { decode, passwordFileLogin } from "./Libpq.js"
@@ -140,17 +140,6 @@ export const describeStoreFailure = (store: Store, role: string, error: unknown)
 export const failingAs = (store: Store, role: string) =>
   Effect.mapError((error: unknown) => describeStoreFailure(store, role, error))
 
-/** Whether a file starts as every SQLite database does (an empty one is SQLite's too). */
-const isSqliteFile = (filename: string) => {
-  const fd = openSync(filename, "r")
-  try {
-    const header = Buffer.alloc(16)
-    return readSync(fd, header, 0, 16, 0) === 0 || header.toString("latin1") === "SQLite format 3\0"
-  } finally {
-    closeSync(fd)
-  }
-}
-
 /**
  * A store opened as a plain `SqlClient` (a source and a target are open at once): a SQLite source
  * read-only, never written, not even its journal mode; a target created when missing; PostgreSQL
@@ -160,38 +149,32 @@ export const connect = (
   store: Store,
   { mode, role }: { readonly role: string; readonly mode: "read" | "write" | "create" }
 ): Effect.Effect<SqlClient.SqlClient, MoveError, Scope.Scope> => {
-  const fail = (error: unknown) => describeStoreFailure(store, role, error)
   if (store.engine === "postgres") {
     return openSession(store.url).pipe(
       Effect.tap(({ sql }) => sql`SELECT 1`),
       Effect.map(({ sql }) => sql),
-      Effect.mapError(fail)
+      failingAs(store, role)
     )
   }
-  const exists = existsSync(store.filename)
-  if (!exists && mode !== "create") {
+  if (mode !== "create" && !existsSync(store.filename)) {
     return Effect.fail(new MoveError({ message: `${role} SQLite database ${store.label}: no such file` }))
   }
-  return Effect.try({ try: () => exists && !isSqliteFile(store.filename), catch: fail }).pipe(
-    Effect.flatMap((foreign) =>
-      foreign
-        ? Effect.fail(
-          new MoveError({
-            message: `${role} SQLite database ${store.label} (it is not a SQLite database): file is not a database`
-          })
-        )
-        : openSqlite({
-          filename: store.filename,
-          readonly: mode === "read",
-          readwrite: mode !== "read",
-          create: mode === "create",
-          disableWAL: mode === "read",
-          lockWait: lockWaitMillis
-        })
-    ),
-    Effect.mapError(fail)
-  )
+  return openSqlite({
+    filename: store.filename,
+    readonly: mode === "read",
+    readwrite: mode !== "read",
+    create: mode === "create",
+    disableWAL: mode === "read",
+    lockWait: lockWaitMillis
+  }).pipe(failingAs(store, role))
 }
+
+/** Runs `work` on the store opened in `mode`, its failures told in one line. */
+export const onStore = <A, E>(
+  store: Store,
+  mode: "read" | "write",
+  work: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>
+) => Effect.flatMap(connect(store, { role: "the", mode }), work).pipe(failingAs(store, "the"), Effect.scoped)
 
 export const openSqlite = (options: SqliteClient.SqliteClientConfig) =>
   SqliteClient.make(options).pipe(Effect.catchDefect(Effect.fail), Effect.provide(Reactivity.layer))
