@@ -1,12 +1,6 @@
 import { Context, Effect, Metric, type Scope } from "effect"
 
-/**
- * The service's metrics, named and labelled as the OpenTelemetry semantic conventions are spelled
- * for Prometheus, in Effect's default registry: what the scrape renders, and where a labelled
- * series, made once and kept by its caller, is recorded outside any effect.
- */
-
-/** The context whose registry is the default one. */
+/** The context whose registry is the default one, where every series is recorded outside any effect. */
 export const defaultRegistry: Context.Context<never> = Context.empty()
 
 /** `series` in the registry now, at 0: one that first appears with its first event is one whose `rate()` misses it. */
@@ -16,32 +10,15 @@ const exported = <M extends Metric.Metric<any, any>>(series: M): M => {
 }
 
 /** Seconds: 1 ms to 10 s, the semantic conventions' advice for HTTP durations. */
-const durationBoundaries = Metric.boundariesFromIterable([
-  0.001,
-  0.0025,
-  0.005,
-  0.0075,
-  0.01,
-  0.025,
-  0.05,
-  0.075,
-  0.1,
-  0.25,
-  0.5,
-  0.75,
-  1,
-  2.5,
-  5,
-  7.5,
-  10
-])
+const durationBoundaries = Metric.boundariesFromIterable(
+  [0.001, 0.0025, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10]
+)
 
 /**
- * Records a request's duration in seconds into its series, by method, route template and status code.
- * A metric of its own per series, updated outside any effect, rather than one histogram updated
- * with `Metric.update` through `Metric.withAttributes`, which answers fewer requests a second
- * ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)). The series is exported from when
- * it is made, at 0 until recorded.
+ * Records a request's duration in seconds into its series, by method, route template and status
+ * code, exported at 0 from now. A metric per series updated outside any effect, rather than one
+ * through `Metric.withAttributes`, which answers fewer requests a second
+ * ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
  */
 export const requestDurationOf = (method: string, route: string, status: number): (seconds: number) => void => {
   const series = exported(Metric.histogram("http_server_request_duration_seconds", {
@@ -60,23 +37,9 @@ const activeRequests = Metric.gauge("http_server_active_requests", {
 export const adjustActiveRequests = (delta: number): void => activeRequests.modifyUnsafe(delta, defaultRegistry)
 
 /** Statements are short: 10 µs to 1 s. */
-const statementBoundaries = Metric.boundariesFromIterable([
-  0.00001,
-  0.000025,
-  0.00005,
-  0.0001,
-  0.00025,
-  0.0005,
-  0.001,
-  0.0025,
-  0.005,
-  0.01,
-  0.025,
-  0.05,
-  0.1,
-  0.25,
-  1
-])
+const statementBoundaries = Metric.boundariesFromIterable(
+  [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
+)
 
 /** A counter's series, exported at 0 from now: the count of one more event in it. */
 const counterOf = (name: string, description: string, attributes?: Record<string, string>): () => void => {
@@ -94,14 +57,12 @@ export const failedAuthenticationCounter = (reason: string): () => void =>
     reason
   })
 
-/** Counts animals added. */
 export const petsCreatedCounter = (): () => void =>
   counterOf("petstore_pets_created_total", "Animals added to the catalogue")
 
 /**
- * Counts SQL statements that failed, by database system and `error_type` (effect/sql's reason for
- * the failure): a counter beside `db_client_operation_duration_seconds`, each type at 0 from the
- * start, so `rate()` sees the first failure and the histogram's published series keep their meaning.
+ * Counts SQL statements that failed, by database system and `error_type` (effect/sql's reason),
+ * beside the duration histogram, each type at 0 from the start so `rate()` sees the first failure.
  */
 export const statementFailureCounter = (system: string, errorType: string): () => void =>
   counterOf(
@@ -128,10 +89,7 @@ export const statementDurationOf = (
   return (seconds) => series.updateUnsafe(seconds, defaultRegistry)
 }
 
-/**
- * A series whose value is read when the metrics are scraped (a count kept elsewhere: a pool's
- * connections, the process's memory), for as long as the scope lasts.
- */
+/** A series read at each scrape (a count kept elsewhere: a pool's connections, the process's memory) while the scope lasts. */
 export const readAtScrape = (
   kind: "gauge" | "counter",
   name: string,

@@ -121,12 +121,9 @@ const fromJson = (snapshot: Array<Snapshot>) =>
 const isTotal = (one: Snapshot) => one.type !== "Gauge"
 
 /**
- * The supervisor of `count` workers: one scrape of `host:port` asks every worker for its series
- * and adds them up with the supervisor's own (the library renders one process's registry). Counters
- * never go back: a worker that died or was replaced keeps counting with the totals last seen from
- * it; its gauges leave with it (`Metrics.test.ts`, "with WORKERS=2 one scrape of the supervisor
- * counts every worker's requests, and a killed worker's counts stay"). Answers with the folder the
- * workers must be given (`PETSTORE_METRICS_FOLDER`).
+ * The supervisor of `count` workers: a scrape of `host:port` adds up every worker's series and its
+ * own. Counters never go back: a worker that died or was replaced keeps its last totals; its gauges
+ * leave with it (`Metrics.test.ts`). Answers the folder the workers are given (`PETSTORE_METRICS_FOLDER`).
  */
 export const serveGroupMetrics = (host: string, port: number, count: number) =>
   Effect.gen(function*() {

@@ -13,7 +13,7 @@ const samplerNames = [
 export type SamplerName = typeof samplerNames[number]
 
 export interface Tracing {
-  /** `petstore` when the operator names no service (`OTEL_SERVICE_NAME`, or `service.name` in `OTEL_RESOURCE_ATTRIBUTES`). */
+  /** `petstore` unless `OTEL_SERVICE_NAME` or `OTEL_RESOURCE_ATTRIBUTES` names the service. */
   readonly defaultServiceName: string | undefined
   readonly sampler: SamplerName
   /** The sampled share of traces, for the ratio samplers. */
@@ -65,17 +65,15 @@ const keyValues = (name: string) =>
 
 const compression = (name: string) => Config.Literals(["gzip", "none"], name)
 
+const isRatio = (n: number) => n >= 0 && n <= 1
 const isOff = (value: string) => value.trim().toLowerCase() === "off"
-const isPort = (value: string) => /^\s*\d+\s*$/.test(value) && +value >= 1 && +value <= 65535
+const isPortOrOff = (value: string) => isOff(value) || (/^\s*\d+\s*$/.test(value) && +value >= 1 && +value <= 65535)
 
-const metricsPort = checked(
-  "METRICS_PORT",
-  Schema.String,
-  "must be off or a port number from 1 to 65535",
-  (v) => isOff(v) || isPort(v)
-)
-  // undefined for off.
-  .pipe(Config.map((value) => isOff(value) ? undefined : Number(value)), Config.withDefault(9464))
+const metricsPort = checked("METRICS_PORT", Schema.String, "must be off or a port number from 1 to 65535", isPortOrOff)
+  .pipe(
+    Config.map((value) => isOff(value) ? undefined : Number(value)),
+    Config.withDefault(9464)
+  )
 
 /** The Prometheus listener's address and port (`METRICS_HOST`, `METRICS_PORT`); none with `METRICS_PORT=off`. */
 export const metricsListener: Config.Config<Option.Option<{ readonly host: string; readonly port: number }>> = Config
@@ -95,13 +93,9 @@ const config = Config.all({
   sampler: Config.Literals(samplerNames, "OTEL_TRACES_SAMPLER").pipe(
     Config.withDefault("parentbased_always_on" as const)
   ),
-  ratio: checked(
-    "OTEL_TRACES_SAMPLER_ARG",
-    Schema.NumberFromString,
-    "must be a number from 0 to 1",
-    (n) => n >= 0 && n <= 1
-  )
-    .pipe(Config.withDefault(1)),
+  ratio: checked("OTEL_TRACES_SAMPLER_ARG", Schema.NumberFromString, "must be a number from 0 to 1", isRatio).pipe(
+    Config.withDefault(1)
+  ),
   maxQueueSize: positiveInteger("OTEL_BSP_MAX_QUEUE_SIZE").pipe(Config.withDefault(2048)),
   maxExportBatchSize: positiveInteger("OTEL_BSP_MAX_EXPORT_BATCH_SIZE").pipe(Config.withDefault(512)),
   scheduleDelayMillis: positiveInteger("OTEL_BSP_SCHEDULE_DELAY").pipe(Config.withDefault(5000)),
@@ -140,12 +134,10 @@ const config = Config.all({
 
 /**
  * Where metrics are served and whether traces are exported (only when an OTLP endpoint is set),
- * from the standard OpenTelemetry variables. Not `OtlpTracer.layerFromConfig`, whose exporter the
- * service does not use (`Tracing.ts`): it takes `OTEL_EXPORTER_OTLP_TIMEOUT` as a stop's wait for
- * the last export, where the specification and the service mean each attempt's bound (a stop waits
- * 3 s: `Sampling.test.ts`, "beyond the queue…"; `Tracing.test.ts`, "a collector that takes exports
- * and never answers"), dies on a value it cannot read where the service names the variable, and
- * reads neither the sampler nor the queue's size. The resource is the library's to read (`Tracing.ts`).
+ * from the standard OpenTelemetry variables. Not `OtlpTracer.layerFromConfig`: it takes
+ * `OTEL_EXPORTER_OTLP_TIMEOUT` as a stop's wait, not each attempt's bound (`Sampling.test.ts`,
+ * "beyond the queue…"), dies on a value it cannot read rather than naming the variable, and reads
+ * neither the sampler nor the queue's size.
  */
 export class ObservabilityConfig extends Context.Service<ObservabilityConfig, {
   /** The Prometheus listener; none with `METRICS_PORT=off`. */

@@ -2,7 +2,6 @@ import {
   Cause,
   Clock,
   Context,
-  Duration,
   Effect,
   Exit,
   type Fiber,
@@ -14,7 +13,6 @@ import {
   Tracer,
   Version
 } from "effect"
-import { Hex } from "effect/encoding"
 import { identity } from "effect/Function"
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
 import { OtlpResource, OtlpSerialization, type OtlpTracer } from "effect/observability"
@@ -24,10 +22,7 @@ import { ObservabilityConfig, type Tracing } from "./ObservabilityConfig.js"
 type SpanOptions = Parameters<Tracer.Tracer["span"]>[0]
 type OtlpSpan = OtlpTracer.TraceData["resourceSpans"][number]["scopeSpans"][number]["spans"][number]
 
-/**
- * The span of a sampled request that the export could not hold, and of work below it: one shared
- * value with W3C's invalid ids (a log line names no trace for it), never exported.
- */
+/** A span the export could not hold, and the work below it: W3C's invalid ids (no trace named), never exported. */
 const dropped: Tracer.Span = {
   _tag: "Span",
   name: "dropped",
@@ -58,64 +53,26 @@ const transparent = (span: Tracer.Span): Tracer.Span => ({
 
 const kinds = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const
 
-/**
- * A sampled trace's span as the export holds it: plain values, made into OTLP's form only when
- * its batch is sent, off the request's path. Not `OtlpTracer`'s: its spans go to the library's
- * exporter, which bounds nothing it holds (below).
- */
-class ExportedSpan implements Tracer.Span {
-  readonly _tag = "Span"
-  readonly sampled = true
-  /** A key set again takes its last value. */
-  readonly attributes = new Map<string, unknown>()
-  readonly name: string
-  readonly kind: Tracer.SpanKind
-  readonly parent: Option.Option<Tracer.AnySpan>
-  readonly annotations: Context.Context<never>
-  readonly links: ReadonlyArray<Tracer.SpanLink>
-  status: Tracer.SpanStatus
-
-  constructor(
-    options: SpanOptions,
-    readonly traceId: string,
-    readonly spanId: string,
-    private readonly ended: (span: ExportedSpan) => void
-  ) {
-    this.name = options.name
-    this.kind = options.kind
-    this.parent = options.parent
-    this.annotations = options.annotations
-    this.links = options.links
-    this.status = { _tag: "Started", startTime: options.startTime }
+/** A sampled span as the export holds it: made OTLP's form only when its batch is sent. */
+class ExportedSpan extends Tracer.NativeSpan {
+  constructor(options: SpanOptions, private readonly ended: (span: ExportedSpan) => void) {
+    super(options)
   }
 
-  attribute(key: string, value: unknown): void {
-    // Ended, it is as it will be sent.
-    if (this.status._tag === "Started") this.attributes.set(key, value)
-  }
+  // The service publishes no events (a log's, held until the batch is sent) or links.
+  override event(): void {}
+  override addLinks(): void {}
 
-  // Events and links are not exported: the service publishes none.
-  event(): void {}
-  addLinks(): void {}
-
-  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+  override end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
     if (this.status._tag === "Ended") return
-    // A success's value is not held until the batch is sent: only a failure is exported.
-    this.status = {
-      _tag: "Ended",
-      startTime: this.status.startTime,
-      endTime,
-      exit: Exit.isSuccess(exit) ? Exit.void : exit
-    }
+    // Only a failure is exported: a success's value is not held until the batch is sent.
+    super.end(endTime, Exit.isSuccess(exit) ? Exit.void : exit)
     this.ended(this)
   }
 
   /** As OTLP carries it, with the library's status and exception events; a server span named by its method and route. */
   toOtlp(): OtlpSpan {
-    const attributes: OtlpSpan["attributes"] = []
-    for (const [key, value] of this.attributes) {
-      attributes.push({ key, value: OtlpResource.unknownToAttributeValue(value) })
-    }
+    const attributes = OtlpResource.entriesToAttributes(this.attributes)
     const { status: ended } = this
     const endTime = ended._tag === "Ended" ? ended.endTime : ended.startTime
     const failure = ended._tag === "Ended" && Exit.isFailure(ended.exit) ? ended.exit : undefined
@@ -158,7 +115,6 @@ class ExportedSpan implements Tracer.Span {
 
 /** The answers OTLP/HTTP asks a client to retry: the collector is overloaded or briefly unavailable. */
 const retried = new Set([429, 502, 503, 504])
-/** Sends of one batch at most while the collector keeps asking for it again. */
 const maxSends = 5
 
 /** A `Retry-After` in seconds, as milliseconds, 30 s at most; undefined for none, or a date. */
@@ -175,22 +131,28 @@ const errorTypeOf = (error: unknown): string => {
   return typeof code === "string" && /^[A-Za-z_]{1,40}$/.test(code) ? code : "_OTHER"
 }
 
+const processor = { otel_component_type: "batching_span_processor" }
+const exporterLabel = { otel_component_type: "otlp_http_json_span_exporter" }
+const processed = [
+  "otel_sdk_processor_span_processed_total",
+  "Ended spans handed to the exporter, or dropped because the export could hold no more (error_type=\"queue_full\")"
+] as const
+const exported = [
+  "otel_sdk_exporter_span_exported_total",
+  "Spans sent to the OTLP receiving end: taken, or not taken by their batch's export (error_type)"
+] as const
+
 /**
- * Effect's spans in a sampled request's trace, exported over OTLP/HTTP (JSON, `OtlpSerialization`'s)
- * as the `OTEL_EXPORTER_OTLP_*` variables configure it, in batches of `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`
- * sent as soon as one is full and at least every `OTEL_BSP_SCHEDULE_DELAY`; what is left is sent
- * when the layer is released, for 3 s at most.
- *
- * Not effect/observability's `OtlpTracer` and `OtlpExporter`, which start an export per full batch
- * and retry each, so that while a collector is away or hung every span waits in memory until it
- * gives up. Here what is held is bounded (`Tracing.test.ts`, "a collector stopped costs requests
- * nothing"; `Sampling.test.ts`, "beyond the queue"): a span is made only while fewer than
- * `OTEL_BSP_MAX_QUEUE_SIZE` are held (open, waiting, or in a batch being sent), and not for 1 s
- * doubling to 30 s after a failed export; others, and every span below one, are dropped and
- * counted. A batch answered 429, 502, 503 or 504 (the answers OTLP/HTTP asks to retry) is sent
- * again after the collector's `Retry-After` (in seconds, 30 at most), or after that pause, five
- * sends in all, its spans held meanwhile; on any other failure, or the fifth, its spans are counted
- * by the error. Nothing is sent while paused but what is left at the layer's release.
+ * Effect's spans in a sampled request's trace, exported over OTLP/HTTP as `OTEL_EXPORTER_OTLP_*`
+ * say, in batches sent when full and every `OTEL_BSP_SCHEDULE_DELAY`; what is left is sent at the
+ * layer's release, for 3 s at most. Not
+ * effect/observability's exporter, which holds every span while a collector is away or hung: here
+ * at most `OTEL_BSP_MAX_QUEUE_SIZE` are held (open, waiting, or being sent; `Tracing.test.ts`, "a
+ * collector stopped costs requests nothing"; `Sampling.test.ts`, "beyond the queue"), none for
+ * 1 s doubling to 30 s after a failed export, and the others, with every span below them, dropped
+ * and counted. A batch answered 429, 502, 503 or 504 is sent again after `Retry-After` (30 s at
+ * most) or that pause, five sends in all; on another failure, or the fifth, its spans are counted
+ * by the error. The counts are read at each scrape under OpenTelemetry's SDK metric names.
  */
 const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
   Effect.gen(function*() {
@@ -209,13 +171,29 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
     })
 
     const waiting: Array<ExportedSpan> = []
-    // Spans made and not yet answered for (open, waiting, or in a batch being sent), and the counts of the export's series.
+    // `held`: spans made and not yet answered for (open, waiting, or in a batch being sent).
     const counts = { held: 0, handed: 0, dropped: 0, exported: 0, failed: new Map<string, number>() }
     // Batches the collector asked for again later, with how many times each was sent.
     const again: Array<{ readonly spans: Array<ExportedSpan>; readonly sends: number }> = []
     let pausedUntil = 0
     let backoffMillis = 0
     let released = false
+
+    const queue = "Spans held for export: open, waiting for their batch, or in one being sent"
+    yield* readAtScrape("gauge", "otel_sdk_processor_span_queue_size", queue, processor, () => counts.held)
+    const limit = "Spans held for export at most (OTEL_BSP_MAX_QUEUE_SIZE); beyond it they are dropped"
+    yield* readAtScrape("gauge", "otel_sdk_processor_span_queue_capacity", limit, processor, () => batch.maxQueueSize)
+    yield* readAtScrape("counter", ...processed, processor, () => counts.handed)
+    yield* readAtScrape("counter", ...processed, { ...processor, error_type: "queue_full" }, () => counts.dropped)
+    yield* readAtScrape("counter", ...exported, exporterLabel, () => counts.exported)
+    const seriesScope = yield* Scope.Scope
+    /** An error type's series, added once it is first seen. */
+    const noteFailure = (errorType: string | undefined): Effect.Effect<void> => {
+      if (errorType === undefined || counts.failed.has(errorType)) return Effect.void
+      const failed = () => counts.failed.get(errorType) ?? 0
+      const series = readAtScrape("counter", ...exported, { ...exporterLabel, error_type: errorType }, failed)
+      return Effect.provideService(series, Scope.Scope, seriesScope)
+    }
 
     /** Pauses the export, for `askedMillis` (a collector's `Retry-After`) or the next backoff; batches failing together pause once. */
     const pause = (askedMillis?: number) => {
@@ -224,7 +202,7 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
       pausedUntil = Date.now() + (askedMillis ?? backoffMillis)
     }
 
-    /** Sends `spans` (their `sends`th send), answering the error's type when they were not taken; each outcome counted. */
+    /** Sends `spans` (their `sends`th send) and counts the outcome; answers the error's type when they were not taken. */
     const send = (spans: Array<ExportedSpan>, sends: number) =>
       Effect.gen(function*() {
         const body = serialization.traces({
@@ -235,7 +213,7 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
           yield* (exporter.gzip ? HttpClientRequest.compressBody(withBody, "gzip") : Effect.succeed(withBody)).pipe(
             Effect.flatMap(client.execute),
             Effect.tap((response) => Effect.ignore(response.arrayBuffer)),
-            Effect.timeout(Duration.millis(exporter.timeoutMillis))
+            Effect.timeout(exporter.timeoutMillis)
           )
         if (response.status >= 200 && response.status < 300) return undefined
         if (retried.has(response.status) && sends < maxSends && !released) {
@@ -246,38 +224,36 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
         return String(response.status)
       }).pipe(
         Effect.catchCause((cause) => Effect.succeed(errorTypeOf(Cause.squash(cause)))),
-        Effect.map((errorType) => {
-          if (errorType === null) return undefined
+        Effect.flatMap((errorType) => {
+          if (errorType === null) return Effect.void
           counts.held -= spans.length
           if (errorType === undefined) {
             counts.exported += spans.length
             backoffMillis = pausedUntil = 0
-            return errorType
+            return Effect.void
           }
+          const note = noteFailure(errorType)
           counts.failed.set(errorType, (counts.failed.get(errorType) ?? 0) + spans.length)
           pause()
-          return errorType
+          return note
         }),
-        // Effect's tracing is off for the export: no span of its own, no traceparent sent.
+        // No span of its own, no traceparent sent.
         Effect.withTracerEnabled(false)
       )
 
-    const noteFailure = yield* exportSeries(batch.maxQueueSize, counts)
     const exports = yield* FiberSet.make<void>()
     const fork = yield* FiberSet.runtime(exports)<never>()
-    /** Sends the next batch, one asked for again first, else taken now from the waiting spans; nothing while paused or when none wait. */
+    /** Sends the next batch, one asked for again first, else the waiting spans; nothing while paused or when none wait. */
     const sendNext = () => {
       if (Date.now() < pausedUntil) return
       const retry = again.shift()
       const spans = retry?.spans ?? waiting.splice(0, batch.maxExportBatchSize)
       if (retry === undefined) counts.handed += spans.length
       // After a yield: the fork runs at once, and the batch is not the ending request's work.
-      if (spans.length > 0) {
-        fork(Effect.andThen(Effect.yieldNow, Effect.flatMap(send(spans, retry?.sends ?? 1), noteFailure)))
-      }
+      if (spans.length > 0) fork(Effect.andThen(Effect.yieldNow, send(spans, retry?.sends ?? 1)))
     }
 
-    yield* Effect.sleep(Duration.millis(batch.scheduleDelayMillis)).pipe(
+    yield* Effect.sleep(batch.scheduleDelayMillis).pipe(
       Effect.andThen(Effect.sync(sendNext)),
       Effect.forever,
       Effect.forkScoped
@@ -289,7 +265,7 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
         pausedUntil = 0
         while (again.length > 0 || waiting.length > 0) sendNext()
         return FiberSet.awaitEmpty(exports)
-      }).pipe(Effect.timeoutOption(Duration.seconds(3)))
+      }).pipe(Effect.timeoutOption("3 seconds"))
     )
 
     const ended = (span: ExportedSpan) => {
@@ -303,9 +279,8 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
     return Tracer.make({
       span: (options) => {
         const { kind, name, parent } = options
-        // effect/sql's own spans stand aside for the service's (`Sql/StatementSpans.ts`): its statement
-        // spans, named by the database system, for those named by what a statement does; its
-        // transaction's, which leaves out the `BEGIN` and `COMMIT`, for the one around it.
+        // effect/sql's own statement and nested transaction spans stand aside for the service's
+        // (`Sql/StatementSpans.ts`), named by what a statement does and holding `BEGIN` and `COMMIT`.
         if (kind === "client" && (name === "sqlite" || name === "postgresql")) return dropped
         if (name === "sql.transaction" && Option.isSome(parent) && parent.value._tag === "Span") {
           const around = parent.value
@@ -317,58 +292,14 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
           pausedUntil = 0
         }
         counts.held++
-        const traceId = Option.isNone(parent) ? Hex.random(32) : parent.value.traceId
-        return new ExportedSpan(options, traceId, Hex.random(16), ended)
+        return new ExportedSpan(options, ended)
       }
     })
   }).pipe(Effect.provide([OtlpSerialization.layerJson, FetchHttpClient.layer]))
 
-const processor = { otel_component_type: "batching_span_processor" }
-const exporterLabel = { otel_component_type: "otlp_http_json_span_exporter" }
-const processed = [
-  "otel_sdk_processor_span_processed_total",
-  "Ended spans handed to the exporter, or dropped because the export could hold no more (error_type=\"queue_full\")"
-] as const
-const exported = [
-  "otel_sdk_exporter_span_exported_total",
-  "Spans sent to the OTLP receiving end: taken, or not taken by their batch's export (error_type)"
-] as const
-
 /**
- * The export's counts under OpenTelemetry's SDK metric names, read at each scrape while the tracer
- * lasts. Answers how to add the series of an export's error type, once seen (nothing for none).
- */
-const exportSeries = (capacity: number, counts: {
-  readonly held: number
-  readonly handed: number
-  readonly dropped: number
-  readonly exported: number
-  readonly failed: ReadonlyMap<string, number>
-}) =>
-  Effect.gen(function*() {
-    const queue = "Spans held for export: open, waiting for their batch, or in one being sent"
-    yield* readAtScrape("gauge", "otel_sdk_processor_span_queue_size", queue, processor, () => counts.held)
-    const limit = "Spans held for export at most (OTEL_BSP_MAX_QUEUE_SIZE); beyond it they are dropped"
-    yield* readAtScrape("gauge", "otel_sdk_processor_span_queue_capacity", limit, processor, () => capacity)
-    yield* readAtScrape("counter", ...processed, processor, () => counts.handed)
-    yield* readAtScrape("counter", ...processed, { ...processor, error_type: "queue_full" }, () => counts.dropped)
-    yield* readAtScrape("counter", ...exported, exporterLabel, () => counts.exported)
-    const scope = yield* Scope.Scope
-    const seen = new Set<string>()
-    return (errorType: string | undefined): Effect.Effect<void> => {
-      if (errorType === undefined || seen.has(errorType)) return Effect.void
-      seen.add(errorType)
-      const failed = () => counts.failed.get(errorType) ?? 0
-      const series = readAtScrape("counter", ...exported, { ...exporterLabel, error_type: errorType }, failed)
-      return Effect.provideService(series, Scope.Scope, scope)
-    }
-  })
-
-/**
- * Effect's tracing, off for the whole service: the spans libraries and the service open outside a
- * sampled request are never made. With traces exported, the tracer above is installed, and the
- * request observer turns tracing on for a sampled request alone (`Http/RequestObserver.ts`): an
- * unsampled one makes no span object.
+ * Effect's tracing, off for the whole service; with traces exported, the tracer above, and the
+ * request observer turns tracing on for a sampled request alone (`Http/RequestObserver.ts`).
  */
 export const TracingLive: Layer.Layer<never, never, ObservabilityConfig> = Layer.unwrap(
   Effect.map(ObservabilityConfig, ({ tracing }) => {
@@ -380,10 +311,7 @@ export const TracingLive: Layer.Layer<never, never, ObservabilityConfig> = Layer
   })
 )
 
-/**
- * A span named `name` below `fiber`'s current one, started now, when the fiber runs a sampled
- * request; undefined otherwise. Answers the span and how to end it.
- */
+/** A span named `name` below `fiber`'s current one, started now, in a sampled request; undefined otherwise. */
 export const startChildSpan = (fiber: Fiber.Fiber<unknown, unknown>, name: string, kind: Tracer.SpanKind) => {
   const parent = fiber.cache.span
   if (!fiber.cache.tracerEnabled || parent === undefined) return undefined
@@ -402,10 +330,9 @@ export const startChildSpan = (fiber: Fiber.Fiber<unknown, unknown>, name: strin
 }
 
 /**
- * `effect` in a span named `name` when it runs in a sampled request, ended with `exitOf` of its
- * exit (its own by default), and as it is otherwise. Not `Effect.withSpan`, which makes a no-op
- * span per call outside a sampled request and, in one, reads more of the fiber's references than
- * these spans use ([benchmarks](../../docs/benchmarks.md#what-observability-costs)).
+ * `effect` in a span named `name` in a sampled request, ended with `exitOf` of its exit, and as it is
+ * otherwise. Not `Effect.withSpan`, which makes a no-op span per call outside a sampled request
+ * ([benchmarks](../../docs/benchmarks.md#what-observability-costs)).
  */
 export const inSampledSpan = (
   name: string,
