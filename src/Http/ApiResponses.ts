@@ -1,5 +1,5 @@
 import { Cause, Effect, Predicate } from "effect"
-import { HttpServerError, type HttpServerResponse } from "effect/http"
+import { HttpServerError, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import { SqlError } from "effect/sql"
 import { SchemaErrors } from "../Api/SchemaErrors.js"
@@ -17,8 +17,18 @@ import { CurrentRequest, type RequestRecord } from "../Request/CurrentRequest.js
 import { errorResponse } from "../Request/ErrorResponse.js"
 import { databaseUnavailableResponse, warnUnavailable } from "../Request/Unavailable.js"
 import { toUnavailable } from "../Sql/DatabaseErrors.js"
-import { withResponseHeaders } from "./ResponseHeaders.js"
 import { makeAllowedMethods, pathOf } from "./Routes.js"
+
+/**
+ * The headers every response leaves with, whoever wrote it: `X-Request-Id`, `no-store` unless it set
+ * its own (`Docs.ts`), `nosniff`. Those the request noted (`noteResponseHeaders`) are set over them.
+ */
+export const withResponseHeaders = (record: RequestRecord) => (response: HttpServerResponse.HttpServerResponse) =>
+  HttpServerResponse.setHeaders(response, {
+    "x-request-id": record.id,
+    "cache-control": response.headers["cache-control"] ?? "no-store",
+    "x-content-type-options": "nosniff"
+  })
 
 /** An answer the server middleware gives itself (deadline, stop), sent as is: it gets every response's headers here. */
 export const answeredEarly = (response: HttpServerResponse.HttpServerResponse) =>

@@ -11,38 +11,30 @@ import {
 import { NetAddress } from "effect/net"
 
 /**
- * The HTTP server on Bun, in the shape of effect-smol's `@effect/platform-bun` `BunHttpServer.ts`
- * (which has no release that loads on effect 4.1.0): `Bun.serve` answering each request through
- * Effect's own web handling (`HttpEffect.toHandled` and `HttpServerResponse.toWeb`, what
- * `HttpRouter.toWebHandler` runs), as an `HttpServer` service whose scope starts and stops it.
- * Only what this service uses: no WebSockets, no multipart, no files.
+ * Stand-in for `@effect/platform-bun`'s `BunHttpServer.ts`, with no release loading on effect 4.1.0,
+ * holding only what the service uses: `Bun.serve` answering through `HttpEffect.toHandled`.
  */
-/** Where a request's web response goes: the promise `Bun.serve` awaits, carried in the request's context. */
+/** Where a request's web response goes: the promise `Bun.serve` awaits. */
 class Respond extends Context.Service<Respond, (response: Response) => void>()("petstore/BunServer/Respond") {}
 
 export interface ServeOptions {
   readonly port: number
   readonly hostname: string
-  /** Workers share the port: the kernel spreads connections over them (SO_REUSEPORT). */
+  /** Workers share the port (SO_REUSEPORT). */
   readonly reusePort?: boolean | undefined
 }
 
-/**
- * The server's listening socket, closed by a graceful stop before the scope ends: no new
- * connection is accepted, the idle ones close at once and the others after their answer.
- */
+/** The listening socket, closed by a graceful stop: idle connections close at once, the others after their answer. */
 export class Listener extends Context.Service<Listener, { readonly close: Effect.Effect<void> }>()(
   "petstore/BunServer/Listener"
 ) {}
 
 /**
- * Starts `Bun.serve` and stops it when the scope closes: the listener closes (if the stop has not
- * closed it already), the connections get half a second to close by themselves, and what is left
- * is cut. By then the requests in flight were let finish (`Http/InFlightRequests.ts`), and a
- * connection kept open by a client must not hold the process past its stop's bound.
+ * The server, listening as `options` say, and its listener. At the scope's end the connections get
+ * half a second to close, then what is left is cut: a client's open connection must not hold the stop.
  */
-export const make = (options: ServeOptions) =>
-  Effect.gen(function*() {
+export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer | Listener> =>
+  Layer.effectContext(Effect.gen(function*() {
     const scope = yield* Effect.scope
     const handlers: Array<(request: Request, server: BunServer<undefined>) => Response | Promise<Response>> = [
       () => new Response(null, { status: 503, headers: { connection: "close" } })
@@ -54,14 +46,11 @@ export const make = (options: ServeOptions) =>
       development: false,
       fetch: (request, server) => handlers[handlers.length - 1]!(request, server)
     })
-    // Resolves once every connection is closed.
     let closed: Promise<void> | undefined
     const closeListener = () => (closed ??= server.stop(false))
     yield* Scope.addFinalizer(
       scope,
-      // The answers just given are let leave before what is left is cut: closing a connection while
-      // its response is written resets it. Interruptible, so that the bound can end the wait: a
-      // finalizer runs uninterruptibly.
+      // Closing a connection while its response is written resets it. Interruptible, or the bound could not end the wait.
       Effect.interruptible(Effect.promise(closeListener)).pipe(
         Effect.timeoutOption("500 millis"),
         Effect.andThen(
@@ -90,16 +79,14 @@ export const make = (options: ServeOptions) =>
               const request = HttpServerRequest.fromWeb(source).modify({
                 remoteAddress: Option.fromNullishOr(bun.requestIP(source)?.address)
               })
-              // Added over the server's context rather than copied into a map of its own: the
-              // request's fiber then keeps the cache of references the server's context built.
+              // Added over the server's context, so the fiber keeps the references cache it built.
               const context = Context.add(
                 Context.add(services, HttpServerRequest.HttpServerRequest, request),
                 Respond,
                 resolve
               )
               const fiber = Effect.runForkWith(context)(httpEffect)
-              // Answered already (a request that waited for nothing): no client can have gone
-              // away meanwhile, and Bun makes a request's abort signal only when asked for it.
+              // Answered already: Bun makes a request's abort signal only when asked for it.
               if (fiber.pollUnsafe() !== undefined) return
               Fiber.runIn(fiber, requests)
               // A client that goes away interrupts its request, marked as its doing (logged 499).
@@ -113,7 +100,7 @@ export const make = (options: ServeOptions) =>
         })
     })
     return Context.make(HttpServer.HttpServer, httpServer).pipe(Context.add(Listener, listener))
-  })
+  }))
 
 /** Where the server listens; a host named rather than given as an address (`localhost`) as the loopback. */
 const addressOf = (hostname: string, port: number) =>
@@ -132,10 +119,6 @@ const toWeb = (
     signal: response.body._tag === "Stream" ? (request.source as Request).signal : undefined
   })
 }
-
-/** The server, listening as `options` say, and its listener. */
-export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer | Listener> =>
-  Layer.effectContext(make(options))
 
 /** A server on a free loopback port, and an `HttpClient` that calls it (for tests). */
 export const layerTest = HttpServer.layerTestClient.pipe(

@@ -21,10 +21,7 @@ export interface StopOptions {
   readonly closeListener: Effect.Effect<void>
 }
 
-/**
- * Counts the requests in flight and runs the stop a load balancer expects: a grace in which only
- * `/readyz` fails, then the listener closes and the requests in flight finish, up to the drain's bound.
- */
+/** Counts the requests in flight and runs the stop a load balancer expects: grace, listener closed, drain. */
 export class InFlightRequests extends Context.Service<InFlightRequests, {
   /** Where requests enter: counted while they run, and told to close their connection once the stop begins. */
   readonly middleware: <E, R>(app: App<E, R>) => App<E, R>

@@ -16,17 +16,11 @@ const timedOut = errorResponse(
 )
 
 /**
- * Every request answers by `deadline`, on Effect's clock: past it, the request's work is
- * interrupted and the answer is 503 with `Retry-After`. A request found waiting on a store
- * (`waitingOnDatabase`) is answered `database_unavailable` and logged as the database's other
- * faults are, so that a client sees one code for one fault; any other, `request_timeout`. Kept
- * well under Bun's 10 s idle timeout, which would otherwise close the connection unanswered and
- * the request be logged as if its client had gone (499).
- *
- * The server runs a request uninterruptibly apart from its route's handler, so the work is made
- * interruptible here, by its deadline and by a client that goes away alike. A database call being
- * interrupted may first wait for the driver (PostgreSQL's cancel request); the database timeouts,
- * shorter than the deadline, bound those waits.
+ * Every request answers by `deadline`: past it, its work is interrupted and the answer is 503 with
+ * `Retry-After`, `database_unavailable` (logged as the database's other faults) when it was waiting
+ * on a store, else `request_timeout`. Kept under Bun's 10 s idle timeout, which would close the
+ * connection unanswered. The server runs a request uninterruptibly but for its handler, so the work
+ * is made interruptible here; the database timeouts, shorter, bound a driver's wait to cancel.
  */
 export const makeDeadline = (deadline: Duration.Duration) =>
   Effect.sync(() => {

@@ -2,11 +2,8 @@ import { Context, Effect, Layer } from "effect"
 import type { RequestRecord } from "../Request/CurrentRequest.js"
 import { pathOf } from "./Routes.js"
 
-/**
- * Lines written together: one write per turn of the event loop instead of one per request, which
- * under load is most of what logging costs.
- */
-export const bufferedLines = (write: (chunk: string) => void) => {
+/** Lines written once per turn of the event loop, not once per request: under load, most of what logging costs. */
+const bufferedLines = (write: (chunk: string) => void) => {
   let buffer = ""
   const flush = () => {
     if (buffer === "") return
@@ -39,17 +36,11 @@ export class RequestLines extends Context.Service<RequestLines, { readonly add: 
 }
 
 /**
- * One structured JSON line per request, written as it is answered: method, path, route template
- * (`unmatched` for none), status, duration, request id, the client's address (and, when sampled,
- * the trace and span ids; none for a server span the export could not hold), in the shape of the
- * service's other log lines. Headers and the query string are never logged, so neither is a key.
- *
- * Written by hand rather than through Effect's `Logger` (`Effect.logInfo` with the fields as
- * annotations answers fewer requests a second: [benchmarks](../../docs/benchmarks.md#the-librarys-pieces)):
- * the line written out rather than built as an object for `JSON.stringify`, and its timestamp made
- * once per millisecond. The request id (checked against `[\w.:-]`, or a UUID), the client's
- * address, the trace ids and the route template (a declared path) need no escaping; the method
- * and path are quoted by `JSON.stringify`.
+ * One JSON line per request as it is answered, in the shape of the service's other log lines; never
+ * a header or the query string, so never a key. Written by hand, not through Effect's `Logger`
+ * ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)), its timestamp made once per
+ * millisecond. Only the method and path need escaping: the request id is checked (`[\w.:-]` or a
+ * UUID), and the address, trace ids and route template are the service's own.
  */
 export const makeRequestLog = (log: (line: string) => void) => {
   let lastMillis = -1
@@ -63,7 +54,7 @@ export const makeRequestLog = (log: (line: string) => void) => {
   }
   return (record: RequestRecord, route: string, status: number): void => {
     const { request } = record
-    // A server span the export could not hold has all-zero ids, which name no trace.
+    // A span the export could not hold has all-zero ids, which name no trace.
     const span = record.trace?.sampled === true ? record.trace : undefined
     const durationMs = Math.round((performance.now() - record.startedAt) * 100) / 100
     log(

@@ -1,35 +1,40 @@
-import { type Clock, Context, Effect, Exit, Option, References, Tracer } from "effect"
-import type { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Cause, type Clock, Context, Effect, Exit, Option, References, Tracer } from "effect"
+import { HttpServerError, type HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { adjustActiveRequests } from "../Observability/Metrics.js"
 import type { Sampler } from "../Observability/Sampler.js"
 import { callerSpanOf } from "../Observability/TraceContext.js"
 import type { ClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest, RequestRecord } from "../Request/CurrentRequest.js"
-import { statusOf } from "./RequestStatus.js"
 import { pathOf } from "./Routes.js"
 import { makeRouteLabels, methodLabel, unmatchedRoute } from "./RouteTemplates.js"
 
 type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
+/** Whether a request ended because its client went away (the server marks that interruption). */
+const isClientAbort = (cause: Cause.Cause<unknown>): boolean =>
+  cause.reasons.some((reason) =>
+    Cause.isInterruptReason(reason) &&
+    Context.getOrUndefined(Cause.reasonAnnotations(reason), HttpServerError.ClientAbort) === true
+  )
+
+/** The status a request ended with: its response's, 499 (nginx's) when its client went away, else 500. */
+const statusOf = (exit: Exit.Exit<HttpServerResponse.HttpServerResponse, unknown>): number =>
+  Exit.isSuccess(exit) ? exit.value.status : isClientAbort(exit.cause) ? 499 : 500
+
 /**
- * Where a request enters: its record (`Request/CurrentRequest.ts`) made and provided to everything
- * below; with metrics, its duration by method, route template and status and the gauge of requests
- * in flight; with tracing, whether it is sampled and, if so, its server span continuing the caller's
- * `traceparent`, with the HTTP semantic conventions' attributes (never a header: the Authorization
- * header stays out of every span), and Effect's tracing on below it, so that the spans its work opens
- * are its trace's. `ended` (the request log) is given its route template and status as it is
- * answered, in the same step as the metrics.
+ * Where a request enters: its record (`Request/CurrentRequest.ts`) made and provided below; with
+ * metrics, its duration and the gauge in flight; with tracing, whether it is sampled and, if so, its
+ * server span continuing the caller's `traceparent` (never a header in an attribute), with Effect's
+ * tracing on below it. `ended` (the request log) is called in the same step as the metrics.
  *
- * Not the platform's `HttpMiddleware.tracer` (kept off in `Server.ts`): it follows B3 headers and
- * refuses a `traceparent` of a later version (`Sampling.test.ts`, "traceparent"), writes `http.route`
- * in the router's syntax (`/v1/pets/:petId` where spans, metrics and logs say `/v1/pets/{petId}`:
- * `Tracing.test.ts`), adds `url.full`, `url.query` and `server.*`, and makes a span for every request,
- * sampled or not.
+ * Not the platform's `HttpMiddleware.tracer`: it follows B3 headers, refuses a later `traceparent`
+ * version, writes `http.route` in the router's syntax (`/v1/pets/:petId`), adds `url.full` and
+ * `server.*`, and makes a span for every request, sampled or not.
  */
 export const makeRequestObserver = (options: {
   readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress
   readonly metrics: boolean
-  /** With tracing: whether a trace is recorded, asked once per request before any span is made, and where and when. */
+  /** With tracing: whether a trace is recorded, asked once per request before any span is made. */
   readonly tracing:
     | { readonly sample: Sampler; readonly tracer: Tracer.Tracer; readonly clock: Clock.Clock }
     | undefined

@@ -12,23 +12,18 @@ import { PetsHttpLive, SunsetPolicyLive } from "../Pets/Http.js"
 import { ObservedPetRepository } from "../Pets/PetRepositoryObserved.js"
 import { makeClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest } from "../Request/CurrentRequest.js"
-import { makeFailureAnswers, routeNotFound, SchemaErrorsLive } from "./ApiResponses.js"
+import { makeFailureAnswers, routeNotFound, SchemaErrorsLive, withResponseHeaders } from "./ApiResponses.js"
 import { DocsLive } from "./Docs.js"
 import { InFlightRequests } from "./InFlightRequests.js"
 import { makeDeadline } from "./RequestDeadline.js"
 import { makeRequestLog, RequestLines } from "./RequestLog.js"
 import { makeRequestObserver } from "./RequestObserver.js"
-import { withResponseHeaders } from "./ResponseHeaders.js"
 import { RouteNoted } from "./RouteNoted.js"
 import { ExactRoutes, isCanonicalPath, pathOf, routeMethods } from "./Routes.js"
 
 type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
-/**
- * The routes of the API (with this deployment's servers in its OpenAPI document), its docs page and
- * document, registered on the `HttpRouter`; its handlers, middleware and the Error bodies of what
- * HttpApi cannot decode.
- */
+/** The API's routes (its document listing this deployment's servers) and docs on the `HttpRouter`, with their middleware. */
 export const AppLive = Layer.unwrap(
   AppConfig.useSync(({ servers }) => {
     const api = PetStoreApi.annotate(OpenApi.Servers, servers)
@@ -44,10 +39,9 @@ export const AppLive = Layer.unwrap(
 )
 
 /**
- * Around the router, before the server sends the response: a path spelled otherwise than a route
- * declares it is 404 before the router sees it; what no endpoint answered gets the Error body
- * (`ApiResponses.ts`); every response gets the headers it leaves with (`ResponseHeaders.ts`) and,
- * when `CORS_ORIGINS` lists origins, CORS (its preflight answers, which it writes itself, too).
+ * Around the router, before the server sends the response: a path spelled otherwise than declared is
+ * 404 unrouted; what no endpoint answered gets the Error body; every response gets its headers
+ * (`withResponseHeaders`) and, with `CORS_ORIGINS`, CORS (its preflight answers too).
  */
 export const answered = AppConfig.useSync(({ corsOrigins }) => {
   const cors = corsOrigins.length === 0 ? undefined : HttpMiddleware.cors({
@@ -80,11 +74,7 @@ export const answered = AppConfig.useSync(({ corsOrigins }) => {
     })
 })
 
-/**
- * Where every request enters, in this order: its record (`Request/CurrentRequest.ts`: its id, its
- * client, its trace when sampled) made for everything below to read, with its metrics, server span and
- * log line; the count of requests in flight (for a graceful stop); then its deadline.
- */
+/** Where every request enters: its record, metrics, span and log line; the count in flight; then its deadline. */
 export const serverMiddleware = Effect.gen(function*() {
   const { middleware } = yield* InFlightRequests
   const { logLevel, requestTimeout, trustedProxies } = yield* AppConfig
@@ -108,11 +98,8 @@ export const serverMiddleware = Effect.gen(function*() {
 })
 
 /**
- * The whole HTTP service on `server`: the router's app, answered as above, served under the server
- * middleware. The server is built last, once the app is: it takes connections from the moment it
- * listens, and would answer those it took before the app was served 503 with no body (with
- * SO_REUSEPORT, a worker starting beside others takes its share of everyone's). Effect's tracing is
- * on for sampled requests alone (`TracingLive`). Needs the stores,
+ * The whole HTTP service on `server`, built last: a server listening before the app is served answers
+ * 503 with no body (with SO_REUSEPORT, to its share of every worker's clients). Needs the stores,
  * `InFlightRequests`, `RequestLines`, `AppConfig`, `ObservabilityConfig`, and what `server` needs.
  */
 export const serveOn = <A, E, R>(server: Layer.Layer<A, E, R>) =>
@@ -126,13 +113,11 @@ export const serveOn = <A, E, R>(server: Layer.Layer<A, E, R>) =>
       )
     })
   ).pipe(
-    // To the server's requests alone: HttpApi gives each handler the context its layer was built
-    // with, which would otherwise override a sampled request's tracing turned on.
+    // To the server's requests alone: a handler's layer context would turn a sampled request's tracing off again.
     Layer.provide(TracingLive),
     Layer.provide(Layer.provideMerge(AppLive, HttpRouter.layer)),
     Layer.provide(ExactRoutes),
-    // The platform's request tracer stays off: the request observer makes the server span, and
-    // only when traces are exported, so tracing off costs nothing.
+    // The request observer makes the server span, and only when traces are exported.
     Layer.provide(Layer.succeed(HttpMiddleware.TracerDisabledWhen, () => true))
   )
 
