@@ -26,8 +26,10 @@ const parsed = <A>(name: string, message: string, parse: (value: string) => A | 
 const number = (name: string, message: string, valid: (n: number) => boolean, fallback: number) =>
   checked(Schema.NumberFromString)(name, message, valid).pipe(Config.withDefault(fallback))
 
+const integerFrom = (min: number, max = Infinity) => (n: number) => Number.isInteger(n) && n >= min && n <= max
+
 const positiveInteger = (name: string, fallback: number) =>
-  number(name, "must be a positive integer", (n) => Number.isInteger(n) && n >= 1, fallback)
+  number(name, "must be a positive integer", integerFrom(1), fallback)
 
 const seconds = (name: string, message: string, valid: (n: number) => boolean, fallback: number) =>
   Config.map(number(name, message, valid, fallback), Duration.seconds)
@@ -49,28 +51,22 @@ export const httpUrl = (name: string) =>
 const invalidAt = (name: string, message: string) =>
   Config.fail(new Schema.SchemaError(new SchemaIssue.Pointer([name], new SchemaIssue.InvalidValue({ message }))))
 
-const portSetting = number(
-  "PORT",
-  "must be a port number from 1 to 65535",
-  (p) => Number.isInteger(p) && p >= 1 && p <= 65535,
-  3000
-)
+const portSetting = number("PORT", "must be a port number from 1 to 65535", integerFrom(1, 65535), 3000)
 const hostSetting = Config.String("HOST").pipe(Config.withDefault("0.0.0.0"))
 
-/** What `DATABASE_URL` must be, as a message following its name, or `true`. */
-const databaseUrlRule = (url: string): true | string =>
+/** What `DATABASE_URL` must be, as a message following its name, or undefined. */
+const databaseUrlRule = (url: string): string | undefined =>
   url.trim().length === 0 || url.includes(":memory:") ||
     /^(?!sqlite:|file:|postgres:\/\/|postgresql:\/\/)[a-z][a-z0-9+.-]*:\/\//i.test(url)
     ? "must be a postgres:// URL, or a SQLite file path, sqlite:path or file:path (not :memory:: the migrations and the service share the file)"
     : sqliteFilename(url).trim().length === 0
     ? "names no SQLite file: the path after sqlite: or file: is empty"
-    : databaseUrlProblem(url) ?? true
+    : databaseUrlProblem(url)
 
 /**
  * The database URL as given, unchecked: `DATABASE_URL`, or the content of the file
- * `DATABASE_URL_FILE` names (a systemd credential, a mounted secret), which keeps a password out of
- * the environment that every child process inherits and `/proc/PID/environ` shows. Both set is
- * refused, as which should win would be a guess; so is a file that cannot be read.
+ * `DATABASE_URL_FILE` names, which keeps a password out of the environment (docs/configuration.md).
+ * Both set is refused, as which should win would be a guess; so is a file that cannot be read.
  */
 export const databaseUrlSetting: Config.Config<Option.Option<{ readonly url: string; readonly file?: string }>> = Config
   .all({ url: Config.option(Config.String("DATABASE_URL")), file: Config.option(Config.String("DATABASE_URL_FILE")) })
@@ -102,7 +98,7 @@ const originsOf = (list: string): ReadonlyArray<string> | undefined => {
 
 const workersOf = (value: string) => {
   const n = value.trim() === "auto" ? availableParallelism() : Number(value)
-  return Number.isInteger(n) && n >= 1 && n <= 256 ? n : undefined
+  return integerFrom(1, 256)(n) ? n : undefined
 }
 
 /** The service's settings, read from the environment and checked once at start (docs/configuration.md). */
@@ -114,7 +110,7 @@ const config = Config.all({
     onNone: () => Config.succeed(defaultDatabaseUrl),
     onSome: ({ file, url }) => {
       const problem = databaseUrlRule(url)
-      return problem === true
+      return problem === undefined
         ? Config.succeed(url)
         : file === undefined
         ? invalidAt("DATABASE_URL", problem)
@@ -159,13 +155,12 @@ const config = Config.all({
   databaseKeepAlive: seconds(
     "DATABASE_KEEPALIVE_SECONDS",
     "must be a whole number of seconds from 1 to 300",
-    (n) => Number.isInteger(n) && n >= 1 && n <= 300,
+    integerFrom(1, 300),
     10
   )
 }).pipe(
-  // A request waiting for a PostgreSQL connection gives up when the connect timeout ends, a
-  // connection error logged and counted as the pool's: that has to come before its deadline, which
-  // would say only that the database did not answer. SQLite opens none.
+  // A request waiting for a PostgreSQL connection must give up (a pool's error, logged and counted)
+  // before its deadline, which would say only that the database did not answer. SQLite opens none.
   Config.flatMap((config) =>
     !isPostgresUrl(config.databaseUrl) || Duration.isLessThan(config.databaseConnectTimeout, config.requestTimeout)
       ? Config.succeed(config)
@@ -253,11 +248,9 @@ export const sqliteFilename = (databaseUrl: string): string => databaseUrl.repla
 export const isPostgresUrl = (databaseUrl: string): boolean => /^postgres(ql)?:\/\//i.test(databaseUrl)
 
 /**
- * What makes a database location unusable as given, worded to follow its name (`DATABASE_URL:
- * …`), or undefined. The service, `keys` and `db` refuse alike, before anything is created or
- * connected to: a `postgres://` URL that is not one (the value is never quoted: it may hold a
- * password), and a SQLite file in a folder that does not exist (a mistyped path would otherwise
- * start on a new, empty store).
+ * What makes a database location unusable, worded to follow its name, or undefined; the service,
+ * `keys` and `db` refuse alike before connecting: a `postgres://` URL that is not one (never quoted:
+ * it may hold a password), a SQLite file in a folder that does not exist (else a new, empty store).
  */
 export const databaseUrlProblem = (value: string): string | undefined => {
   if (isPostgresUrl(value)) {
