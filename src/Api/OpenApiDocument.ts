@@ -9,52 +9,48 @@ export const withParameterSchemas = (schemas: Record<string, Json>) => (operatio
   return operation
 }
 
-interface HeaderDoc {
-  readonly description: string
-  readonly example: string
-}
-
-/** The headers an operation's responses carry (by status, `"*"` for all), which HttpApi's schemas do not describe. */
-export const withResponseHeaders = (headers: Record<string, Record<string, HeaderDoc>>) => (operation: Json): Json => {
-  for (const [status, response] of Object.entries<Json>(operation.responses)) {
-    const declared = { ...headers["*"], ...headers[status] }
-    if (Object.keys(declared).length === 0) continue
-    response.headers = {
-      ...response.headers,
-      ...Object.fromEntries(
-        Object.entries(declared).map(([name, { description, example }]) => [
-          name,
-          { description, schema: { type: "string" }, example }
-        ])
-      )
+/**
+ * The headers an operation's responses carry, as `[description, example]` by status (`"*"` for all),
+ * which HttpApi's schemas do not describe.
+ */
+export const withResponseHeaders =
+  (headers: Record<string, Record<string, readonly [string, string]>>) => (operation: Json): Json => {
+    for (const [status, response] of Object.entries<Json>(operation.responses)) {
+      const declared = { ...headers["*"], ...headers[status] }
+      if (Object.keys(declared).length === 0) continue
+      response.headers = {
+        ...response.headers,
+        ...Object.fromEntries(
+          Object.entries(declared).map(([name, [description, example]]) => [
+            name,
+            { description, schema: { type: "string" }, example }
+          ])
+        )
+      }
     }
+    return operation
   }
-  return operation
-}
 
 const withCommonHeaders = withResponseHeaders({
   "*": {
-    "X-Request-Id": {
-      description: "Names the request in the service's log: the caller's X-Request-Id when it sent one, else a new id.",
-      example: "6f1c9a52-8d2e-4d7e-9a55-0c1f3b2a7e10"
-    }
+    "X-Request-Id": [
+      "Names the request in the service's log: the caller's X-Request-Id when it sent one, else a new id.",
+      "6f1c9a52-8d2e-4d7e-9a55-0c1f3b2a7e10"
+    ]
   },
   "401": {
-    "WWW-Authenticate": {
-      description: "The bearer challenge (RFC 6750); `error=\"invalid_token\"` when a key was sent but refused.",
-      example: "Bearer realm=\"petstore\", error=\"invalid_token\""
-    }
+    "WWW-Authenticate": [
+      "The bearer challenge (RFC 6750); `error=\"invalid_token\"` when a key was sent but refused.",
+      "Bearer realm=\"petstore\", error=\"invalid_token\""
+    ]
   },
   "429": {
-    "Retry-After": { description: "Seconds until a request is allowed again.", example: "1" },
-    "RateLimit-Policy": {
-      description: "The quota (draft-ietf-httpapi-ratelimit-headers-10): q requests per w seconds.",
-      example: "\"per-key\";q=200;w=2"
-    },
-    "RateLimit": {
-      description: "What is left of the quota (r) and the seconds until it is whole again (t).",
-      example: "\"per-key\";r=0;t=2"
-    }
+    "Retry-After": ["Seconds until a request is allowed again.", "1"],
+    "RateLimit-Policy": [
+      "The quota (draft-ietf-httpapi-ratelimit-headers-10): q requests per w seconds.",
+      "\"per-key\";q=200;w=2"
+    ],
+    "RateLimit": ["What is left of the quota (r) and the seconds until it is whole again (t).", "\"per-key\";r=0;t=2"]
   }
 })
 

@@ -68,13 +68,12 @@ export const listPets = HttpApiEndpoint.get("listPets", "/pets", {
       }),
       withResponseHeaders({
         "200": {
-          Link: {
-            description:
-              "The next page, when more animals match: an absolute URL keeping limit and status, with a cursor.",
-            example: "<https://petstore.example.com/v1/pets?limit=20&status=available&cursor=MjAu.x8Kf>; rel=\"next\""
-          }
+          Link: [
+            "The next page, when more animals match: an absolute URL keeping limit and status, with a cursor.",
+            "<https://petstore.example.com/v1/pets?limit=20&status=available&cursor=MjAu.x8Kf>; rel=\"next\""
+          ]
         },
-        "503": { "Retry-After": { description: "Seconds after which the request may be retried.", example: "1" } }
+        "503": { "Retry-After": ["Seconds after which the request may be retried.", "1"] }
       })
     )
   )
@@ -104,8 +103,8 @@ export const createPet = HttpApiEndpoint.post("createPet", "/pets", {
   .annotate(
     OpenApi.Transform,
     withResponseHeaders({
-      "201": { Location: { description: "Where the new animal is.", example: "/v1/pets/42" } },
-      "503": { "Retry-After": { description: "Seconds after which the create may be retried.", example: "10" } }
+      "201": { Location: ["Where the new animal is.", "/v1/pets/42"] },
+      "503": { "Retry-After": ["Seconds after which the create may be retried.", "10"] }
     })
   )
   .annotate(
@@ -137,16 +136,12 @@ export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {
       }),
       withResponseHeaders({
         "*": {
-          Deprecation: { description: "When this endpoint was deprecated (RFC 9745).", example: "@1767225600" },
-          Sunset: {
-            description: "When this endpoint is removed (RFC 8594).",
-            example: "Thu, 05 Dec 2030 00:00:00 GMT"
-          },
-          Link: {
-            description: "The documentation of the replacement, `GET /v1/pets` with the status filter.",
-            example:
-              `<https://petstore.example.com/docs${getPetReplacementFragment}>; rel="deprecation"; type="text/html"`
-          }
+          Deprecation: ["When this endpoint was deprecated (RFC 9745).", "@1767225600"],
+          Sunset: ["When this endpoint is removed (RFC 8594).", "Thu, 05 Dec 2030 00:00:00 GMT"],
+          Link: [
+            "The documentation of the replacement, `GET /v1/pets` with the status filter.",
+            `<https://petstore.example.com/docs${getPetReplacementFragment}>; rel="deprecation"; type="text/html"`
+          ]
         }
       })
     )

@@ -40,18 +40,14 @@ const localRetryMillis = 1000
  * instance then decides alone (logged, `petstore_rate_limit_local` 1), trying again a second later.
  */
 export const RateLimiterPostgres = (
-  options: {
-    readonly maxBuckets?: number
-    readonly maxSharedBuckets?: number
-    readonly purgeEvery?: Duration.Input
-  } = {}
+  options: { readonly maxSharedBuckets?: number; readonly purgeEvery?: Duration.Input } = {}
 ) =>
   Layer.effect(
     RateLimiter,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const maxShared = options.maxSharedBuckets ?? 1_000_000
-      const local = makeInMemory({ maxBuckets: options.maxBuckets ?? defaultMaxBuckets })
+      const local = makeInMemory()
       let localUntil = 0
       let localSince: number | undefined
       const observability = yield* Effect.serviceOption(ObservabilityConfig)
@@ -81,7 +77,7 @@ export const RateLimiterPostgres = (
 
       // A lease dropped with tokens unspent refuses its client up to one lease early, as another instance's would.
       const leases = new RecentMap<Lease>(
-        options.maxBuckets ?? defaultMaxBuckets,
+        defaultMaxBuckets,
         (lease, now) => lease.pending === undefined && lease.emptyUntil <= now && lease.tokens < 1
       )
 

@@ -8,31 +8,26 @@ const maxBodyBytes = 64 * 1024
 /** How deep arrays and objects may nest in a body: a NewPet is flat, and `JSON.parse` recurses once per level. */
 const maxJsonDepth = 32
 
+const badRequest = (code: BadRequest["code"], message: string) => new BadRequest({ code, message, status: 400 })
+const tooDeep = badRequest(
+  "validation_failed",
+  `body: must not nest arrays or objects more than ${maxJsonDepth} levels deep`
+)
 const tooLarge = new PayloadTooLarge({
   code: "payload_too_large",
   message: `body: must be at most ${maxBodyBytes} bytes`,
   status: 413
 })
-
 const unsupportedMediaType = new UnsupportedMediaType({
   code: "unsupported_media_type",
   message: "Content-Type: must be application/json",
   status: 415
 })
 
-const tooDeep = new BadRequest({
-  code: "validation_failed",
-  message: `body: must not nest arrays or objects more than ${maxJsonDepth} levels deep`,
-  status: 400
-})
-
-const isJson = (contentType: string | undefined) =>
-  contentType !== undefined && /^application\/json\s*(;|$)/i.test(contentType.trim())
-
 /** A body cut short: its client closed the connection, so the request ends as aborted (499), not as a failure. */
 const clientClosed = Effect.failCause(Cause.annotate(Cause.interrupt(), HttpServerError.ClientAbort.annotation))
 
-/** The body's bytes, refused once past the limit without reading the rest. */
+/** The body's text, refused once past the limit without reading the rest. */
 const readText = (request: HttpServerRequest.HttpServerRequest) => {
   const declared = request.headers["content-length"]
   if (declared !== undefined) {
@@ -66,31 +61,28 @@ export const readJsonBody = <S extends Schema.ConstraintDecoder<unknown>>(
   return Effect.flatMap(
     HttpServerRequest.HttpServerRequest,
     (request): Effect.Effect<S["Type"], UnsupportedMediaType | PayloadTooLarge | BadRequest> => {
-      if (!isJson(request.headers["content-type"])) return Effect.fail(unsupportedMediaType)
+      const contentType = request.headers["content-type"]
+      if (contentType === undefined || !/^application\/json\s*(;|$)/i.test(contentType.trim())) {
+        return Effect.fail(unsupportedMediaType)
+      }
       return Effect.flatMap(readText(request), (text) => {
         if (nestsDeeperThan(text, maxJsonDepth)) return Effect.fail(tooDeep)
         let json: unknown
         try {
           json = JSON.parse(text)
         } catch {
+          const empty = text.trim() === ""
           return Effect.fail(
-            new BadRequest({
-              code: "malformed_json",
-              message: text.trim() === "" ? "body: is empty; a JSON object is required" : "body: is not valid JSON",
-              status: 400
-            })
+            badRequest(
+              "malformed_json",
+              empty ? "body: is empty; a JSON object is required" : "body: is not valid JSON"
+            )
           )
         }
         const decoded = decode(json)
         return Result.isSuccess(decoded)
           ? Effect.succeed(decoded.success)
-          : Effect.fail(
-            new BadRequest({
-              code: "validation_failed",
-              message: describeIssue(decoded.failure, "body", json),
-              status: 400
-            })
-          )
+          : Effect.fail(badRequest("validation_failed", describeIssue(decoded.failure, "body", json)))
       })
     }
   )
