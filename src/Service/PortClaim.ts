@@ -1,19 +1,10 @@
 import { Effect } from "effect"
 import { connect } from "node:net"
 
-/**
- * A Linux abstract Unix socket: no file, released by the kernel however the process ends (SIGKILL
- * too). By the port alone: with SO_REUSEPORT `0.0.0.0:3000` and `127.0.0.1:3000` share connections.
- */
-const claimName = (port: number) => `\0petstore:${port}`
-
-/** Where a connection to `host` lands on this machine: a wildcard address is served on the loopback. */
-const reachable = (host: string) => host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host
-
-/** Whether something accepts connections on `host:port` within a second (a refusal or silence: no). */
+/** Whether something accepts connections on `host:port` within a second (a wildcard address on the loopback). */
 const accepts = (host: string, port: number) =>
   Effect.callback<boolean>((resume) => {
-    const socket = connect({ host: reachable(host), port })
+    const socket = connect({ host: host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host, port })
     socket.once("connect", () => {
       socket.destroy()
       resume(Effect.succeed(true))
@@ -24,32 +15,33 @@ const accepts = (host: string, port: number) =>
 
 /**
  * Claims `port` for this service while the scope lasts, or fails with one line if another serves
- * it. Binding cannot tell (SO_REUSEPORT lets any process of the user join): the claim is a name
- * only one process holds and, for a server holding none, a connection attempt.
+ * it. Binding cannot tell (SO_REUSEPORT lets any process of the user join, on any address): the
+ * claim is a Linux abstract socket named by the port alone, which the kernel releases however the
+ * process ends, and, for a server holding none, a connection attempt.
  */
 export const claimPort = (host: string, port: number) =>
   Effect.gen(function*() {
     const taken = (by: string) =>
-      new Error(
-        `Cannot serve on ${host}:${port} (HOST, PORT): ${by} port ${port}; stop it first, or choose another PORT`
+      Effect.fail(
+        new Error(
+          `Cannot serve on ${host}:${port} (HOST, PORT): ${by} port ${port}; stop it first, or choose another PORT`
+        )
       )
     // Abstract sockets are Linux's; elsewhere only the connection attempt below stands.
     if (process.platform === "linux") {
       yield* Effect.acquireRelease(
         Effect.try({
           try: () =>
-            Bun.listen({ unix: claimName(port), socket: { open: (socket) => void socket.end(), data: () => {} } }),
+            Bun.listen({ unix: `\0petstore:${port}`, socket: { open: (socket) => void socket.end(), data: () => {} } }),
           catch: (cause) => cause as Error & { readonly code?: string }
         }),
         (claim) => Effect.sync(() => claim.stop(true))
       ).pipe(Effect.catch((cause) =>
         cause.code === "EADDRINUSE"
-          ? Effect.fail(taken("another Pet Store service already serves"))
+          ? taken("another Pet Store service already serves")
           // Unix sockets forbidden (systemd's RestrictAddressFamilies): the service runs, unguarded against its kind.
           : Effect.logWarning(`cannot claim port ${port} for this service alone: ${cause.message}`)
       ))
     }
-    if (yield* accepts(host, port)) {
-      return yield* Effect.fail(taken("another process already accepts connections on"))
-    }
+    if (yield* accepts(host, port)) return yield* taken("another process already accepts connections on")
   })

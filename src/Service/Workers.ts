@@ -1,15 +1,11 @@
-import { type Duration, Effect, Exit, Option, Schedule } from "effect"
+import { type Duration, Effect, Exit, Schedule } from "effect"
 
-/** Set in the environment of the processes a supervisor starts: the worker's number. */
+/** Set in a worker's environment: its number, and the supervisor's process id, which its parent must stay. */
 export const workerVariable = "PETSTORE_WORKER"
-/** And the supervisor's process id, which the worker's parent must stay. */
 const supervisorVariable = "PETSTORE_SUPERVISOR_PID"
 
 /** This same program's command line; in Bun's compiled executable argv[1] is its embedded entry (`/$bunfs/…`). */
-const thisProgram = () =>
-  Bun.main.startsWith("/$bunfs/")
-    ? [process.execPath, ...process.argv.slice(2)]
-    : [process.execPath, ...process.argv.slice(1)]
+const thisProgram = () => [process.execPath, ...process.argv.slice(Bun.main.startsWith("/$bunfs/") ? 2 : 1)]
 
 /** One worker process, this program with `PETSTORE_WORKER` set; interrupted, it sends SIGTERM and waits. */
 const runWorker = (worker: number, env: Record<string, string>, stopTimeout: Duration.Input) =>
@@ -31,10 +27,7 @@ const runWorker = (worker: number, env: Record<string, string>, stopTimeout: Dur
         ? Effect.interruptible(Effect.promise(() => {
           proc.kill("SIGTERM")
           return proc.exited
-        })).pipe(
-          Effect.timeoutOption(stopTimeout),
-          Effect.tap((exited) => Option.isNone(exited) ? Effect.sync(() => proc.kill("SIGKILL")) : Effect.void)
-        )
+        })).pipe(Effect.timeoutOrElse({ duration: stopTimeout, orElse: () => Effect.sync(() => proc.kill("SIGKILL")) }))
         : Effect.void
   )
 
