@@ -1,44 +1,28 @@
 /**
  * A `SqlClient` on a SQLite file through `bun:sqlite`, built with `effect/sql`'s own constructor:
  * the stand-in for `@effect/sql-sqlite-bun`, whose releases do not load on effect 4.1.0, shaped
- * like its source (effect-smol `packages/sql/sqlite-bun/src/SqliteClient.ts`). Beside what that
- * client does, it keeps each statement text prepared, waits for another process's lock in Effect
- * rather than inside SQLite, and lends its one connection to statements outside a transaction
- * until the transaction has begun.
+ * like its source. Beside what that client does, it keeps each statement text prepared, waits for
+ * another process's lock in Effect rather than inside SQLite, and lends its one connection to
+ * statements outside a transaction until the transaction has begun.
  */
 import { Database, type Statement as Prepared } from "bun:sqlite"
-import {
-  Context,
-  Duration,
-  Effect,
-  Exit,
-  identity,
-  Latch,
-  Layer,
-  Schedule,
-  type Scope,
-  Semaphore,
-  Stream
-} from "effect"
+import type { Exit, Scope } from "effect"
+import { Context, Duration, Effect, identity, Latch, Layer, Schedule, Semaphore, Stream } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as Client from "effect/sql/SqlClient"
 import type { Connection } from "effect/sql/SqlConnection"
 import { classifySqliteError, ConnectionError, SqlError } from "effect/sql/SqlError"
 import * as Statement from "effect/sql/Statement"
 
-export const TypeId: TypeId = "~petstore/SqliteClient"
-
-export type TypeId = "~petstore/SqliteClient"
+const TypeId = "~petstore/SqliteClient"
 
 export interface SqliteClient extends Client.SqlClient {
-  readonly [TypeId]: TypeId
-  readonly config: SqliteClientConfig
+  readonly [TypeId]: typeof TypeId
   /**
-   * A statement text run with its parameters on the connection itself, its rows as SQLite gives
-   * them passed to `transform`: what `Effect.map(unsafe(sql, params), transform)` answers, without
-   * effect/sql's statement around the call (compiling the text again, a span even when tracing is
-   * off, the connection's acquisition), with the same lock waits, timing and failures. For the
-   * statements most requests make; inside a transaction it is the library's statement.
+   * A statement text run on the connection itself, its rows passed to `transform`: what
+   * `Effect.map(unsafe(sql, params), transform)` answers, with the same lock waits, timing and
+   * failures, without effect/sql's statement around it (compiled again, a span even when tracing
+   * is off, the connection's acquisition). Inside a transaction it is the library's statement.
    */
   readonly executeDirect: <A>(
     sql: string,
@@ -46,8 +30,6 @@ export interface SqliteClient extends Client.SqlClient {
     transform: (rows: ReadonlyArray<Record<string, unknown>>) => A
   ) => Effect.Effect<A, SqlError>
 }
-
-export const SqliteClient = Context.Service<SqliteClient>("petstore/SqliteClient")
 
 /** Whether a `SqlClient` is this one: a store given only the `SqlClient` may use what it adds. */
 export const isSqliteClient = (client: Client.SqlClient): client is SqliteClient => TypeId in client
@@ -58,22 +40,20 @@ export interface SqliteClientConfig {
   readonly create?: boolean | undefined
   readonly readwrite?: boolean | undefined
   readonly disableWAL?: boolean | undefined
-  readonly spanAttributes?: Record<string, unknown> | undefined
   /** How a transaction begins (`BEGIN IMMEDIATE` takes the write lock at once); `BEGIN` by default. */
   readonly beginTransaction?: string | undefined
   /**
-   * How long a statement may wait, in all, for a lock another connection holds: one answered
-   * `SQLITE_BUSY` is tried again after 1, 2, 4 … 32 ms until this has passed. SQLite's own busy
-   * timeout would wait inside its synchronous call, stopping the event loop. None by default.
+   * How long a statement may wait in all for a lock another connection holds: one answered
+   * `SQLITE_BUSY` is tried again after 1, 2, 4 … 32 ms until this has passed. None by default.
    */
   readonly lockWait?: Duration.Input | undefined
   /** Why the database can no longer be used, if it cannot: every statement then fails with it as a `ConnectionError`. */
   readonly unusable?: (() => string | undefined) | undefined
   /** Called once per statement text; what it returns is given each run's duration in seconds. */
   readonly timer?: ((sql: string) => ((seconds: number) => void) | undefined) | undefined
-  /** Called with each statement's failure: once, after its lock waits, not for each busy attempt. */
+  /** Called with each statement's failure: once, after its lock waits. */
   readonly onFailure?: ((error: SqlError) => void) | undefined
-  /** Called as each statement starts, from the fiber running it; what it returns is given its outcome, after any waits. */
+  /** Called as each statement starts, on the fiber running it; what it returns is given its outcome, after any waits. */
   readonly onRun?: ((sql: string) => ((exit: Exit.Exit<unknown, SqlError>) => void) | undefined) | undefined
 }
 
@@ -86,20 +66,20 @@ interface Kept {
   readonly kept: boolean
 }
 
-const wordsOf = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
-
-/** SQLite's failure classified by its code, its own words in the message the log shows. */
-const sqliteError = (cause: unknown, operation: string) =>
-  new SqlError({
-    reason: classifySqliteError(cause, { message: `Failed to ${operation} statement: ${wordsOf(cause)}`, operation })
+/** SQLite's failure classified by its code, its own words in the message a log shows. */
+const sqliteError = (cause: unknown, operation: string) => {
+  const words = cause instanceof Error ? cause.message : String(cause)
+  return new SqlError({
+    reason: classifySqliteError(cause, { message: `Failed to ${operation} statement: ${words}`, operation })
   })
+}
 
 const isBusy = (error: SqlError) => error.reason._tag === "LockTimeoutError"
 
 /**
- * Opens `options.filename` and makes the client on its one connection. A failure to open is a
- * `SqlError` with SQLite's words. Rows are read to their end (`all`), also for a write's one
- * `RETURNING` row: SQLite checkpoints the WAL only after a statement that finished.
+ * Opens `options.filename` (a failure to open is a `SqlError` with SQLite's words) and makes the
+ * client on its one connection. Rows are read to their end (`all`), a write's one `RETURNING` row
+ * too: SQLite checkpoints the WAL only after a statement that finished.
  */
 export const make = (
   options: SqliteClientConfig
@@ -123,15 +103,6 @@ export const make = (
           db.close()
         })
     )
-    const prepare = (sql: string): Kept => {
-      let kept = prepared.get(sql)
-      if (kept === undefined) {
-        const isKept = prepared.size < maxPrepared
-        kept = { statement: db.prepare(sql), record: options.timer?.(sql), kept: isKept }
-        if (isKept) prepared.set(sql, kept)
-      }
-      return kept
-    }
     const { onFailure, onRun, unusable } = options
 
     /** One synchronous run of a statement: its rows, or its failure. */
@@ -142,21 +113,25 @@ export const make = (
           reason: new ConnectionError({ cause: new Error(reason), message: reason, operation: "execute" })
         })
       }
-      let kept: Kept
+      let kept = prepared.get(sql)
       try {
-        kept = prepare(sql)
+        if (kept === undefined) {
+          kept = { statement: db.prepare(sql), record: options.timer?.(sql), kept: prepared.size < maxPrepared }
+          if (kept.kept) prepared.set(sql, kept)
+        }
       } catch (cause) {
         return sqliteError(cause, "prepare")
       }
-      const start = kept.record === undefined ? 0 : performance.now()
+      const { record, statement } = kept
+      const start = record === undefined ? 0 : performance.now()
       try {
         const bindings = params as Array<any>
-        return values ? kept.statement.values(...bindings) : kept.statement.all(...bindings)
+        return values ? statement.values(...bindings) : statement.all(...bindings)
       } catch (cause) {
         return sqliteError(cause, "execute")
       } finally {
-        kept.record?.((performance.now() - start) / 1000)
-        if (!kept.kept) kept.statement.finalize()
+        record?.((performance.now() - start) / 1000)
+        if (!kept.kept) statement.finalize()
       }
     }
 
@@ -165,7 +140,7 @@ export const make = (
     const free = yield* Latch.make(true)
     let begun = false
 
-    const lockWait = options.lockWait === undefined ? Duration.zero : Duration.fromInputUnsafe(options.lockWait)
+    const lockWait = Duration.fromInputUnsafe(options.lockWait ?? Duration.zero)
     const waitForLock = Duration.isZero(lockWait)
       ? undefined
       : Schedule.min([Schedule.exponential("1 millis"), Schedule.spaced("32 millis")]).pipe(
@@ -174,7 +149,7 @@ export const make = (
 
     /**
      * A statement run now, its rows passed to `transform`: outside a transaction that has begun it
-     * first waits for its end; with `waitIfBusy` false, a lock another connection holds fails it.
+     * first waits for its end. `retrying`: a try of the lock's wait, which reports its failure once.
      */
     const runUnobserved = <A>(
       sql: string,
@@ -182,12 +157,12 @@ export const make = (
       values: boolean,
       outside: boolean,
       transform: (rows: ReadonlyArray<any>) => A,
-      waitIfBusy = true
+      retrying = false
     ): Effect.Effect<A, SqlError> => {
       if (outside && begun) {
         return Effect.andThen(
           free.await,
-          Effect.suspend(() => runUnobserved(sql, params, values, outside, transform, waitIfBusy))
+          Effect.suspend(() => runUnobserved(sql, params, values, outside, transform, retrying))
         )
       }
       const result = attempt(sql, params, values)
@@ -198,19 +173,16 @@ export const make = (
         }
         return Effect.succeed(transform(result))
       }
-      // A run with `waitIfBusy` false is an attempt of the retry below, which reports the failure once.
-      if (!waitIfBusy) return Effect.fail(result)
-      if (waitForLock === undefined || !isBusy(result)) {
-        onFailure?.(result)
-        return Effect.fail(result)
-      }
-      const waited = Effect.retry(Effect.suspend(() => runUnobserved(sql, params, values, outside, transform, false)), {
-        schedule: waitForLock,
-        while: isBusy
-      })
-      return onFailure === undefined ? waited : Effect.tapError(waited, (error) => Effect.sync(() => onFailure(error)))
+      if (retrying) return Effect.fail(result)
+      const failed = waitForLock === undefined || !isBusy(result)
+        ? Effect.fail(result)
+        : Effect.retry(Effect.suspend(() => runUnobserved(sql, params, values, outside, transform, true)), {
+          schedule: waitForLock,
+          while: isBusy
+        })
+      return onFailure === undefined ? failed : Effect.tapError(failed, (error) => Effect.sync(() => onFailure(error)))
     }
-    /** `runUnobserved`, given to `onRun` as a whole: its waits for a transaction's end and for a lock included. */
+    /** `runUnobserved`, given to `onRun` as a whole, its waits included. */
     const runNow = <A>(
       sql: string,
       params: ReadonlyArray<unknown>,
@@ -222,7 +194,6 @@ export const make = (
       const running = runUnobserved(sql, params, values, outside, transform)
       return ran === undefined ? running : Effect.onExit(running, (exit) => Effect.sync(() => ran(exit)))
     }
-    /** `runNow` when the effect runs. */
     const run: typeof runNow = (...args) => Effect.suspend(() => runNow(...args))
 
     const connection = (outside: boolean): Connection => ({
@@ -236,35 +207,28 @@ export const make = (
     const outsideConnection = connection(true)
     const transactionConnection = connection(false)
 
-    // A transaction holds the connection from its `BEGIN` to its end; transactions queue here.
-    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
-      Effect.andThen(
-        restore(transactions.take(1)),
-        Effect.as(
-          Effect.addFinalizer(() =>
-            Effect.suspend(() => {
-              begun = false
-              free.openUnsafe()
-              return transactions.release(1)
-            })
-          ),
-          transactionConnection
-        )
-      )
-    )
-
     if (options.disableWAL !== true) {
       yield* outsideConnection.executeUnprepared("PRAGMA journal_mode = WAL", [], undefined)
     }
-
-    const spanAttributes: ReadonlyArray<readonly [string, unknown]> = [
-      ...(options.spanAttributes === undefined ? [] : Object.entries(options.spanAttributes)),
-      ["db.system.name", "sqlite"]
-    ]
     const client = yield* Client.make({
       acquirer: Effect.succeed(outsideConnection),
       borrower: (f) => f(outsideConnection),
-      transactionAcquirer,
+      // A transaction holds the connection from its `BEGIN` to its end; transactions queue here.
+      transactionAcquirer: Effect.uninterruptibleMask((restore) =>
+        Effect.andThen(
+          restore(transactions.take(1)),
+          Effect.as(
+            Effect.addFinalizer(() =>
+              Effect.suspend(() => {
+                begun = false
+                free.openUnsafe()
+                return transactions.release(1)
+              })
+            ),
+            transactionConnection
+          )
+        )
+      ),
       beginTransaction: options.beginTransaction,
       isTransaction: () => db.inTransaction,
       // A failed COMMIT can leave SQLite's transaction open (a deferred foreign key).
@@ -273,24 +237,17 @@ export const make = (
       releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`,
       compiler: Statement.makeCompilerSqlite(),
       driver: "sqlite-bun",
-      spanAttributes
+      spanAttributes: [["db.system.name", "sqlite"]]
     })
-    const executeDirect = <A>(
-      sql: string,
-      params: ReadonlyArray<unknown>,
-      transform: (rows: ReadonlyArray<Record<string, unknown>>) => A
-    ): Effect.Effect<A, SqlError> =>
-      Effect.withFiber((fiber) => {
-        if (Context.getOrUndefined(fiber.context, client.transactionService) !== undefined) {
-          return Effect.map(client.unsafe<Record<string, unknown>>(sql, params), transform)
-        }
-        return runNow(sql, params, false, true, transform)
-      })
-    return Object.assign(client, { [TypeId]: TypeId, config: options, executeDirect }) as SqliteClient
+    const executeDirect: SqliteClient["executeDirect"] = (sql, params, transform) =>
+      Effect.withFiber((fiber) =>
+        Context.getOrUndefined(fiber.context, client.transactionService) === undefined
+          ? runNow(sql, params, false, true, transform)
+          : Effect.map(client.unsafe<Record<string, unknown>>(sql, params), transform)
+      )
+    return Object.assign(client, { [TypeId]: TypeId, executeDirect } as const)
   })
 
-/** The client as both `SqliteClient` and `SqlClient`. */
-export const layer = (config: SqliteClientConfig): Layer.Layer<SqliteClient | Client.SqlClient, SqlError> =>
-  Layer.effectContext(
-    Effect.map(make(config), (client) => Context.make(SqliteClient, client).pipe(Context.add(Client.SqlClient, client)))
-  ).pipe(Layer.provide(Reactivity.layer))
+/** The client as the `SqlClient`. */
+export const layer = (config: SqliteClientConfig): Layer.Layer<Client.SqlClient, SqlError> =>
+  Layer.effect(Client.SqlClient, make(config)).pipe(Layer.provide(Reactivity.layer))
