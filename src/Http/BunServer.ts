@@ -10,10 +10,8 @@ import {
 } from "effect/http"
 import { NetAddress } from "effect/net"
 
-/**
- * Stand-in for `@effect/platform-bun`'s `BunHttpServer.ts`, with no release loading on effect 4.1.0,
- * holding only what the service uses: `Bun.serve` answering through `HttpEffect.toHandled`.
- */
+// Stand-in for `@effect/platform-bun`'s `BunHttpServer.ts` (no release loads on effect 4.1.0), with what the service uses.
+
 /** Where a request's web response goes: the promise `Bun.serve` awaits. */
 class Respond extends Context.Service<Respond, (response: Response) => void>()("petstore/BunServer/Respond") {}
 
@@ -35,7 +33,6 @@ export class Listener extends Context.Service<Listener, { readonly close: Effect
  */
 export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer | Listener> =>
   Layer.effectContext(Effect.gen(function*() {
-    const scope = yield* Effect.scope
     const handlers: Array<(request: Request, server: BunServer<undefined>) => Response | Promise<Response>> = [
       () => new Response(null, { status: 503, headers: { connection: "close" } })
     ]
@@ -48,8 +45,7 @@ export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer 
     })
     let closed: Promise<void> | undefined
     const closeListener = () => (closed ??= server.stop(false))
-    yield* Scope.addFinalizer(
-      scope,
+    yield* Effect.addFinalizer(() =>
       // Closing a connection while its response is written resets it. Interruptible, or the bound could not end the wait.
       Effect.interruptible(Effect.promise(closeListener)).pipe(
         Effect.timeoutOption("500 millis"),

@@ -17,7 +17,7 @@ export const methodLabel = (method: string): string => knownMethods.has(method) 
 const templateOf = (path: string): string => path.replace(/:(\w+)/g, "{$1}")
 
 /**
- * A request's labels from its method and matched route (`RouteNoted`), made once per pair. With
+ * A request's labels from its method and matched route (`RouteNoted`, `Server.ts`), made once per pair. With
  * `exported`, each route's declared statuses are exported at 0, so an alert's rate sees the first request.
  */
 export const makeRouteLabels = (exported = false) => {

@@ -1,4 +1,4 @@
-import { Clock, Effect, Layer, LogLevel, Option, Tracer } from "effect"
+import { Clock, Context, Effect, Layer, LogLevel, Option, Tracer } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
@@ -18,10 +18,24 @@ import { InFlightRequests } from "./InFlightRequests.js"
 import { makeDeadline } from "./RequestDeadline.js"
 import { makeRequestLog, RequestLines } from "./RequestLog.js"
 import { makeRequestObserver } from "./RequestObserver.js"
-import { RouteNoted } from "./RouteNoted.js"
 import { ExactRoutes, isCanonicalPath, pathOf, routeMethods } from "./Routes.js"
 
 type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+
+/** On every route: the matched route noted on the request's record for its labels, then the stop's refusal. */
+const RouteNoted = HttpRouter.middleware(
+  Effect.map(
+    Effect.service(InFlightRequests),
+    ({ refusingWhenClosed }) => <E, R>(handler: App<E, R>) => {
+      const refusing = refusingWhenClosed(handler)
+      return Effect.withFiber((fiber) => {
+        const current = fiber.getRef(CurrentRequest)
+        if (current !== undefined) current.route = Context.getUnsafe(fiber.context, HttpRouter.RouteContext).route
+        return refusing
+      })
+    }
+  )
+).layer
 
 /** The API's routes (its document listing this deployment's servers) and docs on the `HttpRouter`, with their middleware. */
 export const AppLive = Layer.unwrap(

@@ -3,8 +3,7 @@ import { PrometheusMetrics } from "effect/observability"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { defaultRegistry } from "./Metrics.js"
-import { processMetrics } from "./ProcessMetrics.js"
+import { defaultRegistry, readAtScrape } from "./Metrics.js"
 
 /** Set in the workers' environment: the folder where each worker serves its metrics on a socket. */
 export const metricsFolderVariable = "PETSTORE_METRICS_FOLDER"
@@ -14,6 +13,42 @@ const contentType = "text/plain; version=0.0.4; charset=utf-8"
 const socketOf = (folder: string, worker: number) => join(folder, `worker-${worker}.sock`)
 
 const notFound = () => new Response("Not Found: metrics are at /metrics\n", { status: 404 })
+
+const eventLoopDelay = Metric.histogram("nodejs_eventloop_delay_seconds", {
+  description: "How late a timer due every 100 ms ran: the event loop's delay, sampled ten times a second",
+  boundaries: Metric.boundariesFromIterable([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1])
+})
+
+const sampleEvery = 100
+
+/**
+ * The process's own series while the scope lasts: its memory and CPU time, read at each scrape, and
+ * the event loop's delay, sampled by a timer due every 100 ms (a histogram adds up across workers).
+ */
+const processMetrics = Effect.gen(function*() {
+  const memory = "Resident memory of the service's processes, in bytes"
+  yield* readAtScrape("gauge", "process_resident_memory_bytes", memory, {}, () => process.memoryUsage.rss())
+  const cpu = "CPU time (user and system) the service's processes have used, in seconds"
+  yield* readAtScrape("counter", "process_cpu_seconds_total", cpu, {}, () => {
+    const { system, user } = process.cpuUsage()
+    return (user + system) / 1e6
+  })
+  yield* Effect.acquireRelease(
+    Effect.sync(() => {
+      // Registered now, so that a scrape in the first 100 ms finds the histogram (with no sample yet).
+      eventLoopDelay.valueUnsafe(defaultRegistry)
+      let due = performance.now() + sampleEvery
+      const timer = setInterval(() => {
+        const now = performance.now()
+        eventLoopDelay.updateUnsafe(Math.max(0, now - due) / 1000, defaultRegistry)
+        due = now + sampleEvery
+      }, sampleEvery)
+      timer.unref()
+      return timer
+    }),
+    (timer) => Effect.sync(() => clearInterval(timer))
+  )
+})
 
 /** A listener of its own for `GET /metrics`, never the API's port: no key is asked there. */
 const listen = (host: string, port: number, exposition: () => Promise<string> | string) =>

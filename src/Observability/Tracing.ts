@@ -143,16 +143,14 @@ const exported = [
 ] as const
 
 /**
- * Effect's spans in a sampled request's trace, exported over OTLP/HTTP as `OTEL_EXPORTER_OTLP_*`
- * say, in batches sent when full and every `OTEL_BSP_SCHEDULE_DELAY`; what is left is sent at the
- * layer's release, for 3 s at most. Not
- * effect/observability's exporter, which holds every span while a collector is away or hung: here
- * at most `OTEL_BSP_MAX_QUEUE_SIZE` are held (open, waiting, or being sent; `Tracing.test.ts`, "a
- * collector stopped costs requests nothing"; `Sampling.test.ts`, "beyond the queue"), none for
- * 1 s doubling to 30 s after a failed export, and the others, with every span below them, dropped
- * and counted. A batch answered 429, 502, 503 or 504 is sent again after `Retry-After` (30 s at
- * most) or that pause, five sends in all; on another failure, or the fifth, its spans are counted
- * by the error. The counts are read at each scrape under OpenTelemetry's SDK metric names.
+ * Effect's spans in a sampled request's trace, exported over OTLP/HTTP as `OTEL_EXPORTER_OTLP_*` say,
+ * in batches sent when full and every `OTEL_BSP_SCHEDULE_DELAY`; what is left, at the layer's release,
+ * for 3 s at most. Not effect/observability's exporter, which holds every span while a collector is
+ * away or hung: here at most `OTEL_BSP_MAX_QUEUE_SIZE` are held (`Tracing.test.ts`, "a collector
+ * stopped…"; `Sampling.test.ts`, "beyond the queue"), none for 1 s doubling to 30 s after a failed
+ * export, and the others, with every span below them, dropped and counted. A batch answered 429, 502,
+ * 503 or 504 is sent again after `Retry-After` or that pause, five sends in all; on another failure,
+ * or the fifth, its spans are counted by the error.
  */
 const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
   Effect.gen(function*() {
@@ -162,13 +160,9 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
     const client = yield* HttpClient.HttpClient
     const scope = { name: "effect", version: Version.getCurrentVersion() }
     // Named as effect/observability's exporter names itself, after the operator's own name, if any.
-    const userAgent = [
-      exporter.headers["user-agent"],
-      `OTel-OTLP-Exporter-JavaScript-Effect-OtlpTracer/${scope.version}`
-    ]
-    const request = HttpClientRequest.post(exporter.url, {
-      headers: { ...exporter.headers, "user-agent": userAgent.filter(Boolean).join(" ") }
-    })
+    const library = `OTel-OTLP-Exporter-JavaScript-Effect-OtlpTracer/${scope.version}`
+    const userAgent = [exporter.headers["user-agent"], library].filter(Boolean).join(" ")
+    const request = HttpClientRequest.post(exporter.url, { headers: { ...exporter.headers, "user-agent": userAgent } })
 
     const waiting: Array<ExportedSpan> = []
     // `held`: spans made and not yet answered for (open, waiting, or in a batch being sent).
@@ -188,8 +182,8 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
     yield* readAtScrape("counter", ...exported, exporterLabel, () => counts.exported)
     const seriesScope = yield* Scope.Scope
     /** An error type's series, added once it is first seen. */
-    const noteFailure = (errorType: string | undefined): Effect.Effect<void> => {
-      if (errorType === undefined || counts.failed.has(errorType)) return Effect.void
+    const noteFailure = (errorType: string): Effect.Effect<void> => {
+      if (counts.failed.has(errorType)) return Effect.void
       const failed = () => counts.failed.get(errorType) ?? 0
       const series = readAtScrape("counter", ...exported, { ...exporterLabel, error_type: errorType }, failed)
       return Effect.provideService(series, Scope.Scope, seriesScope)

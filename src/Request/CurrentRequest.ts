@@ -15,7 +15,7 @@ export class RequestRecord {
   /** The request's `X-Request-Id`, put on its response and in its log lines. */
   readonly id: string
   private client: ClientAddress | undefined = undefined
-  /** The route the router matched (`Http/RouteNoted.ts`), for the request's labels; none until it has. */
+  /** The route the router matched (`RouteNoted`, `Http/Server.ts`), for the request's labels; none until it has. */
   route: HttpRouter.Route<any, any> | undefined = undefined
   /** The request's store calls running now (`waitingOnDatabase`), read by its deadline. */
   databaseWaits = 0
