@@ -36,12 +36,13 @@ const removingOnFailure = (file: string) =>
 const integrityOf = (sql: SqlClient.SqlClient) =>
   Effect.map(sql<{ integrity_check: string }>`PRAGMA integrity_check`, ([check]) => check?.integrity_check)
 
-/** The rows per table, as a summary line lists them. */
-const rowCounts = (sql: SqlClient.SqlClient, names: ReadonlySet<string>) =>
-  Effect.forEach(
-    tables.filter((table) => names.has(table.name)),
-    (table) => Effect.map(countRows(sql, table), (count) => `${table.name} ${count}`)
-  )
+/** The rows per table the store holds, as a summary line lists them. */
+const rowCounts = (sql: SqlClient.SqlClient) =>
+  Effect.flatMap(tablesOf(sql), (names) =>
+    Effect.forEach(
+      tables.filter((table) => names.has(table.name)),
+      (table) => Effect.map(countRows(sql, table), (count) => `${table.name} ${count}`)
+    ))
 
 /** SQLite's failures that come from writing the backup's file (its disk, its folder): the backup's to report. */
 const writeFailures = ["SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_PERM"]
@@ -87,7 +88,7 @@ export const backup = (store: Store, file: string) => {
       if (check !== "ok") {
         return yield* new MoveError({ message: `backup ${file} failed its integrity check: ${check}` })
       }
-      return yield* rowCounts(sql, new Set(tables.map((table) => table.name)))
+      return yield* rowCounts(sql)
     })).pipe(Effect.mapError(onBackup))
     yield* Effect.try({ try: () => fs.renameSync(partial, file), catch: onBackup })
     const seconds = (performance.now() - startedAt) / 1000
@@ -127,7 +128,7 @@ const checkBackup = (copy: string, backupFile: string) =>
           "restore it with the build that wrote it"
       )
     }
-    return yield* rowCounts(sql, yield* tablesOf(sql))
+    return yield* rowCounts(sql)
   })
 
 /** Why the replaced file's ids cannot be kept, in the one line a restore prints. */
@@ -164,19 +165,6 @@ const holdReplaced = (store: Store & { readonly engine: "sqlite" }, idsMayRepeat
       : unknown(describeStoreFailure(store, "the", error).message)
   ))
 }
-
-/** Sets the copy's next ids above its own and above every id the replaced file handed out. */
-const setIds = (copy: string, handedOut: ReadonlyMap<string, number> | undefined) =>
-  Effect.gen(function*() {
-    const sql = yield* open(copy)
-    const sequenced = yield* Ids.sequencedIn(sql)
-    return yield* sql.withTransaction(Effect.forEach(sequenced, (table) =>
-      Effect.gen(function*() {
-        const next = Math.max((yield* Ids.lastHandedOut(sql, table)) + 1, (handedOut?.get(table.name) ?? 0) + 1)
-        if (next !== (yield* Ids.nextId(sql, table))) yield* Ids.setNextId(sql, table, next)
-        return `${table.name} ${next}`
-      })))
-  })
 
 /**
  * Puts a `db backup` back over the SQLite file, the service stopped: copied beside it and checked,
@@ -218,7 +206,11 @@ export const restore = (store: Store, backupFile: string, options: { readonly id
     )
     const { next, warning } = yield* Effect.scoped(Effect.gen(function*() {
       const replaced = yield* holdReplaced(store, options.idsMayRepeat)
-      const next = yield* onCopy(Effect.scoped(setIds(copy, replaced.handedOut)))
+      // The copy's next ids above its own and above every id the replaced file handed out.
+      const next = yield* Effect.flatMap(
+        open(copy),
+        (sql) => Ids.raiseNextIds(sql, (table) => replaced.handedOut?.get(table.name) ?? 0)
+      ).pipe(Effect.scoped, onCopy)
       yield* onCopy(Effect.try(() => {
         fsyncPath(copy)
         for (const suffix of companions) fs.rmSync(`${target}${suffix}`, { force: true })
@@ -232,7 +224,7 @@ export const restore = (store: Store, backupFile: string, options: { readonly id
     const ids = warning === undefined ? "above every id the replaced file handed out" : "the backup's own"
     return {
       summary: `restored ${target} from ${backupFile} in ${seconds.toFixed(1)} s (integrity check ok; ` +
-        `${counts.join(", ")}); next ids ${next.join(", ")}, ${ids}`,
+        `${counts.join(", ")}); next ids ${next.map((id) => `${id.name} ${id.next}`).join(", ")}, ${ids}`,
       warning
     }
   }).pipe(removingOnFailure(copy))

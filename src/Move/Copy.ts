@@ -8,8 +8,8 @@ import * as Ids from "./Ids.js"
 import { Deadlines, endAbandoned, openSession, type PostgresSession } from "./PostgresSession.js"
 import { knownVersion, requireKnownVersion, settled, tablesOf, versionOf } from "./SchemaVersion.js"
 import { connect, engineName, failingAs, interruption, MoveError, type Store } from "./Store.js"
-import { type CopiedTable, countRows, movedRows, tables } from "./Tables.js"
-import { Checksum, checksums, columnsOnBothSides, compare, forEachPage, inSnapshot } from "./Verify.js"
+import { type CopiedTable, countRows, forEachPage, movedRows, tables } from "./Tables.js"
+import { Checksum, checksums, columnsOnBothSides, compare, inSnapshot } from "./Verify.js"
 import { tableWriter, withoutSecondaryIndexes } from "./WriteRows.js"
 
 /** The copy's progress: on a terminal, one line rewritten at most five times a second; piped, nothing. */
@@ -74,9 +74,6 @@ const cleanUp = (
       "time to remove the empty tables this copy made in it, and a copy into it again works"
   })
 
-/** Settings rows the target's own migrations write; a target holding only those is empty. */
-const migrationSettings = new Set(["cursor_secret", "read_only"])
-
 /** Refuses a target that holds anything, then builds its schema from this build's migrations; the tables it made. */
 const prepareTarget = (sql: SqlClient.SqlClient, store: Store) =>
   Effect.gen(function*() {
@@ -96,14 +93,11 @@ const prepareTarget = (sql: SqlClient.SqlClient, store: Store) =>
           `has schema version ${version.value}, newer than the schema version ${known} this build knows; it was left untouched`
         )
       }
-      const held: Array<string> = []
-      for (const table of tables.filter((table) => before.has(table.name))) {
-        const rows = table.name === "settings"
-          ? (yield* sql<{ name: string }>`SELECT name FROM settings`).filter(({ name }) => !migrationSettings.has(name))
-            .length
-          : yield* countRows(sql, table)
-        if (rows > 0) held.push(`${table.name}: ${rows} rows`)
-      }
+      // A replaced table's rows are the target's migrations' own.
+      const held = (yield* Effect.forEach(
+        tables.filter((table) => before.has(table.name) && table.replaced !== true),
+        (table) => Effect.map(countRows(sql, table), (rows) => rows > 0 ? [`${table.name}: ${rows} rows`] : [])
+      )).flat()
       if (held.length > 0) {
         return yield* refuse(
           `already holds data (${held.join(", ")}); it was left untouched. Copy into an empty database`

@@ -73,20 +73,29 @@ export const lastId = (store: Store) =>
       return Math.max(0, ...handedOut)
     }))
 
-/** Sets every id sequence of the store above `above` (and above its own rows); one never goes down. */
+/** Sets each id sequence the store holds above its ids and above `above(table)`; none goes down. */
+export const raiseNextIds = (sql: SqlClient.SqlClient, above: (table: SequencedTable) => number) =>
+  Effect.gen(function*() {
+    const sequenced = yield* sequencedIn(sql)
+    return yield* sql.withTransaction(Effect.forEach(sequenced, (table) =>
+      Effect.gen(function*() {
+        const was = yield* nextId(sql, table)
+        const next = Math.max(was, (yield* lastHandedOut(sql, table)) + 1, above(table) + 1)
+        if (next !== was) yield* setNextId(sql, table, next)
+        return { name: table.name, next, was }
+      })))
+  })
+
+/** `db restore-ids --above N`: every id sequence of the store set above N. */
 export const restoreIds = (store: Store, above: number) =>
   !Number.isSafeInteger(above) || above < 0
     ? Effect.fail(new MoveError({ message: `--above: must be an id, 0 or more (got ${above})` }))
     : onStore(store, "write", (sql) =>
       Effect.gen(function*() {
         yield* requireVersion(sql, store, "the database")
-        const set = yield* sql.withTransaction(Effect.forEach(yield* sequencedIn(sql), (table) =>
-          Effect.gen(function*() {
-            const was = yield* nextId(sql, table)
-            const next = Math.max(was, (yield* lastHandedOut(sql, table)) + 1, above + 1)
-            if (next === was) return `${table.name} ${next} (already)`
-            yield* setNextId(sql, table, next)
-            return `${table.name} ${next} (was ${was})`
-          })))
-        return `next ids above ${above} in ${store.label}: ${set.join(", ")}`
+        const set = yield* raiseNextIds(sql, () => above)
+        const sequences = set.map(({ name, next, was }) =>
+          `${name} ${next} (${next === was ? "already" : `was ${was}`})`
+        )
+        return `next ids above ${above} in ${store.label}: ${sequences.join(", ")}`
       }))

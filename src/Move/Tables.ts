@@ -64,19 +64,12 @@ export const sqliteTime = (canonical: string): string =>
   canonical.endsWith("000Z") ? `${canonical.slice(0, -4)}Z` : canonical
 
 const canonicalValue = (kind: ColumnKind, value: unknown): string | null =>
-  value === null || value === undefined
-    ? null
-    : kind === "time"
-    ? canonicalTime(String(value))
-    : typeof value === "string"
-    ? value
-    : String(value)
+  value === null || value === undefined ? null : kind === "time" ? canonicalTime(String(value)) : String(value)
 
 /** A table's pages of canonical rows in key order after the previous page's last row: an index range scan each. */
-export const pageReader = (
+const pageReader = (
   sql: SqlClient.SqlClient,
-  table: CopiedTable,
-  batchSize: number
+  table: CopiedTable
 ): (after: CanonicalRow | undefined) => Effect.Effect<Array<CanonicalRow>, unknown> => {
   const dialect = sql.onDialectOrElse({ pg: () => "pg" as const, orElse: () => "sqlite" as const })
   const placeholder = (i: number) => (dialect === "pg" ? `$${i}` : "?")
@@ -88,9 +81,7 @@ export const pageReader = (
       const values = key.map((column, i) =>
         dialect === "pg" && column.kind === "integer" ? `${placeholder(i + 1)}::bigint` : placeholder(i + 1)
       )
-      conditions.push(
-        names.length === 1 ? `${names[0]} > ${values[0]}` : `(${names.join(", ")}) > (${values.join(", ")})`
-      )
+      conditions.push(`(${names.join(", ")}) > (${values.join(", ")})`)
     }
     return `SELECT ${table.columns.map((column) => selectColumn(dialect, column)).join(", ")} FROM ${table.name}` +
       (conditions.length === 0 ? "" : ` WHERE ${conditions.join(" AND ")}`) +
@@ -115,6 +106,38 @@ export const pageReader = (
       return canonical as Array<CanonicalRow>
     })
   }
+}
+
+/** Rows per page read; a page of pets is a few MiB in memory. */
+const batchSize = 2_000
+
+/**
+ * A turn of the event loop: reads from SQLite and writes to a socket that keeps up never wait, and
+ * without it a signal or a deadline's timer would go unheard until the table's end.
+ */
+const nextTurn = Effect.callback<void>((resume) => {
+  const turn = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(turn))
+})
+
+/**
+ * Every page of a table in key order, handed to `onPage`; the next page is read while `onPage`
+ * works on the current one, so one engine's work overlaps the other's.
+ */
+export const forEachPage = <E, R>(
+  sql: SqlClient.SqlClient,
+  table: CopiedTable,
+  onPage: (rows: Array<CanonicalRow>) => Effect.Effect<void, E, R>
+): Effect.Effect<void, unknown, R> => {
+  const read = pageReader(sql, table)
+  const loop = (rows: Array<CanonicalRow>): Effect.Effect<void, unknown, R> =>
+    rows.length < batchSize
+      ? onPage(rows)
+      : Effect.flatMap(
+        Effect.zip(onPage(rows), Effect.andThen(nextTurn, read(rows[rows.length - 1])), { concurrent: true }),
+        ([, next]) => loop(next)
+      )
+  return Effect.flatMap(read(undefined), loop)
 }
 
 /** The rows of a table the move copies, as a `FROM` clause. */

@@ -1,8 +1,8 @@
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import { requireKnownVersion } from "./SchemaVersion.js"
-import { connect, describeStoreFailure, MoveError, type Store } from "./Store.js"
-import { type CanonicalRow, type Column, type ColumnKind, type CopiedTable, pageReader, tables } from "./Tables.js"
+import { connect, failingAs, MoveError, type Store } from "./Store.js"
+import { type CanonicalRow, type Column, type ColumnKind, type CopiedTable, forEachPage, tables } from "./Tables.js"
 
 /**
  * A table's row count and the sum modulo 2^64 of its canonical rows' hashes: each engine may read
@@ -111,8 +111,7 @@ export const columnsOnBothSides = (
     const problems: Array<string> = []
     const copied: Array<CopiedTable> = []
     for (const table of tables) {
-      const read = (side: Side, role: string) =>
-        Effect.mapError(columnsOf(side.sql, table.name), (error) => describeStoreFailure(side.store, role, error))
+      const read = (side: Side, role: string) => failingAs(side.store, role)(columnsOf(side.sql, table.name))
       const onSource = yield* read(source, "source")
       const onTarget = new Map((yield* read(target, "target")).map((column) => [column.name, column]))
       const columns: Array<Column & { readonly key: number }> = []
@@ -156,38 +155,6 @@ export const inSnapshot = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Eff
     effect
   ))
 
-/** Rows per page read; a page of pets is a few MiB in memory. */
-const batchSize = 2_000
-
-/**
- * A turn of the event loop: reads from SQLite and writes to a socket that keeps up never wait, and
- * without it a signal or a deadline's timer would go unheard until the table's end.
- */
-const nextTurn = Effect.callback<void>((resume) => {
-  const turn = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(turn))
-})
-
-/**
- * Every page of a table in key order, handed to `onPage`; the next page is read while `onPage`
- * works on the current one, so one engine's work overlaps the other's.
- */
-export const forEachPage = <E, R>(
-  sql: SqlClient.SqlClient,
-  table: CopiedTable,
-  onPage: (rows: Array<CanonicalRow>) => Effect.Effect<void, E, R>
-): Effect.Effect<void, unknown, R> => {
-  const read = pageReader(sql, table, batchSize)
-  const loop = (rows: Array<CanonicalRow>): Effect.Effect<void, unknown, R> =>
-    rows.length < batchSize
-      ? onPage(rows)
-      : Effect.flatMap(
-        Effect.zip(onPage(rows), Effect.andThen(nextTurn, read(rows[rows.length - 1])), { concurrent: true }),
-        ([, next]) => loop(next)
-      )
-  return Effect.flatMap(read(undefined), loop)
-}
-
 /** Each copied table's row count and checksum, read from the store as it is (callers choose the snapshot). */
 export const checksums = (
   sql: SqlClient.SqlClient,
@@ -226,19 +193,14 @@ export const compare = (source: ReadonlyMap<string, Checksum>, target: ReadonlyM
 /** `db verify`: both stores' counts and checksums over every column, each in its own snapshot. */
 export const verify = (from: Store, to: Store) =>
   Effect.gen(function*() {
+    const [onSource, onTarget] = [failingAs(from, "source"), failingAs(to, "target")]
     const source = yield* connect(from, { role: "source", mode: "read" })
     const target = yield* connect(to, { role: "target", mode: "read" })
-    yield* Effect.mapError(requireKnownVersion(source, from, "source"), (e) => describeStoreFailure(from, "source", e))
-    yield* Effect.mapError(requireKnownVersion(target, to, "target"), (e) => describeStoreFailure(to, "target", e))
+    yield* onSource(requireKnownVersion(source, from, "source"))
+    yield* onTarget(requireKnownVersion(target, to, "target"))
     const copied = yield* columnsOnBothSides({ sql: source, store: from }, { sql: target, store: to }, "compared")
     const startedAt = performance.now()
-    const sourceSums = yield* Effect.mapError(
-      inSnapshot(source, checksums(source, copied)),
-      (error) => describeStoreFailure(from, "source", error)
-    )
-    const targetSums = yield* Effect.mapError(
-      inSnapshot(target, checksums(target, copied)),
-      (error) => describeStoreFailure(to, "target", error)
-    )
+    const sourceSums = yield* onSource(inSnapshot(source, checksums(source, copied)))
+    const targetSums = yield* onTarget(inSnapshot(target, checksums(target, copied)))
     return { ...compare(sourceSums, targetSums), seconds: (performance.now() - startedAt) / 1000 }
   }).pipe(Effect.scoped)
