@@ -45,7 +45,7 @@ const unavailabilityOf = (error: SqlError): Unavailability | undefined => {
   return byCode.find(([, codes]) => codes.some((known) => isCode(code, known)))?.[0]
 }
 
-/** Whether `error` is the database refusing a write: read-only (PostgreSQL's `25006`, a standby's too) or SQLite's file. */
+/** Whether `error` is the database refusing a write (PostgreSQL's `25006`, a standby's too, or SQLite's). */
 export const isReadOnly = (error: SqlError): boolean => unavailabilityOf(error) === "read_only"
 
 /** The database's own words: the driver's error beneath the reason, else the reason's message. */

@@ -69,7 +69,7 @@ export const newPetValues = (pet: NewPet): Array<string | number | null> =>
     return value === undefined ? null : (petColumns[field] as PetColumn<unknown>).write(value)
   })
 
-/** A `pets` row as a `Pet`, checked by each field's codec: a Schema's decoding costs more than a page of 100's query. */
+/** A `pets` row as a `Pet`, checked by each field's codec: a Schema's decoding costs more than a page's query. */
 export const petFromRow = (row: Readonly<Record<string, unknown>>): Pet => {
   const pet: Record<string, unknown> = {}
   for (const [field, column] of fields) {

@@ -47,13 +47,13 @@ export interface SqliteClientConfig {
    * `SQLITE_BUSY` is tried again after 1, 2, 4 … 32 ms until this has passed. None by default.
    */
   readonly lockWait?: Duration.Input | undefined
-  /** Why the database can no longer be used, if it cannot: every statement then fails with it as a `ConnectionError`. */
+  /** Why the database can no longer be used, if so: every statement then fails with it as a `ConnectionError`. */
   readonly unusable?: (() => string | undefined) | undefined
   /** Called once per statement text; what it returns is given each run's duration in seconds. */
   readonly timer?: ((sql: string) => ((seconds: number) => void) | undefined) | undefined
   /** Called with each statement's failure: once, after its lock waits. */
   readonly onFailure?: ((error: SqlError) => void) | undefined
-  /** Called as each statement starts, on the fiber running it; what it returns is given its outcome, after any waits. */
+  /** Called as each statement starts, on its fiber; what it returns is given its outcome, after any waits. */
   readonly onRun?: ((sql: string) => ((exit: Exit.Exit<unknown, SqlError>) => void) | undefined) | undefined
 }
 

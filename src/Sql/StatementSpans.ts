@@ -4,11 +4,10 @@ import { inSampledSpan } from "../Observability/Tracing.js"
 import { statementSummary } from "./StatementSummary.js"
 
 /**
- * A statement's span, started now when the running fiber is traced under a span (a sampled
- * request): the child of that span, named by what it does (`SELECT pets`), with the database semantic
- * conventions' attributes. Answers how to end it, or undefined. Called as the statement starts,
- * outside any effect (SQLite's run at once), so that a transaction's `BEGIN` and `COMMIT`, which
- * effect/sql runs without a span, have one too.
+ * A statement's span, started now under the running fiber's span when it is traced (a sampled
+ * request), named by what it does (`SELECT pets`), with the database conventions' attributes; or
+ * undefined. Called as the statement starts, so that a transaction's `BEGIN` and `COMMIT`, which
+ * effect/sql runs without a span, have one too. Answers how to end it.
  */
 export const startStatementSpan = (
   system: string,
@@ -38,9 +37,8 @@ export const startStatementSpan = (
 }
 
 /**
- * `client` with its transactions in a `sql.transaction` span of a sampled request's trace: the
- * transaction's statements, its `BEGIN` and `COMMIT` included, are the span's children (effect/sql's
- * own span leaves those two out, and stands aside: `Observability/Tracing.ts`).
+ * `client` with each transaction of a sampled request in a `sql.transaction` span above its
+ * statements, its `BEGIN` and `COMMIT` included, which effect/sql's own span leaves out.
  */
 export const withTransactionSpans = <C extends SqlClient.SqlClient>(client: C, system: string): C => {
   const withTransaction = client.withTransaction

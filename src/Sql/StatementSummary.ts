@@ -19,10 +19,10 @@ interface StatementSummary {
   readonly name: string
 }
 
-/** Summaries found, by statement text: the service has a few dozen; past 1,000, one is found per call. */
+/** Found by text, for up to 1,000 texts (the service has a few dozen); past that, found per call. */
 const summaries = new Map<string, StatementSummary>()
 
-/** A statement's operation (`SELECT`, …) and the table it works on, when it names one, for its labels and its span. */
+/** A statement's operation (`SELECT`, …) and the table it works on, if it names one: its labels and its span's. */
 export const statementSummary = (sql: string): StatementSummary => {
   let found = summaries.get(sql)
   if (found === undefined) {

@@ -2,14 +2,11 @@ import { type SqlError, SqlErrorReason } from "effect/sql/SqlError"
 import { statementDurationOf, statementFailureCounter } from "../Observability/Metrics.js"
 import { statementSummary } from "./StatementSummary.js"
 
-export type DatabaseSystem = "sqlite" | "postgresql"
-
-/** Statement texts whose recorder is kept: the service has a few dozen; past this, one is found per run. */
-const maxTexts = 1000
+type DatabaseSystem = "sqlite" | "postgresql"
 
 /**
- * The recorder of a statement's duration (`db_client_operation_duration_seconds`, by system,
- * operation and table), found by its text: the text is summarised once, not on every run.
+ * A statement's duration recorder (`db_client_operation_duration_seconds`, by system, operation
+ * and table), kept by its text for up to 1,000 texts, so the text is not summarised on every run.
  */
 export const statementDurations = (system: DatabaseSystem): (sql: string) => (seconds: number) => void => {
   const byText = new Map<string, (seconds: number) => void>()
@@ -18,7 +15,7 @@ export const statementDurations = (system: DatabaseSystem): (sql: string) => (se
     if (record === undefined) {
       const { operation, table } = statementSummary(sql)
       record = statementDurationOf(system, operation, table)
-      if (byText.size < maxTexts) byText.set(sql, record)
+      if (byText.size < 1000) byText.set(sql, record)
     }
     return record
   }
@@ -29,10 +26,7 @@ export const sqlErrorTypes: ReadonlyArray<SqlErrorReason["_tag"]> = SqlErrorReas
   reason.fields._tag.schema.literal
 )
 
-/**
- * Counts a failed statement (`db_client_operation_errors_total`) by its error's reason, each
- * reason's series made, at 0, with the counter.
- */
+/** Counts a failed statement (`db_client_operation_errors_total`) by its reason, each reason's series made at 0. */
 export const statementFailures = (system: DatabaseSystem): (error: SqlError) => void => {
   const byType = new Map(sqlErrorTypes.map((type) => [type, statementFailureCounter(system, type)]))
   return (error) => byType.get(error.reason._tag)?.()

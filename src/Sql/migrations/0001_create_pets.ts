@@ -3,8 +3,7 @@ import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  // Ids are never reused, even after the highest row is gone; on PostgreSQL they are BIGINT, as
-  // ids and category ids reach Number.MAX_SAFE_INTEGER.
+  // Ids are never reused, even the highest once deleted; BIGINT on PostgreSQL, up to Number.MAX_SAFE_INTEGER.
   const idColumn = sql.onDialectOrElse({
     pg: () => sql.literal("id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"),
     orElse: () => sql.literal("id INTEGER PRIMARY KEY AUTOINCREMENT")

@@ -4,9 +4,8 @@ import { SqlClient } from "effect/sql"
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const integer = sql.onDialectOrElse({ pg: () => sql.literal("BIGINT"), orElse: () => sql.literal("INTEGER") })
-  // One row per (API key, Idempotency-Key): reserved when a create starts (pet_id NULL), completed
-  // with the request's fingerprint and the pet in the same transaction as the pet's insert.
-  // created_at is in epoch milliseconds of the service's clock.
+  // One row per (API key, Idempotency-Key): reserved when a create starts (pet_id NULL), completed in
+  // the pet's insert's transaction. created_at: epoch milliseconds of the service's clock.
   yield* sql`CREATE TABLE idempotency_keys (
     api_key_id ${integer} NOT NULL,
     idempotency_key TEXT NOT NULL,

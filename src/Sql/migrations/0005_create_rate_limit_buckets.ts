@@ -3,9 +3,8 @@ import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  // Token buckets shared by every instance: `bucket` is the policy's name and the limited key.
-  // UNLOGGED: a crash may empty them (every bucket full again), which costs nothing that matters
-  // and spares a WAL write per request. On SQLite each process keeps its buckets in memory.
+  // Token buckets shared by every instance (`bucket`: the policy and the key), UNLOGGED: a crash
+  // only fills every bucket again, and a request spares a WAL write. SQLite's are in memory.
   yield* sql.onDialectOrElse({
     pg: () =>
       Effect.andThen(

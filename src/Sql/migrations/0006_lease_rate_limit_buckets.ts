@@ -3,9 +3,8 @@ import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  // Instances lease tokens in batches (`granted`: the last lease's size); `full_at` is when a
-  // bucket would be full again, after which it is deleted as the same as no row. PostgreSQL only,
-  // as the table.
+  // Instances lease tokens in batches (`granted`: the last lease's size); past `full_at` a bucket
+  // is full again, the same as no row, and is deleted. PostgreSQL only, as the table.
   yield* sql.onDialectOrElse({
     pg: () =>
       Effect.andThen(
