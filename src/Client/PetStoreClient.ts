@@ -107,7 +107,7 @@ const make = (options: PetStoreClientOptions) =>
         ([pets, response]) => ({ pets, next: nextCursor(response.headers["link"]) })
       )
 
-    // Every endpoint as HttpApiClient derives it, by group (`client.pets.getPet({ params: … })`), and the conveniences.
+    // Every endpoint as HttpApiClient derives it, by group (`client.pets.getPet(…)`), and the conveniences.
     return {
       ...api,
       /** One page of animals, and the cursor of the next page when there is one. */
@@ -117,7 +117,7 @@ const make = (options: PetStoreClientOptions) =>
         Stream.paginate(undefined as string | undefined, (cursor) =>
           Effect.map(listPage({ status: params.status, limit: params.pageSize, cursor }), ({ next, pets }) =>
             [pets, next] as const)),
-      /** Adds an animal. With an idempotency key, a retry after a lost answer cannot add it twice, and transient failures are retried. */
+      /** Adds an animal; with an idempotency key, transient failures are retried and a retry cannot add it twice. */
       createPet: (pet: NewPet, createOptions: { readonly idempotencyKey?: string | undefined } = {}) =>
         api.pets.createPet({
           payload: pet,

@@ -17,7 +17,7 @@ const isInteger = (value: string) => /^[+-]?\d+$/.test(value.trim()) && Number.i
 const integer = (field: string) => (value: string) =>
   Effect.map(checked(field, "must be an integer", isInteger)(value), Number)
 
-/** An integer option whose error reads as every other rule's here (`Flag.Int`'s says `Invalid value for flag --limit: "abc". Expected: …`). */
+/** An integer option whose error reads as every other rule's here, which `Flag.Int`'s does not. */
 export const integerOption = (name: string) =>
   Flag.String(name).pipe(Flag.withMetavar("integer"), Flag.mapEffect(integer(`--${name}`)))
 

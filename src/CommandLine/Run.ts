@@ -68,17 +68,13 @@ const firstIssue = (issue: SchemaIssue.Issue) =>
     leafHook: (leaf) => leaf._tag === "MissingKey" ? "must be set" : SchemaIssue.defaultLeafHook(leaf)
   })(issue).issues[0]
 
-const describeCliError = (error: CliError.CliError): string => {
-  switch (error._tag) {
-    case "ShowHelp":
-      return error.errors.length === 0 ? "" : describeCliError(error.errors[0]!)
-    // Worded as the command lines have always said it.
-    case "MissingOption":
-      return `Expected to find option: '--${error.option}'`
-    default:
-      return oneLine(error.message)
-  }
-}
+// A missing option worded as the command lines have always said it.
+const describeCliError = (error: CliError.CliError): string =>
+  error._tag === "ShowHelp"
+    ? error.errors.length === 0 ? "" : describeCliError(error.errors[0]!)
+    : error._tag === "MissingOption"
+    ? `Expected to find option: '--${error.option}'`
+    : oneLine(error.message)
 
 /** One line for a failure: the field (as `fields` names its option, `--category-id`), where in it, and the rule. */
 export const describeFailure = (error: unknown, fields: Readonly<Record<string, string>>): string => {
@@ -98,8 +94,7 @@ export const describeFailure = (error: unknown, fields: Readonly<Record<string, 
     return `${fields[field] ?? field}${where}: ${issue.message}`
   }
   if (HttpClientError.isHttpClientError(error)) {
-    const url = error.request.url
-    const reason = error.reason
+    const { reason, request: { url } } = error
     if (reason._tag === "TransportError") {
       const cause = Predicate.hasProperty(reason.cause, "code") ? ` (${String(reason.cause.code)})` : ""
       return `base URL: nothing answers at ${new URL(url).origin}${cause}; set --base-url or PETSTORE_BASE_URL`
@@ -130,7 +125,7 @@ export const run = <E>(
   if (interrupted !== undefined) {
     // Unref'd: a stop that ends in time exits on its own, with its own code.
     const arm = () =>
-      void setTimeout(() => {
+      setTimeout(() => {
         tell()
         process.exit(1)
       }, interrupted.withinMillis).unref()

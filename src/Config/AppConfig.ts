@@ -10,7 +10,7 @@ export type Environment = "production" | "staging"
 /** `DATABASE_URL` when it is unset: the one database whose folder a first start makes. */
 export const defaultDatabaseUrl = "data/petstore.db"
 
-/** The variable `name` read with `schema`; a value `valid` refuses fails naming it and `message` (`describeConfigError`). */
+/** The variable `name` read with `schema`; a value `valid` refuses fails naming it and `message`. */
 const checked = <A>(schema: Schema.Codec<A, string>) => (name: string, message: string, valid: (value: A) => boolean) =>
   Config.schema(schema.check(Schema.makeFilter((value: A) => valid(value) || message)), name)
 

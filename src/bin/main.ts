@@ -93,7 +93,7 @@ const main = Effect.gen(function*() {
   return yield* supervise(workers, env, Duration.sum(stopTime, Duration.seconds(1)))
 }).pipe(
   Effect.scoped,
-  // LOG_LEVEL holds for the service's own lines as for the requests'; a failed start is logged whatever it is (outside it).
+  // LOG_LEVEL holds for the service's own lines as for the requests'; a failed start is logged at any level.
   (self) => AppConfig.use(({ logLevel }) => Effect.provideService(self, References.MinimumLogLevel, logLevel)),
   Effect.provide([AppConfig.layer, ObservabilityConfig.layer]),
   Effect.tapCause((cause) => {
