@@ -54,9 +54,8 @@ const logFailure = (cause: Cause.Cause<unknown>, requestId: string | undefined) 
   Effect.logError("request failed").pipe(Effect.annotateLogs({ requestId, error: summarizeCause(cause) }))
 
 /**
- * The Error body of what no endpoint answered: an unknown route (404) or method (405 with `Allow`),
- * a database that cannot serve (an SQL defect: 503), any other failure (500, logged with the
- * request id). A client that went away stays a failure: nobody is left to answer.
+ * The Error body of what no endpoint answered: an unknown route (404) or method (405, `Allow`), a
+ * database that cannot serve (503), any other failure (500, logged). A client gone stays a failure.
  */
 export const makeFailureAnswers = () => {
   const allowedMethods = makeAllowedMethods()

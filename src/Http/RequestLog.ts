@@ -2,34 +2,31 @@ import { Context, Effect, Layer } from "effect"
 import type { RequestRecord } from "../Request/CurrentRequest.js"
 import { pathOf } from "./Routes.js"
 
-/** Lines written once per turn of the event loop, not once per request: under load, most of what logging costs. */
-const bufferedLines = (write: (chunk: string) => void) => {
-  let buffer = ""
-  const flush = () => {
-    if (buffer === "") return
-    const chunk = buffer
-    buffer = ""
-    write(chunk)
-  }
-  return {
-    add: (line: string) => {
-      if (buffer === "") setImmediate(flush)
-      buffer += line + "\n"
-      if (buffer.length > 64 * 1024) flush()
-    },
-    flush
-  }
-}
-
 /** Where the request log lines go. */
 export class RequestLines extends Context.Service<RequestLines, { readonly add: (line: string) => void }>()(
   "petstore/RequestLines"
 ) {
-  /** Buffered lines to `write`, flushed when the layer is released. */
+  /** Lines to `write` once per turn of the event loop, not per request (under load, most of what logging costs). */
   static readonly layer = (write: (chunk: string) => void) =>
     Layer.effect(
       RequestLines,
-      Effect.acquireRelease(Effect.sync(() => bufferedLines(write)), (lines) => Effect.sync(lines.flush))
+      Effect.gen(function*() {
+        let buffer = ""
+        const flush = () => {
+          if (buffer === "") return
+          const chunk = buffer
+          buffer = ""
+          write(chunk)
+        }
+        yield* Effect.addFinalizer(() => Effect.sync(flush))
+        return {
+          add: (line: string) => {
+            if (buffer === "") setImmediate(flush)
+            buffer += line + "\n"
+            if (buffer.length > 64 * 1024) flush()
+          }
+        }
+      })
     )
 
   static readonly Stdout = RequestLines.layer((chunk) => process.stdout.write(chunk))

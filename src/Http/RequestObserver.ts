@@ -22,14 +22,10 @@ const statusOf = (exit: Exit.Exit<HttpServerResponse.HttpServerResponse, unknown
   Exit.isSuccess(exit) ? exit.value.status : isClientAbort(exit.cause) ? 499 : 500
 
 /**
- * Where a request enters: its record (`Request/CurrentRequest.ts`) made and provided below; with
- * metrics, its duration and the gauge in flight; with tracing, whether it is sampled and, if so, its
- * server span continuing the caller's `traceparent` (never a header in an attribute), with Effect's
- * tracing on below it. `ended` (the request log) is called in the same step as the metrics.
- *
- * Not the platform's `HttpMiddleware.tracer`: it follows B3 headers, refuses a later `traceparent`
- * version, writes `http.route` in the router's syntax (`/v1/pets/:petId`), adds `url.full` and
- * `server.*`, and makes a span for every request, sampled or not.
+ * Where a request enters: its record made and provided below; its duration and the gauge in flight;
+ * if sampled, its server span continuing `traceparent` (no header as an attribute) and Effect's tracing
+ * on below it; `ended` (the request log) in the metrics' step. Not `HttpMiddleware.tracer`: it follows
+ * B3, refuses a later `traceparent`, writes `http.route` as `/v1/pets/:petId`, and spans every request.
  */
 export const makeRequestObserver = (options: {
   readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress

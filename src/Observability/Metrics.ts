@@ -33,7 +33,6 @@ const activeRequests = Metric.gauge("http_server_active_requests", {
   description: "HTTP server requests being served"
 })
 
-/** One more request in flight (1), or one fewer (-1). */
 export const adjustActiveRequests = (delta: number): void => activeRequests.modifyUnsafe(delta, defaultRegistry)
 
 /** Statements are short: 10 µs to 1 s. */
@@ -60,10 +59,7 @@ export const failedAuthenticationCounter = (reason: string): () => void =>
 export const petsCreatedCounter = (): () => void =>
   counterOf("petstore_pets_created_total", "Animals added to the catalogue")
 
-/**
- * Counts SQL statements that failed, by database system and `error_type` (effect/sql's reason),
- * beside the duration histogram, each type at 0 from the start so `rate()` sees the first failure.
- */
+/** Counts SQL statements that failed, by `error_type` (effect/sql's reason), each type at 0 from the start. */
 export const statementFailureCounter = (system: string, errorType: string): () => void =>
   counterOf(
     "db_client_operation_errors_total",

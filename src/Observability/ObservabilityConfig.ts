@@ -9,29 +9,7 @@ const samplerNames = [
   "parentbased_traceidratio"
 ] as const
 
-/** The samplers `OTEL_TRACES_SAMPLER` names. */
 export type SamplerName = typeof samplerNames[number]
-
-export interface Tracing {
-  /** `petstore` unless `OTEL_SERVICE_NAME` or `OTEL_RESOURCE_ATTRIBUTES` names the service. */
-  readonly defaultServiceName: string | undefined
-  readonly sampler: SamplerName
-  /** The sampled share of traces, for the ratio samplers. */
-  readonly ratio: number
-  /** From `OTEL_BSP_*`: spans held at most (beyond it dropped), an ended span's longest wait, a full batch's size. */
-  readonly batch: {
-    readonly maxQueueSize: number
-    readonly scheduleDelayMillis: number
-    readonly maxExportBatchSize: number
-  }
-  /** OTLP/HTTP with JSON bodies: the URL, headers (often a credential, never logged), each attempt's bound, gzip or not. */
-  readonly exporter: {
-    readonly url: string
-    readonly headers: Readonly<Record<string, string>>
-    readonly timeoutMillis: number
-    readonly gzip: boolean
-  }
-}
 
 /** The variable `name` read with `codec`, refused with `message` (what it must be) unless `valid`. */
 const checked = <T>(name: string, codec: Schema.Codec<T, string>, message: string, valid: (value: T) => boolean) =>
@@ -109,19 +87,22 @@ const config = Config.all({
   Config.map((c) => ({
     metrics: c.metrics,
     tracing: (Option.isNone(c.endpoint) && Option.isNone(c.tracesEndpoint)) || c.disabled || c.exporter === "none"
-      ? Option.none<Tracing>()
-      : Option.some<Tracing>({
+      ? Option.none()
+      : Option.some({
+        // `petstore` unless `OTEL_SERVICE_NAME` or `OTEL_RESOURCE_ATTRIBUTES` names the service.
         defaultServiceName: Option.isNone(c.serviceName) && c.resourceAttributes["service.name"] === undefined
           ? "petstore"
           : undefined,
         sampler: c.sampler,
         ratio: c.ratio,
+        // Spans held at most (beyond it dropped), an ended span's longest wait, a full batch's size.
         batch: {
           maxQueueSize: c.maxQueueSize,
           scheduleDelayMillis: c.scheduleDelayMillis,
           // As OpenTelemetry's SDK does, a batch is never larger than the queue.
           maxExportBatchSize: Math.min(c.maxExportBatchSize, c.maxQueueSize)
         },
+        // OTLP/HTTP with JSON bodies; the headers are often a credential, never logged.
         exporter: {
           url: Option.getOrElse(c.tracesEndpoint, () => Option.getOrThrow(c.endpoint).replace(/\/?$/, "/v1/traces")),
           headers: { ...c.headers, ...c.tracesHeaders },
@@ -131,6 +112,9 @@ const config = Config.all({
       })
   }))
 )
+
+/** Traces exported: the `OTEL_*` variables read as the export uses them. */
+export type Tracing = Option.Option.Value<Config.Success<typeof config>["tracing"]>
 
 /**
  * Where metrics are served and whether traces are exported (only when an OTLP endpoint is set),

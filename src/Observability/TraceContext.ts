@@ -7,11 +7,9 @@ const zeroTraceId = "0".repeat(32)
 const zeroSpanId = "0".repeat(16)
 
 /**
- * The caller's span from `traceparent` (W3C Trace Context): undefined when absent or invalid
- * (an all-zero id, version ff, uppercase hex), in which case the request starts a trace. Not
- * `HttpTraceContext.w3c`: it refuses every version but 00, which W3C asks to read by version 00's
- * fields, and `fromHeaders` would also follow B3 headers, which this service never honoured
- * (`Sampling.test.ts`, "traceparent").
+ * The caller's span from `traceparent`: undefined when absent or invalid (an all-zero id, version ff,
+ * uppercase hex). Not `HttpTraceContext`: it refuses every version but 00, which W3C asks to read by
+ * version 00's fields, and would follow B3 headers, which this service never honoured.
  */
 export const callerSpanOf = (headers: Headers.Headers): Tracer.ExternalSpan | undefined => {
   const traceparent = headers["traceparent"]
