@@ -36,11 +36,8 @@ const presenter: CliOutput.Presenter = {
 
 const unused = Effect.die(new Error("not available to this command line"))
 
-/**
- * What `effect/cli` runs a command with, where a platform package would give it. It reads only the
- * arguments (the presenter writes through Console); the terminal, files and processes, which only
- * its prompts and wizard use, refuse, and the wizard is left out.
- */
+// What `effect/cli` runs a command with, where a platform package would give it: it reads only the arguments; the
+// terminal, files and processes, which only its prompts and wizard (left out) use, refuse.
 const environment = Layer.mergeAll(
   Stdio.layerTest({ args: Effect.sync(() => process.argv.slice(2)) }),
   Path.layer,

@@ -22,10 +22,8 @@ const stopMargin = Duration.seconds(2)
 let stopBound = stopMargin
 let stopArmed = false
 
-/**
- * The first signal arms a timer ending the process once the stop's bound passes, since a finalizer
- * cannot be interrupted and a silent database would keep it alive.
- */
+// The first signal arms a timer ending the process once the stop's bound passes: a finalizer cannot
+// be interrupted, and a silent database would keep it alive.
 const armStopDeadline = () => {
   if (stopArmed) return
   stopArmed = true
