@@ -50,9 +50,9 @@ export class PetRepository extends Context.Service<PetRepository, {
   /** Whether the store answers and takes writes, for the readiness probe. */
   readonly readiness: Effect.Effect<Readiness>
 }>()("petstore/PetRepository") {
-  /** Pets in the process's memory, for tests and for composing without a database. */
-  static readonly InMemory = Layer.effect(PetRepository, makeInMemoryPetRepository)
-
   /** Pets in the `pets` table of the database the `SqlClient` reaches, SQLite or PostgreSQL. */
   static readonly Sql = Layer.effect(PetRepository, makeSqlPetRepository)
+
+  /** The same store on a database in the process's memory, for tests and for composing without a database. */
+  static readonly InMemory = Layer.effect(PetRepository, makeInMemoryPetRepository)
 }
