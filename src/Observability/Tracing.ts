@@ -143,14 +143,11 @@ const exported = [
 ] as const
 
 /**
- * Effect's spans in a sampled request's trace, exported over OTLP/HTTP as `OTEL_EXPORTER_OTLP_*` say,
- * in batches sent when full and every `OTEL_BSP_SCHEDULE_DELAY`; what is left, at the layer's release,
- * for 3 s at most. Not effect/observability's exporter, which holds every span while a collector is
- * away or hung: here at most `OTEL_BSP_MAX_QUEUE_SIZE` are held (`Tracing.test.ts`, "a collector
- * stopped…"; `Sampling.test.ts`, "beyond the queue"), none for 1 s doubling to 30 s after a failed
- * export, and the others, with every span below them, dropped and counted. A batch answered 429, 502,
- * 503 or 504 is sent again after `Retry-After` or that pause, five sends in all; on another failure,
- * or the fifth, its spans are counted by the error.
+ * Effect's spans in a sampled request's trace, sent over OTLP/HTTP in batches when full and every
+ * `OTEL_BSP_SCHEDULE_DELAY`, and at release for 3 s at most. Not effect/observability's exporter, which
+ * holds every span while a collector is away: here at most `OTEL_BSP_MAX_QUEUE_SIZE` are held, none for
+ * 1 s doubling to 30 s after a failure, the others dropped and counted (`Tracing.test.ts`). A batch
+ * answered 429, 502, 503 or 504 is sent again after `Retry-After` or that pause, five sends at most.
  */
 const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
   Effect.gen(function*() {
@@ -291,10 +288,7 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
     })
   }).pipe(Effect.provide([OtlpSerialization.layerJson, FetchHttpClient.layer]))
 
-/**
- * Effect's tracing, off for the whole service; with traces exported, the tracer above, and the
- * request observer turns tracing on for a sampled request alone (`Http/RequestObserver.ts`).
- */
+/** Effect's tracing off for the whole service but a sampled request (`Http/RequestObserver.ts`); the tracer above. */
 export const TracingLive: Layer.Layer<never, never, ObservabilityConfig> = Layer.unwrap(
   Effect.map(ObservabilityConfig, ({ tracing }) => {
     const off = Layer.succeed(References.TracerEnabled)(false)
