@@ -178,7 +178,11 @@ describe("the tracer", () => {
           Effect.withTracerEnabled(true)
         )
         yield* Effect.promise(() => receiver.waitFor(() => receiver.spans.length === 4))
-        expect(valueOf(`otel_sdk_exporter_span_exported_total{${exporter}}`)).toBe(4)
+        // Counted once the collector's answer is back, which can come after it holds the spans.
+        yield* waitForEffect(
+          Effect.sync(() => valueOf(`otel_sdk_exporter_span_exported_total{${exporter}}`) === 4),
+          { what: "the four spans counted as exported", timeout: 5000 }
+        )
         expect(valueOf(`otel_sdk_processor_span_processed_total{${processor}}`)).toBe(4)
         return server
       }).pipe(Effect.provide(tracingTo(receiver.endpoint)), Effect.runPromise)
