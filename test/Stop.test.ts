@@ -180,8 +180,9 @@ describe(`the stop a load balancer expects (STOP_GRACE_SECONDS=${graceSeconds})`
             : { status: 200, connection: "close" }
         )
       }
-      // Both workers had begun: each took some of the /readyz calls (the kernel spreads connections).
-      expect(stopping.filter((answer) => answer.path === "/readyz").length).toBeGreaterThan(4)
+      // Readiness answered 503 through the grace; that both workers began is in their log lines (below),
+      // not in how many calls a loaded machine fits into the grace.
+      expect(stopping.filter((answer) => answer.path === "/readyz").length).toBeGreaterThan(1)
       expect(refusedAt).toBeGreaterThanOrEqual(graceSeconds * 1000 - 50)
       expect(await server.proc.exited).toBe(0)
       expect(performance.now() - signalledAt).toBeLessThan((graceSeconds + drainSeconds + 2) * 1000)
