@@ -17,10 +17,7 @@ import {
 } from "./Store.js"
 import { countRows, tables } from "./Tables.js"
 
-/**
- * What SQLite keeps beside a database while it is open, or after a crash: a file put under the
- * name must find none of them, or SQLite would read a WAL or journal of the replaced file as its own.
- */
+/** SQLite's files beside a database: a file put under its name must find none, or it takes them as its own. */
 const companions = ["-wal", "-shm", "-journal"]
 
 const removeWithCompanions = (file: string) => {
@@ -47,10 +44,7 @@ const rowCounts = (sql: SqlClient.SqlClient) =>
 /** SQLite's failures that come from writing the backup's file (its disk, its folder): the backup's to report. */
 const writeFailures = ["SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_PERM"]
 
-/**
- * An online backup: `VACUUM INTO` a file beside the name, from one snapshot while the service
- * writes, checked and renamed into place, so the name never holds a partial copy.
- */
+/** An online backup: `VACUUM INTO` a file beside the name from one snapshot, checked, then renamed into place. */
 export const backup = (store: Store, file: string) => {
   const partial = `${file}.partial`
   const written: Store = { engine: "sqlite", filename: partial, label: file }
@@ -138,8 +132,7 @@ const withoutIds = (why: string) => refused(`${idsUnknown(why)}; give --ids-may-
 
 /**
  * The ids the replaced file handed out, read under its exclusive lock, held until the restored file
- * has its name: a service on it (in WAL mode) holds a shared lock, so one running anywhere refuses
- * it. When they cannot be read, why, and whether to go on without them.
+ * has its name: a service on it (in WAL mode) holds a shared lock, so one running anywhere refuses it.
  */
 const holdReplaced = (store: Store & { readonly engine: "sqlite" }, idsMayRepeat: boolean) => {
   const unknown = (why: string) =>
@@ -167,9 +160,8 @@ const holdReplaced = (store: Store & { readonly engine: "sqlite" }, idsMayRepeat
 }
 
 /**
- * Puts a `db backup` back over the SQLite file, the service stopped: copied beside it and checked,
- * its next ids set above every id the replaced file handed out (refused without them unless
- * `idsMayRepeat`), then renamed over it. A refusal leaves the file as it was.
+ * Puts a `db backup` back over the SQLite file, the service stopped: copied beside it, checked, its
+ * next ids set above every id the replaced file handed out, renamed over it. A refusal changes nothing.
  */
 export const restore = (store: Store, backupFile: string, options: { readonly idsMayRepeat: boolean }) => {
   if (store.engine !== "sqlite") {

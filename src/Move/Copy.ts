@@ -115,10 +115,7 @@ const sourceState = (sql: SqlClient.SqlClient) =>
     Effect.forEach(Ids.sequencedTables, (table) => Ids.nextId(sql, table))
   ])
 
-/**
- * Fills the target's tables from the source's, in the transactions both have open: the next ids set
- * past the copied ones, then every table's count and checksum compared.
- */
+/** Fills the target's tables in the transactions both sides have open: next ids past the copied ones, then checked. */
 const fillTarget = (
   source: SqlClient.SqlClient,
   target: SqlClient.SqlClient,
@@ -174,8 +171,7 @@ const fillTarget = (
 
 /**
  * Copies every table from a snapshot of `from` into `to`, built by this build's migrations, in one
- * transaction: sequences set past the copied ids, every table's count and checksum compared before
- * the commit. A failure leaves the target as it was, or removes what the copy made (`cleanUp`).
+ * transaction. A failure leaves the target as it was, or removes what the copy made (`cleanUp`).
  */
 export const copy = (from: Store, to: Store) => {
   const created = { file: false, tables: [] as Array<string> }

@@ -13,10 +13,7 @@ export const sequencedTables = tables.filter((table): table is SequencedTable =>
 export const sequencedIn = (sql: SqlClient.SqlClient) =>
   Effect.map(tablesOf(sql), (names) => sequencedTables.filter((table) => names.has(table.name)))
 
-/**
- * The id a table's next row gets: PostgreSQL's identity sequence, SQLite's AUTOINCREMENT counter.
- * Both stay above every id ever handed out, even after the row is gone, so a move carries the counter.
- */
+/** The id a table's next row gets: above every id ever handed out, rows gone included, so a move carries it. */
 export const nextId = (sql: SqlClient.SqlClient, table: SequencedTable) =>
   sql.onDialectOrElse({
     pg: () =>
@@ -61,9 +58,8 @@ export const lastHandedOut = (sql: SqlClient.SqlClient, table: SequencedTable) =
   Effect.map(Effect.all([nextId(sql, table), highestId(sql, table)]), ([next, highest]) => Math.max(next - 1, highest))
 
 /**
- * The highest id any of the store's tables has handed out (its sequence's, not only its rows'), 0
- * when none: a restore from `pg_dump` brings back the sequences as they were at the backup, so this
- * is read from the database to be replaced, and `restoreIds` sets the restored one's above it.
+ * The highest id the store's tables have handed out, 0 when none: `pg_restore` brings back the
+ * sequences as they were at the backup, so this is read before, and `restoreIds` sets them above it.
  */
 export const lastId = (store: Store) =>
   onStore(store, "read", (sql) =>

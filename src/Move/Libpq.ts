@@ -26,10 +26,9 @@ const fieldsOf = (line: string): Array<string> => {
 }
 
 /**
- * The password file's password for a `postgres://` URL that gives none, found as `psql` finds it
- * (`PGPASSFILE` or `~/.pgpass`, unless others may read it): the documented way to keep a password
- * off a `db` command line. `pg` reads `PGUSER` and `PGPASSWORD` itself, the file only with a
- * deprecation warning.
+ * The password file's password for a URL that gives none, as `psql` finds it (`PGPASSFILE` or
+ * `~/.pgpass`, unless others may read it): `pg` reads `PGUSER` and `PGPASSWORD`, this file only with
+ * a deprecation warning.
  */
 export const passwordFileLogin = (databaseUrl: string): string | undefined => {
   const url = new URL(databaseUrl)

@@ -50,11 +50,9 @@ export interface PostgresSession {
   readonly sql: SqlClient.SqlClient
   /** The driver client, for COPY within the transaction `sql` has open. */
   readonly client: Pg.Client
-  /** Waits, bounded as every statement is, for the answer to what `start` began on `client`. */
-  readonly answer: <A>(start: (done: (outcome: Outcome<A>) => void) => void) => Effect.Effect<A, SqlError>
+  /** Waits, bounded as every statement is, for what `start` began on `client`. */
+  readonly answer: <A>(start: () => Promise<A>) => Effect.Effect<A, SqlError>
 }
-
-export type Outcome<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly error: unknown }
 
 /** A failure of `pg` classified as `effect/sql` does: by SQLSTATE, a failure with none being the connection's own. */
 export const pgFailure = (cause: unknown, operation: string): SqlError => {
@@ -117,7 +115,7 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
 
     // Timers of their own rather than `Effect.timeout`: a `ROLLBACK` runs in a finalizer, where an
     // Effect timeout cannot interrupt the wait.
-    const bounded = <A>(operation: "connect" | "execute", start: (done: (outcome: Outcome<A>) => void) => void) =>
+    const bounded = <A>(operation: "connect" | "execute", start: () => Promise<A>) =>
       Effect.callback<A, SqlError>((resume) => {
         if (closed !== undefined) return resume(Effect.fail(closed))
         let waiting = true
@@ -134,23 +132,19 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
           close(noAnswer(millis, variable, operation))
           if (stop()) resume(Effect.fail(closed!))
         }, millis)
-        start((outcome) => {
-          if (!stop()) return
-          resume(
-            outcome.ok ? Effect.succeed(outcome.value) : Effect.fail(closed ?? pgFailure(outcome.error, operation))
-          )
-        })
+        start().then(
+          (value) => stop() && resume(Effect.succeed(value)),
+          (error) => stop() && resume(Effect.fail(closed ?? pgFailure(error, operation)))
+        )
         return Effect.sync(() => {
           if (stop()) close(abandoned)
         })
       })
-    const answer = <A>(start: (done: (outcome: Outcome<A>) => void) => void) => bounded("execute", start)
-    const settle = <A>(promise: () => Promise<A>) => (done: (outcome: Outcome<A>) => void) =>
-      void promise().then((value) => done({ ok: true, value }), (error) => done({ ok: false, error }))
+    const answer = <A>(start: () => Promise<A>) => bounded("execute", start)
 
-    // Interruptible, unlike an acquisition's default: a connection given up on is closed at once (its socket destroyed).
+    // Interruptible, unlike an acquisition's default: a connection given up on is closed at once.
     yield* Effect.acquireRelease(
-      Effect.interruptible(bounded("connect", settle(() => client.connect()))),
+      Effect.interruptible(bounded("connect", () => client.connect())),
       () =>
         Effect.callback<void>((resume) => {
           const done = () => {
@@ -165,7 +159,7 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
     )
 
     const query = <A>(config: Pg.QueryConfig | Pg.QueryArrayConfig) =>
-      answer(settle(() => client.query(config as Pg.QueryConfig) as Promise<A>))
+      answer(() => client.query(config as Pg.QueryConfig) as Promise<A>)
     const rows = (text: string, params: ReadonlyArray<unknown>) =>
       Effect.map(query<Pg.QueryResult>({ text, values: [...params] }), (result) => result.rows)
     const values = (text: string, params: ReadonlyArray<unknown>) =>

@@ -140,11 +140,7 @@ export const describeStoreFailure = (store: Store, role: string, error: unknown)
 export const failingAs = (store: Store, role: string) =>
   Effect.mapError((error: unknown) => describeStoreFailure(store, role, error))
 
-/**
- * A store opened as a plain `SqlClient` (a source and a target are open at once): a SQLite source
- * read-only, never written, not even its journal mode; a target created when missing; PostgreSQL
- * asked once, so that a failure is told here.
- */
+/** A store opened as a `SqlClient`: a SQLite source never written, not even its journal mode; PostgreSQL asked once. */
 export const connect = (
   store: Store,
   { mode, role }: { readonly role: string; readonly mode: "read" | "write" | "create" }

@@ -111,19 +111,13 @@ const pageReader = (
 /** Rows per page read; a page of pets is a few MiB in memory. */
 const batchSize = 2_000
 
-/**
- * A turn of the event loop: reads from SQLite and writes to a socket that keeps up never wait, and
- * without it a signal or a deadline's timer would go unheard until the table's end.
- */
+/** A turn of the event loop: SQLite's reads never wait, and a signal or a deadline would go unheard till the end. */
 const nextTurn = Effect.callback<void>((resume) => {
   const turn = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(turn))
 })
 
-/**
- * Every page of a table in key order, handed to `onPage`; the next page is read while `onPage`
- * works on the current one, so one engine's work overlaps the other's.
- */
+/** Every page of a table in key order, the next read while `onPage` works on this one: the engines' work overlaps. */
 export const forEachPage = <E, R>(
   sql: SqlClient.SqlClient,
   table: CopiedTable,

@@ -98,10 +98,7 @@ const commonKind = (source: CatalogueColumn, target: CatalogueColumn): ColumnKin
 /** A side of a copy or verify: the open database and the store it is. */
 type Side = { readonly sql: SqlClient.SqlClient; readonly store: Store }
 
-/**
- * Every table the move copies with its columns as both databases hold them, so that none is left
- * out; refuses in one line a column only one side holds or one the move cannot carry.
- */
+/** Every table the move copies, with every column both sides hold; a column only one holds, or not carried, refused. */
 export const columnsOnBothSides = (
   source: Side,
   target: Side,
@@ -142,10 +139,7 @@ export const columnsOnBothSides = (
     return copied
   })
 
-/**
- * Runs `effect` in one consistent snapshot of the store: PostgreSQL's REPEATABLE READ, read-only;
- * SQLite's read transaction, which WAL keeps stable while the service goes on writing.
- */
+/** Runs `effect` in one snapshot: PostgreSQL's REPEATABLE READ, SQLite's read transaction, stable under WAL. */
 export const inSnapshot = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>) =>
   sql.withTransaction(Effect.andThen(
     sql.onDialectOrElse({

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { from as copyFrom } from "pg-copy-streams"
-import { type Outcome, pgFailure, type PostgresSession } from "./PostgresSession.js"
+import { pgFailure, type PostgresSession } from "./PostgresSession.js"
 import { type CanonicalRow, type Column, type CopiedTable, quoted, sqliteTime } from "./Tables.js"
 
 /** How the copy fills a table in the target's transaction, page by page. */
@@ -30,18 +30,19 @@ const copyIn = (session: PostgresSession, table: CopiedTable): Effect.Effect<Tab
       failure = error
     })
     // Each wait for the server to take rows is bounded as a statement is (`PostgresSession.ts`).
-    const settled = (event: "drain" | "finish") => (done: (outcome: Outcome<void>) => void) => {
-      const onEvent = () => {
-        stream.off("error", onError)
-        done({ ok: true, value: undefined })
-      }
-      const onError = (error: Error) => {
-        stream.off(event, onEvent)
-        done({ ok: false, error })
-      }
-      stream.once(event, onEvent)
-      stream.once("error", onError)
-    }
+    const settled = (event: "drain" | "finish") =>
+      new Promise<void>((resolve, reject) => {
+        const onEvent = () => {
+          stream.off("error", onError)
+          resolve()
+        }
+        const onError = (error: Error) => {
+          stream.off(event, onEvent)
+          reject(error)
+        }
+        stream.once(event, onEvent)
+        stream.once("error", onError)
+      })
     const unlessFailed = <A>(effect: () => Effect.Effect<A, SqlError>) =>
       Effect.suspend(() => failure === undefined ? effect() : Effect.fail(pgFailure(failure, "copy")))
     return {
@@ -49,12 +50,13 @@ const copyIn = (session: PostgresSession, table: CopiedTable): Effect.Effect<Tab
         unlessFailed(() => {
           let text = ""
           for (const row of rows) text += row.map(copyValue).join("\t") + "\n"
-          return stream.write(text) ? Effect.void : session.answer(settled("drain"))
+          return stream.write(text) ? Effect.void : session.answer(() => settled("drain"))
         }),
       end: unlessFailed(() =>
-        session.answer<void>((done) => {
-          settled("finish")(done)
+        session.answer(() => {
+          const finished = settled("finish")
           stream.end()
+          return finished
         })
       ),
       abort: Effect.sync(() => stream.destroy(new Error("the copy stopped")))
@@ -72,9 +74,8 @@ const sqliteValue = (column: Column, value: string | null) =>
   value === null ? null : column.kind === "integer" ? Number(value) : column.kind === "time" ? sqliteTime(value) : value
 
 /**
- * How the copy fills a table: PostgreSQL's COPY on the target's session; SQLite a few hundred rows a
- * statement, written out rather than by `sql.insert`, whose placeholder per value costs several
- * times the insert.
+ * How the copy fills a table: PostgreSQL's COPY on the target's session; SQLite's statements written
+ * out rather than by `sql.insert`, whose placeholder per value costs several times the insert.
  */
 export const tableWriter = (
   sql: SqlClient.SqlClient,
@@ -99,7 +100,7 @@ export const tableWriter = (
   return Effect.succeed({ write, end: Effect.void, abort: Effect.void })
 }
 
-/** Runs `fill` with the table's secondary indexes (none behind a constraint) dropped, then made again: one build costs about half the upkeep. */
+/** Runs `fill` with the table's secondary indexes dropped, then made again: one build costs about half the upkeep. */
 export const withoutSecondaryIndexes = <A, E, R>(
   sql: SqlClient.SqlClient,
   table: string,
