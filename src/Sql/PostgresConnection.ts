@@ -1,18 +1,5 @@
 import { PgClient, type PgConnection, PgPool } from "@effect/sql-pg"
-import {
-  Duration,
-  Effect,
-  Exit,
-  Fiber,
-  identity,
-  Layer,
-  Option,
-  Predicate,
-  Redacted,
-  Schedule,
-  Scope,
-  Semaphore
-} from "effect"
+import { Duration, Effect, Exit, Fiber, Layer, Option, Predicate, Redacted, Schedule, Scope, Semaphore } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
@@ -87,6 +74,12 @@ const sqlErrorOf = (exit: Exit.Exit<unknown, unknown>): SqlError | undefined => 
   const error = Exit.findErrorOption(exit)
   return Option.isSome(error) && isSqlError(error.value) ? error.value : undefined
 }
+
+/** While PostgreSQL is not answering, a checkout that another is already trying for. */
+const notAnswering = () =>
+  Effect.fail(
+    connectionError("PostgreSQL is not answering; one connection at a time is tried until it does", "connect")
+  )
 
 /** Refused, or up but not yet accepting sessions: worth another try while the database starts. */
 const isRefused = (error: SqlError) => {
@@ -174,8 +167,7 @@ const makeClient = (
       maxConnections,
       idleTimeout,
       connectTimeout: config.databaseConnectTimeout,
-      // A host that dies without a word (powered off, cut off) leaves its sockets open: the
-      // probes end an idle one within the keepalive and ten probes a second apart.
+      // A host that dies without a word leaves its sockets open: the probes end an idle one.
       keepAlive: config.databaseKeepAlive,
       applicationName: "petstore",
       startupParameters: {
@@ -183,13 +175,11 @@ const makeClient = (
         idle_in_transaction_session_timeout: String(idleInTransactionMillis)
       }
     }
-    // Only a server that does not answer at all (stopped, its host hung) lets a statement run past
-    // its statement timeout and half a second.
+    // A statement unanswered past its timeout and half a second has a server that answers nothing.
     const boundMillis = Duration.toMillis(config.databaseStatementTimeout) + 500
     const layerScope = yield* Effect.scope
-    // `borrowers`: checkouts under way or lent, of one pool and of all. Once a pool's are as many
-    // as its sessions, a new one may wait for a session to come back, which `PgPool` would wait
-    // for unbounded: it is timed then, and gives up as a connect does.
+    // `borrowers`: checkouts under way or lent, of one pool and of all. Once a pool's are as many as
+    // its sessions, the next may wait for one to come back, unbounded in `PgPool`: it is timed then.
     type Sessions = { readonly pool: PgPool.PgPool; readonly scope: Scope.Closeable; borrowers: number }
     let borrowers = 0
     const openPool = Effect.flatMap(
@@ -198,8 +188,8 @@ const makeClient = (
         Effect.map(Scope.provide(PgPool.make(poolConfig), scope), (pool): Sessions => ({ pool, scope, borrowers: 0 }))
     )
     const full = (sessions: Sessions) => sessions.borrowers >= maxConnections
-    // Timed only when it may wait: the timeout races two fibers, which a checkout that finds a
-    // session free (nearly every one) need not pay for.
+    // Timed only when it may wait: the timeout races two fibers, which a checkout finding a session
+    // free (nearly every one) need not pay for.
     const waitedFor = <A, R>(take: Effect.Effect<A, SqlError, R>) =>
       Effect.timeoutOrElse(take, {
         duration: config.databaseConnectTimeout,
@@ -212,16 +202,13 @@ const makeClient = (
           ))
       })
 
-    // A statement unanswered past its bound means the server stopped answering (stopped, its host
-    // frozen, the network cut), and every session opened to it went with it, though their sockets
-    // neither answer nor close. The pool is replaced: checkouts go to a new one (to wherever the
-    // address points now: a promoted standby), and the old one is closed after a bound in which
-    // its statements end or are left.
+    // A server gone silent (stopped, its host frozen, the network cut) took every session opened to
+    // it, though their sockets neither answer nor close: the pool is replaced, checkouts go to a new
+    // one (to wherever the address points now: a promoted standby), the old one is closed later.
     let current = yield* openPool
-    // While PostgreSQL does not answer (a connect failed, or a statement went unanswered), one
-    // checkout at a time tries it and the others fail at once: each connect given up on stays in
-    // the server's listen queue, and a server coming back starts a session for every one of them
-    // before the new ones, which kept requests failing for seconds after an outage.
+    // While PostgreSQL does not answer, one checkout at a time tries it and the others fail at once:
+    // a connect given up on stays in the server's listen queue, and a server coming back starts a
+    // session for each before the new ones, which kept requests failing for seconds after an outage.
     let unanswered = false
     const tryingOne = Semaphore.makeUnsafe(1)
     const silent = (sessions: Sessions): Effect.Effect<void> =>
@@ -258,9 +245,8 @@ const makeClient = (
     }
     const usage = observed ? yield* connectionsUsage(() => borrowers) : undefined
 
-    // A transaction's session that was lost needs no `ROLLBACK` (the server ended the transaction
-    // with it), and trying one would make its failure a defect; one whose statement was left is
-    // closed rather than rolled back, which would wait for that statement.
+    // A transaction's session lost needs no `ROLLBACK` (trying one would make its failure a defect),
+    // and one whose statement was left is closed instead (a `ROLLBACK` would wait for the statement).
     const lostTransactions = new WeakSet<Connection>()
     const connectionOf = (sessions: Sessions, transaction: boolean) => (session: PgConnection.PgConnection) => {
       const retire = sessions.pool.invalidate(session)
@@ -288,7 +274,7 @@ const makeClient = (
       }
       const rows = (prepare: boolean): Connection["execute"] => (sql, params, transformRows) => {
         const read = run(sql, Effect.map(session.query(sql, params, prepare), (result) => result.rows))
-        return Effect.map(read, transformRows ?? identity)
+        return transformRows === undefined ? read : Effect.map(read, transformRows)
       }
       const connection: Connection = {
         execute: rows(true),
@@ -314,16 +300,7 @@ const makeClient = (
         const taken = unanswered
           ? Effect.flatMap(
             tryingOne.withPermitsIfAvailable(1)(waitedFor(session)),
-            Option.match({
-              onNone: () =>
-                Effect.fail(
-                  connectionError(
-                    "PostgreSQL is not answering; one connection at a time is tried until it does",
-                    "connect"
-                  )
-                ),
-              onSome: Effect.succeed
-            })
+            Option.match({ onNone: notAnswering, onSome: Effect.succeed })
           )
           : full(sessions)
           ? waitedFor(session)
@@ -332,27 +309,26 @@ const makeClient = (
         // Counted and its release added in one uninterruptible step (an interruption between the
         // two would leave the count one too high), before the session's own release, so it runs after.
         const counted = Effect.andThen(
-          Effect.acquireRelease(Effect.sync(() => void (sessions.borrowers++, borrowers++)), (_, exit) =>
+          Effect.acquireRelease(
             Effect.sync(() => {
-              sessions.borrowers--
-              borrowers--
-              if (!lent) failedWith(exit)
-            })),
+              sessions.borrowers++
+              borrowers++
+            }),
+            (_, exit) =>
+              Effect.sync(() => {
+                sessions.borrowers--
+                borrowers--
+                if (!lent) failedWith(exit)
+              })
+          ),
           taken
         )
         return Effect.flatMap(counted, (session) => {
           lent = true
           const connection = connectionOf(sessions, transaction)(session)
-          if (usage === undefined) {
-            return Effect.succeed(connection)
-          }
-          const used = Effect.acquireRelease(
-            Effect.sync(() =>
-              usage.take(session)
-            ),
-            () => Effect.sync(() => usage.give(session))
-          )
-          return Effect.as(used, connection)
+          if (usage === undefined) return Effect.succeed(connection)
+          const take = Effect.sync(() => usage.take(session))
+          return Effect.as(Effect.acquireRelease(take, () => Effect.sync(() => usage.give(session))), connection)
         })
       })
     const acquirer = checkout(false)
