@@ -1,9 +1,8 @@
 /**
- * A `SqlClient` on a SQLite file through `bun:sqlite`, built with `effect/sql`'s own constructor:
- * the stand-in for `@effect/sql-sqlite-bun`, whose releases do not load on effect 4.1.0, shaped
- * like its source. Beside what that client does, it keeps each statement text prepared, waits for
- * another process's lock in Effect rather than inside SQLite, and lends its one connection to
- * statements outside a transaction until the transaction has begun.
+ * A `SqlClient` on a SQLite file through `bun:sqlite`: the stand-in for `@effect/sql-sqlite-bun`,
+ * which does not load on effect 4.1.0. Beside what that client does, it keeps statements prepared,
+ * waits for another process's lock in Effect rather than inside SQLite, and lends its connection
+ * to statements outside a transaction until the transaction has begun.
  */
 import { Database, type Statement as Prepared } from "bun:sqlite"
 import type { Exit, Scope } from "effect"
@@ -19,10 +18,9 @@ const TypeId = "~petstore/SqliteClient"
 export interface SqliteClient extends Client.SqlClient {
   readonly [TypeId]: typeof TypeId
   /**
-   * A statement text run on the connection itself, its rows passed to `transform`: what
-   * `Effect.map(unsafe(sql, params), transform)` answers, with the same lock waits, timing and
-   * failures, without effect/sql's statement around it (compiled again, a span even when tracing
-   * is off, the connection's acquisition). Inside a transaction it is the library's statement.
+   * `Effect.map(unsafe(sql, params), transform)` run on the connection itself, without effect/sql's
+   * statement around it (compiled again, a span even untraced, the connection's acquisition), with
+   * the same lock waits, timing and failures. Inside a transaction it is the library's statement.
    */
   readonly executeDirect: <A>(
     sql: string,
@@ -77,9 +75,8 @@ const sqliteError = (cause: unknown, operation: string) => {
 const isBusy = (error: SqlError) => error.reason._tag === "LockTimeoutError"
 
 /**
- * Opens `options.filename` (a failure to open is a `SqlError` with SQLite's words) and makes the
- * client on its one connection. Rows are read to their end (`all`), a write's one `RETURNING` row
- * too: SQLite checkpoints the WAL only after a statement that finished.
+ * The client on one connection to `options.filename` (a failure to open: a `SqlError`). Rows are
+ * read to their end (`all`), even one `RETURNING` row: SQLite checkpoints only after a finished statement.
  */
 export const make = (
   options: SqliteClientConfig

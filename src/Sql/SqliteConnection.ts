@@ -13,9 +13,8 @@ import { startStatementSpan, withTransactionSpans } from "./StatementSpans.js"
 import { statementDurations, statementFailures } from "./StatementTiming.js"
 
 /**
- * Set once the file is known to be intact: the WAL, a commit that does not wait for fsync (the
- * WAL keeps it durable across a process crash), no busy timeout (SQLite's waits inside a
- * synchronous call; the client waits in Effect instead), and foreign keys enforced.
+ * Set once the file is known intact: the WAL, a commit that does not wait for fsync (durable across
+ * a process crash), no busy timeout (the client waits in Effect, not in a synchronous call), foreign keys.
  */
 const pragmas = [
   "PRAGMA journal_mode = WAL",
@@ -62,9 +61,8 @@ export const SqliteConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConfig
 ).pipe(Layer.provide(Reactivity.layer))
 
 /**
- * Refuses a damaged file before anything is written to it: SQLite's own check of every page and
- * b-tree (`PRAGMA quick_check`), whose first finding is the reason given. A file damaged later is
- * met at run time as `SQLITE_CORRUPT`, answered 503.
+ * Refuses a damaged file before anything is written to it, by SQLite's own check of every page and
+ * b-tree, whose first finding is the reason given; one damaged later is met as `SQLITE_CORRUPT` (503).
  */
 const checkIntact = (sql: SqlClient.SqlClient) =>
   Effect.flatMap(sql.unsafe("PRAGMA quick_check(1)").values, (rows) => {
@@ -84,10 +82,8 @@ const statOf = (filename: string) => {
 }
 
 /**
- * Watches the file the connection has open (its inode, every 250 ms). Deleted, renamed or
- * replaced under the running service, the connection would go on writing into a file no later
- * start reads: from then on every statement is refused (writes and `/readyz` answer 503), and an
- * error names the file once.
+ * Watches the open file's inode every 250 ms: deleted, renamed or replaced, it would take writes no
+ * later start reads, so from then on every statement is refused (503), and an error names the file once.
  */
 const watchFile = (filename: string, onLost: (reason: string) => void) => {
   const opened = statOf(filename)
