@@ -52,7 +52,7 @@ const selectColumn = (dialect: "pg" | "sqlite", column: Column) =>
 const timePattern = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?Z$/
 
 /** A time as ISO 8601 in UTC with microseconds: PostgreSQL keeps microseconds, the service writes milliseconds. */
-export const canonicalTime = (text: string): string => {
+const canonicalTime = (text: string): string => {
   const match = timePattern.exec(text)
   if (match !== null) return `${match[1]}.${(match[2] ?? "").padEnd(6, "0")}Z`
   const date = new Date(text)
