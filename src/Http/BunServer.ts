@@ -15,13 +15,6 @@ import { NetAddress } from "effect/net"
 /** Where a request's web response goes: the promise `Bun.serve` awaits. */
 class Respond extends Context.Service<Respond, (response: Response) => void>()("petstore/BunServer/Respond") {}
 
-export interface ServeOptions {
-  readonly port: number
-  readonly hostname: string
-  /** Workers share the port (SO_REUSEPORT). */
-  readonly reusePort?: boolean | undefined
-}
-
 /** The listening socket, closed by a graceful stop: idle connections close at once, the others after their answer. */
 export class Listener extends Context.Service<Listener, { readonly close: Effect.Effect<void> }>()(
   "petstore/BunServer/Listener"
@@ -31,7 +24,9 @@ export class Listener extends Context.Service<Listener, { readonly close: Effect
  * The server, listening as `options` say, and its listener. At the scope's end the connections get
  * half a second to close, then what is left is cut: a client's open connection must not hold the stop.
  */
-export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer | Listener> =>
+export const layer = (
+  options: { readonly port: number; readonly hostname: string; readonly reusePort?: boolean | undefined }
+): Layer.Layer<HttpServer.HttpServer | Listener> =>
   Layer.effectContext(Effect.gen(function*() {
     const handlers: Array<(request: Request, server: BunServer<undefined>) => Response | Promise<Response>> = [
       () => new Response(null, { status: 503, headers: { connection: "close" } })
@@ -39,6 +34,7 @@ export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer 
     const server = Bun.serve({
       port: options.port,
       hostname: options.hostname,
+      // Workers share the port (SO_REUSEPORT).
       reusePort: options.reusePort ?? false,
       development: false,
       fetch: (request, server) => handlers[handlers.length - 1]!(request, server)

@@ -21,16 +21,12 @@ export const pathOf = (url: string): string => {
   return queryAt === -1 ? url : url.slice(0, queryAt)
 }
 
-/** A route: its path in the router's syntax, the statuses its endpoint declares (none for the documents). */
-export interface Route {
-  readonly method: string
-  readonly path: string
-  readonly statuses: ReadonlyArray<number>
-}
-
-/** Every route: the API definition's endpoints, then the documents; read at start for the series at 0 and `Allow`. */
-export const routes: ReadonlyArray<Route> = (() => {
-  const found: Array<Route> = []
+/**
+ * Every route, its path in the router's syntax and the statuses its endpoint declares: the API
+ * definition's endpoints, then the documents (none); read at start for the series at 0 and `Allow`.
+ */
+export const routes = (() => {
+  const found: Array<{ method: string; path: string; statuses: ReadonlyArray<number> }> = []
   HttpApi.reflect(PetStoreApi, {
     onGroup: () => {},
     onEndpoint: ({ endpoint, errors, successes }) =>

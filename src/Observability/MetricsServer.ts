@@ -8,11 +8,7 @@ import { defaultRegistry, readAtScrape } from "./Metrics.js"
 /** Set in the workers' environment: the folder where each worker serves its metrics on a socket. */
 export const metricsFolderVariable = "PETSTORE_METRICS_FOLDER"
 
-const contentType = "text/plain; version=0.0.4; charset=utf-8"
-
 const socketOf = (folder: string, worker: number) => join(folder, `worker-${worker}.sock`)
-
-const notFound = () => new Response("Not Found: metrics are at /metrics\n", { status: 404 })
 
 const eventLoopDelay = Metric.histogram("nodejs_eventloop_delay_seconds", {
   description: "How late a timer due every 100 ms ran: the event loop's delay, sampled ten times a second",
@@ -50,26 +46,29 @@ const processMetrics = Effect.gen(function*() {
   )
 })
 
+/** A Bun server while the scope lasts. */
+const serving = <E>(start: Effect.Effect<Bun.Server<undefined>, E>) =>
+  Effect.acquireRelease(start, (server) => Effect.promise(() => server.stop(true)))
+
 /** A listener of its own for `GET /metrics`, never the API's port: no key is asked there. */
 const listen = (host: string, port: number, exposition: () => Promise<string> | string) =>
-  Effect.acquireRelease(
-    Effect.try({
-      try: () =>
-        Bun.serve({
-          hostname: host,
-          port,
-          // Bun shares a port between processes unless told not to: a second instance must fail, not split the scrapes.
-          reusePort: false,
-          development: false,
-          fetch: async (request) => {
-            if (new URL(request.url).pathname !== "/metrics" || request.method !== "GET") return notFound()
-            return new Response(await exposition(), { headers: { "content-type": contentType } })
-          }
-        }),
-      catch: (cause) => new Error(`Cannot serve metrics on ${host}:${port} (METRICS_HOST, METRICS_PORT): ${cause}`)
-    }),
-    (server) => Effect.promise(() => server.stop(true))
-  )
+  serving(Effect.try({
+    try: () =>
+      Bun.serve({
+        hostname: host,
+        port,
+        // Bun shares a port between processes unless told not to: a second instance must fail, not split the scrapes.
+        reusePort: false,
+        development: false,
+        fetch: async (request) =>
+          new URL(request.url).pathname !== "/metrics" || request.method !== "GET"
+            ? new Response("Not Found: metrics are at /metrics\n", { status: 404 })
+            : new Response(await exposition(), {
+              headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" }
+            })
+      }),
+    catch: (cause) => new Error(`Cannot serve metrics on ${host}:${port} (METRICS_HOST, METRICS_PORT): ${cause}`)
+  }))
 
 /** One process serving its own metrics on `host:port`, in Prometheus's text format. */
 export const serveMetrics = (host: string, port: number) =>
@@ -79,18 +78,15 @@ export const serveMetrics = (host: string, port: number) =>
 export const serveWorkerMetrics = (folder: string, worker: number) =>
   Effect.andThen(
     processMetrics,
-    Effect.acquireRelease(
-      Effect.sync(() => {
-        const path = socketOf(folder, worker)
-        // A socket left by this worker's predecessor (killed) would refuse the new listener.
-        rmSync(path, { force: true })
-        return Bun.serve({
-          unix: path,
-          fetch: () => Response.json({ pid: process.pid, snapshot: Metric.snapshotUnsafe(defaultRegistry) })
-        })
-      }),
-      (server) => Effect.promise(() => server.stop(true))
-    )
+    serving(Effect.sync(() => {
+      const path = socketOf(folder, worker)
+      // A socket left by this worker's predecessor (killed) would refuse the new listener.
+      rmSync(path, { force: true })
+      return Bun.serve({
+        unix: path,
+        fetch: () => Response.json({ pid: process.pid, snapshot: Metric.snapshotUnsafe(defaultRegistry) })
+      })
+    }))
   )
 
 type Snapshot = Metric.Metric.Snapshot

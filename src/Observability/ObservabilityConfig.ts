@@ -123,11 +123,9 @@ export type Tracing = Option.Option.Value<Config.Success<typeof config>["tracing
  * "beyond the queue…"), dies on a value it cannot read rather than naming the variable, and reads
  * neither the sampler nor the queue's size.
  */
-export class ObservabilityConfig extends Context.Service<ObservabilityConfig, {
-  /** The Prometheus listener; none with `METRICS_PORT=off`. */
-  readonly metrics: Option.Option<{ readonly host: string; readonly port: number }>
-  readonly tracing: Option.Option<Tracing>
-}>()("petstore/ObservabilityConfig") {
+export class ObservabilityConfig
+  extends Context.Service<ObservabilityConfig, Config.Success<typeof config>>()("petstore/ObservabilityConfig")
+{
   static readonly config = config
 
   static readonly layer = Layer.effect(ObservabilityConfig, config)
