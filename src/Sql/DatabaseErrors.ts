@@ -1,18 +1,5 @@
 import { Effect, Predicate } from "effect"
-import {
-  AuthenticationError,
-  AuthorizationError,
-  ConnectionError,
-  ConstraintError,
-  DeadlockError,
-  LockTimeoutError,
-  SerializationError,
-  SqlError,
-  SqlSyntaxError,
-  StatementTimeoutError,
-  UniqueViolation,
-  UnknownError
-} from "effect/sql/SqlError"
+import { SqlError, type SqlErrorReason } from "effect/sql/SqlError"
 import { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 
 type Unavailability = DatabaseUnavailable["reason"]
@@ -63,30 +50,23 @@ export const toUnavailable = (error: SqlError): DatabaseUnavailable | undefined 
   return reason === undefined ? undefined : new DatabaseUnavailable({ reason, message: databaseWords(error) })
 }
 
-const reasons = {
-  AuthenticationError,
-  AuthorizationError,
-  ConnectionError,
-  ConstraintError,
-  DeadlockError,
-  LockTimeoutError,
-  SerializationError,
-  SqlSyntaxError,
-  StatementTimeoutError,
-  UnknownError
-} as const
-
 /** `error` with the database's words in the message a log shows (`@effect/sql-pg` says only "Query failed"). */
 const withDatabaseWords = (error: SqlError): SqlError => {
   const { reason } = error
   const words = databaseWords(error)
   const said = reason.message ?? reason._tag
   if (said.includes(words)) return error
-  const props = { cause: reason.cause, message: `${said}: ${words}`, operation: reason.operation }
+  // Remade by its own class, so that the log names the reason the driver gave.
+  const Reason = reason.constructor as new(props: {
+    readonly cause: unknown
+    readonly message: string
+    readonly operation: string | undefined
+    readonly constraint?: string
+  }) => SqlErrorReason
+  const constraint = reason._tag === "UniqueViolation" ? { constraint: reason.constraint } : {}
+  const message = `${said}: ${words}`
   return new SqlError({
-    reason: reason._tag === "UniqueViolation"
-      ? new UniqueViolation({ ...props, constraint: reason.constraint })
-      : new reasons[reason._tag](props)
+    reason: new Reason({ cause: reason.cause, message, operation: reason.operation, ...constraint })
   })
 }
 
