@@ -34,11 +34,8 @@ const retryAfterOf = (response: Response): Option.Option<Duration.Duration> => {
 }
 
 /**
- * Retries a GET, or a POST that carries an idempotency key, after a connection error or a 502,
- * 503 or 504, with jittered exponential backoff or the answer's `Retry-After`; the last answer is
- * returned as it came when the retries run out or it asks for more than `maxRetryAfter`.
- * (`HttpClient.retryTransient` also retries 408, 429 and 500 and any method, and takes
- * `Retry-After` as a least wait with no bound.)
+ * Retries a GET, or a POST with an idempotency key, after a connection error, 502, 503 or 504, with backoff or the
+ * answer's `Retry-After` (`HttpClient.retryTransient` retries any method, 408, 429 and 500, with no bound on a wait).
  */
 const retryTransient =
   ({ maxRetryAfter = "30 seconds", retries = 3, retryBaseDelay = "100 millis" }: PetStoreClientOptions) =>
@@ -145,12 +142,7 @@ const make = (options: PetStoreClientOptions) =>
     }
   })
 
-/**
- * A client of the Pet Store, derived from the same API definition as the server: every endpoint
- * is a method of its group, payloads and answers are checked by the same Schemas, and the
- * interface's errors arrive typed in the error channel (`BadRequest`, `Unauthorized`, `NotFound`,
- * `Gone`, …) with their `code`, `message` and `status`.
- */
+/** A client derived from the server's API definition: the same Schemas, and the interface's errors typed. */
 export class PetStoreClient extends Context.Service<PetStoreClient, Effect.Success<ReturnType<typeof make>>>()(
   "petstore/PetStoreClient"
 ) {

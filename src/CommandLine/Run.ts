@@ -104,9 +104,8 @@ export const describeFailure = (error: unknown, fields: Readonly<Record<string, 
 }
 
 /**
- * Runs a command line's program: each error one line on stderr and exit 1, help asked for exit 0.
- * With `interrupted`, a signal's stop is a failure too: its line (read when printed) and exit 1,
- * within `withinMillis` whatever the program's clean-up still waits for.
+ * Runs a command line's program: each error one line on stderr and exit 1, help exit 0. With `interrupted`, a signal's
+ * stop exits 1 with its line within `withinMillis`, whatever the program's clean-up still waits for.
  */
 export const run = <E>(
   program: Effect.Effect<void, E, Command.Environment>,
@@ -153,10 +152,7 @@ export const run = <E>(
   })
 }
 
-/**
- * The main fiber run until it ends or one of `signals` interrupts it, then the process's exit code;
- * shaped like the platform packages' `runMain`, which do not load on this version of effect.
- */
+/** The main fiber run until it ends or `signals` interrupt it, as the platform's `runMain` (which does not load). */
 export const runMainOn = (signals: ReadonlyArray<NodeJS.Signals>) =>
   Runtime.makeRunMain(({ fiber, teardown }) => {
     let receivedSignal = false

@@ -63,11 +63,7 @@ const databaseUrlRule = (url: string): string | undefined =>
     ? "names no SQLite file: the path after sqlite: or file: is empty"
     : databaseUrlProblem(url)
 
-/**
- * The database URL as given, unchecked: `DATABASE_URL`, or the content of the file
- * `DATABASE_URL_FILE` names, which keeps a password out of the environment (docs/configuration.md).
- * Both set is refused, as which should win would be a guess; so is a file that cannot be read.
- */
+/** `DATABASE_URL`, or the file `DATABASE_URL_FILE` names (a password kept out of the environment); not both. */
 export const databaseUrlSetting: Config.Config<Option.Option<{ readonly url: string; readonly file?: string }>> = Config
   .all({ url: Config.option(Config.String("DATABASE_URL")), file: Config.option(Config.String("DATABASE_URL_FILE")) })
   .pipe(Config.flatMap(({ file, url }) => {
@@ -209,10 +205,7 @@ const overlap = (a: string, b: string) => {
   return a.trim().toLowerCase() === b.trim().toLowerCase() || every(a.trim()) || every(b.trim())
 }
 
-/**
- * The API's and the metrics' listeners apart: one port on overlapping addresses is refused at
- * start naming both settings, where the second listener would fail with Bun's "Is port … in use?".
- */
+/** One port on overlapping addresses refused at start naming both settings, not by Bun's "Is port … in use?". */
 export const listenersApart: Config.Config<void> = Config.all({
   port: portSetting,
   host: hostSetting,
@@ -228,10 +221,7 @@ export const listenersApart: Config.Config<void> = Config.all({
   )
 )
 
-/**
- * A configuration error in one line naming the variable and its rule:
- * `Invalid data at WORKERS: "must be auto or a whole number of processes from 1 to 256"`.
- */
+/** A configuration error in one line: `Invalid data at WORKERS: "must be auto or a whole number of …"`. */
 export const describeConfigError = (error: Config.ConfigError): string => {
   const cause = error.cause
   if (!Schema.isSchemaError(cause)) return String(cause)
@@ -248,9 +238,8 @@ export const sqliteFilename = (databaseUrl: string): string => databaseUrl.repla
 export const isPostgresUrl = (databaseUrl: string): boolean => /^postgres(ql)?:\/\//i.test(databaseUrl)
 
 /**
- * What makes a database location unusable, worded to follow its name, or undefined; the service,
- * `keys` and `db` refuse alike before connecting: a `postgres://` URL that is not one (never quoted:
- * it may hold a password), a SQLite file in a folder that does not exist (else a new, empty store).
+ * What makes a database URL unusable, worded to follow its name, or undefined, for the service, `keys` and `db`:
+ * a URL is never quoted (it may hold a password); a missing folder would get a new, empty store.
  */
 export const databaseUrlProblem = (value: string): string | undefined => {
   if (isPostgresUrl(value)) {

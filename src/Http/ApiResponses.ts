@@ -19,10 +19,7 @@ import { databaseUnavailableResponse, warnUnavailable } from "../Request/Unavail
 import { toUnavailable } from "../Sql/DatabaseErrors.js"
 import { makeAllowedMethods, pathOf } from "./Routes.js"
 
-/**
- * The headers every response leaves with, whoever wrote it: `X-Request-Id`, `no-store` unless it set
- * its own (`Docs.ts`), `nosniff`. Those the request noted (`noteResponseHeaders`) are set over them.
- */
+/** Every response's headers, whoever wrote it: `X-Request-Id`, `no-store` unless it set its own, `nosniff`. */
 export const withResponseHeaders = (record: RequestRecord) => (response: HttpServerResponse.HttpServerResponse) =>
   HttpServerResponse.setHeaders(response, {
     "x-request-id": record.id,
@@ -53,10 +50,7 @@ const isApiError = (error: unknown): error is ApiError =>
 const logFailure = (cause: Cause.Cause<unknown>, requestId: string | undefined) =>
   Effect.logError("request failed").pipe(Effect.annotateLogs({ requestId, error: summarizeCause(cause) }))
 
-/**
- * The Error body of what no endpoint answered: an unknown route (404) or method (405, `Allow`), a
- * database that cannot serve (503), any other failure (500, logged). A client gone stays a failure.
- */
+/** The Error body of what no endpoint answered: 404, 405 (`Allow`), 503, else 500, logged; not a client gone. */
 export const makeFailureAnswers = () => {
   const allowedMethods = makeAllowedMethods()
   return (

@@ -52,11 +52,7 @@ export const AppLive = Layer.unwrap(
   Layer.provide(HttpServer.layerServices)
 )
 
-/**
- * Around the router, before the server sends the response: a path spelled otherwise than declared is
- * 404 unrouted; what no endpoint answered gets the Error body; every response gets its headers
- * (`withResponseHeaders`) and, with `CORS_ORIGINS`, CORS (its preflight answers too).
- */
+/** Around the router: a path spelled otherwise than declared is 404; the Error body, every response's headers, CORS. */
 export const answered = AppConfig.useSync(({ corsOrigins }) => {
   const cors = corsOrigins.length === 0 ? undefined : HttpMiddleware.cors({
     allowedOrigins: corsOrigins,
@@ -112,9 +108,8 @@ export const serverMiddleware = Effect.gen(function*() {
 })
 
 /**
- * The whole HTTP service on `server`, built last: a server listening before the app is served answers
- * 503 with no body (with SO_REUSEPORT, to its share of every worker's clients). Needs the stores,
- * `InFlightRequests`, `RequestLines`, `AppConfig`, `ObservabilityConfig`, and what `server` needs.
+ * The whole HTTP service on `server`, built last: a server listening before the app is served answers 503 with no
+ * body (with SO_REUSEPORT, to its share of every worker's clients).
  */
 export const serveOn = <A, E, R>(server: Layer.Layer<A, E, R>) =>
   Layer.unwrap(

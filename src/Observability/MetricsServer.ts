@@ -17,10 +17,7 @@ const eventLoopDelay = Metric.histogram("nodejs_eventloop_delay_seconds", {
 
 const sampleEvery = 100
 
-/**
- * The process's own series while the scope lasts: its memory and CPU time, read at each scrape, and
- * the event loop's delay, sampled by a timer due every 100 ms (a histogram adds up across workers).
- */
+/** The process's memory and CPU time read at each scrape, and its event loop's delay sampled every 100 ms. */
 const processMetrics = Effect.gen(function*() {
   const memory = "Resident memory of the service's processes, in bytes"
   yield* readAtScrape("gauge", "process_resident_memory_bytes", memory, {}, () => process.memoryUsage.rss())
@@ -152,9 +149,8 @@ const fromJson = (snapshot: Array<Snapshot>) =>
 const isTotal = (one: Snapshot) => one.type !== "Gauge"
 
 /**
- * The supervisor of `count` workers: a scrape of `host:port` adds up every worker's series and its
- * own. Counters never go back: a worker that died or was replaced keeps its last totals; its gauges
- * leave with it (`Metrics.test.ts`). Answers the folder the workers are given (`PETSTORE_METRICS_FOLDER`).
+ * The supervisor's listener, adding up its series and every worker's; a worker's counters outlive it, its gauges
+ * leave with it. Answers the folder the workers are given (`PETSTORE_METRICS_FOLDER`).
  */
 export const serveGroupMetrics = (host: string, port: number, count: number) =>
   Effect.gen(function*() {

@@ -143,11 +143,9 @@ const exported = [
 ] as const
 
 /**
- * Effect's spans in a sampled request's trace, sent over OTLP/HTTP in batches when full and every
- * `OTEL_BSP_SCHEDULE_DELAY`, and at release for 3 s at most. Not effect/observability's exporter, which
- * holds every span while a collector is away: here at most `OTEL_BSP_MAX_QUEUE_SIZE` are held, none for
- * 1 s doubling to 30 s after a failure, the others dropped and counted (`Tracing.test.ts`). A batch
- * answered 429, 502, 503 or 504 is sent again after `Retry-After` or that pause, five sends at most.
+ * Effect's spans in a sampled request's trace, sent over OTLP/HTTP in batches. Not effect/observability's exporter,
+ * which holds every span while a collector is away: here at most `OTEL_BSP_MAX_QUEUE_SIZE`, none while paused
+ * (1 s doubling to 30 s after a failure, or `Retry-After`), the others dropped and counted; five sends at most.
  */
 const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
   Effect.gen(function*() {
@@ -270,8 +268,7 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
     return Tracer.make({
       span: (options) => {
         const { kind, name, parent } = options
-        // effect/sql's own statement and nested transaction spans stand aside for the service's
-        // (`Sql/StatementSpans.ts`), named by what a statement does and holding `BEGIN` and `COMMIT`.
+        // effect/sql's statement and nested transaction spans stand aside for the service's (`Sql/StatementSpans.ts`).
         if (kind === "client" && (name === "sqlite" || name === "postgresql")) return dropped
         if (name === "sql.transaction" && Option.isSome(parent) && parent.value._tag === "Span") {
           const around = parent.value
@@ -318,8 +315,7 @@ export const startChildSpan = (fiber: Fiber.Fiber<unknown, unknown>, name: strin
 }
 
 /**
- * `effect` in a span named `name` in a sampled request, ended with `exitOf` of its exit, and as it is
- * otherwise. Not `Effect.withSpan`, which makes a no-op span per call outside a sampled request
+ * `effect` in a span in a sampled request. Not `Effect.withSpan`, which makes a no-op span per call outside one
  * ([benchmarks](../../docs/benchmarks.md#what-observability-costs)).
  */
 export const inSampledSpan = (
