@@ -24,10 +24,7 @@ type Groups = {
   }
 }
 
-/**
- * The Pet Store client for code that does not use Effect: every operation of the Effect client
- * returns a Promise, and the interface's errors are thrown as the exported error classes.
- */
+/** The client for code without Effect: each operation a Promise, the interface's errors thrown as their classes. */
 export const createPetStoreClient = (options: PromiseClientOptions) => {
   const runtime = ManagedRuntime.make(
     PetStoreClient.layer({ target: options.target, apiKey: Redacted.make(options.apiKey), retries: options.retries })

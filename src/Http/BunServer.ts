@@ -20,10 +20,7 @@ export class Listener extends Context.Service<Listener, { readonly close: Effect
   "petstore/BunServer/Listener"
 ) {}
 
-/**
- * The server, listening as `options` say, and its listener. At the scope's end the connections get
- * half a second to close, then what is left is cut: a client's open connection must not hold the stop.
- */
+/** The server and its listener; at the scope's end connections get half a second, then are cut: none holds a stop. */
 export const layer = (
   options: { readonly port: number; readonly hostname: string; readonly reusePort?: boolean | undefined }
 ): Layer.Layer<HttpServer.HttpServer | Listener> =>

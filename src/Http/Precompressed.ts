@@ -30,10 +30,7 @@ const matchesEntityTag = (ifNoneMatch: string, etag: string) =>
     return trimmed === "*" || trimmed.replace(/^W\//, "") === etag
   })
 
-/**
- * `body` as the client accepts it, compressed off the event loop at start, with an `ETag` per
- * encoding answered by 304: what `HttpMiddleware.compression` lacks and `DocsPage.test.ts` checks.
- */
+/** `body` compressed at start, with an `ETag` per encoding and 304: what `HttpMiddleware.compression` lacks. */
 export const precompressed = (body: Uint8Array, contentType: string, headers: Record<string, string>) =>
   Effect.gen(function*() {
     const digest = createHash("sha256").update(body).digest("base64url").slice(0, 27)

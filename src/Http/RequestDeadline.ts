@@ -16,11 +16,8 @@ const timedOut = errorResponse(
 )
 
 /**
- * Every request answers by `deadline`: past it, its work is interrupted and the answer is 503 with
- * `Retry-After`, `database_unavailable` (logged as the database's other faults) when it was waiting
- * on a store, else `request_timeout`. Kept under Bun's 10 s idle timeout, which would close the
- * connection unanswered. The server runs a request uninterruptibly but for its handler, so the work
- * is made interruptible here; the database timeouts, shorter, bound a driver's wait to cancel.
+ * Every request answers by `deadline` (under Bun's 10 s idle timeout): its work interrupted, 503 `database_unavailable`
+ * when waiting on a store, else `request_timeout`. The server runs a request uninterruptibly but for its handler.
  */
 export const makeDeadline = (deadline: Duration.Duration) =>
   Effect.sync(() => {

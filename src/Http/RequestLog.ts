@@ -33,11 +33,9 @@ export class RequestLines extends Context.Service<RequestLines, { readonly add: 
 }
 
 /**
- * One JSON line per request as it is answered, in the shape of the service's other log lines; never
- * a header or the query string, so never a key. Written by hand, not through Effect's `Logger`
- * ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)), its timestamp made once per
- * millisecond. Only the method and path need escaping: the request id is checked (`[\w.:-]` or a
- * UUID), and the address, trace ids and route template are the service's own.
+ * One JSON line per request, never a header or the query, written by hand rather than by Effect's `Logger`
+ * ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)). Only the method and path need escaping: the
+ * request id is checked, and the address, trace ids and route are the service's own.
  */
 export const makeRequestLog = (log: (line: string) => void) => {
   let lastMillis = -1

@@ -22,10 +22,9 @@ const statusOf = (exit: Exit.Exit<HttpServerResponse.HttpServerResponse, unknown
   Exit.isSuccess(exit) ? exit.value.status : isClientAbort(exit.cause) ? 499 : 500
 
 /**
- * Where a request enters: its record made and provided below; its duration and the gauge in flight;
- * if sampled, its server span continuing `traceparent` (no header as an attribute) and Effect's tracing
- * on below it; `ended` (the request log) in the metrics' step. Not `HttpMiddleware.tracer`: it follows
- * B3, refuses a later `traceparent`, writes `http.route` as `/v1/pets/:petId`, and spans every request.
+ * Where a request enters: its record, duration, gauge in flight, log line and, if sampled, server span. Not
+ * `HttpMiddleware.tracer`: it follows B3, refuses a later `traceparent`, writes `http.route` as `/v1/pets/:petId`,
+ * and spans every request.
  */
 export const makeRequestObserver = (options: {
   readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress

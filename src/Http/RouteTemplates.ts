@@ -16,10 +16,7 @@ export const methodLabel = (method: string): string => knownMethods.has(method) 
 /** A route's path as the router holds it (`/v1/pets/:petId`), as a template (`/v1/pets/{petId}`). */
 const templateOf = (path: string): string => path.replace(/:(\w+)/g, "{$1}")
 
-/**
- * A request's labels from its method and matched route (`RouteNoted`, `Server.ts`), made once per pair. With
- * `exported`, each route's declared statuses are exported at 0, so an alert's rate sees the first request.
- */
+/** A request's labels by method and matched route, made once; with `exported`, declared statuses at 0 from start. */
 export const makeRouteLabels = (exported = false) => {
   // Per route and method (HEAD for a GET too), and per method with no route: a few dozen.
   const made = new Map<string, RouteLabels>()

@@ -21,10 +21,7 @@ export const pathOf = (url: string): string => {
   return queryAt === -1 ? url : url.slice(0, queryAt)
 }
 
-/**
- * Every route, its path in the router's syntax and the statuses its endpoint declares: the API
- * definition's endpoints, then the documents (none); read at start for the series at 0 and `Allow`.
- */
+/** Every route (its path in the router's syntax, its statuses): the API's endpoints, then the documents. */
 export const routes = (() => {
   const found: Array<{ method: string; path: string; statuses: ReadonlyArray<number> }> = []
   HttpApi.reflect(PetStoreApi, {

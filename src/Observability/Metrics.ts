@@ -15,10 +15,8 @@ const durationBoundaries = Metric.boundariesFromIterable(
 )
 
 /**
- * Records a request's duration in seconds into its series, by method, route template and status
- * code, exported at 0 from now. A metric per series updated outside any effect, rather than one
- * through `Metric.withAttributes`, which answers fewer requests a second
- * ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
+ * A request's duration in its series by method, route and status, exported at 0 from now: a metric per series, not
+ * `Metric.withAttributes` ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
  */
 export const requestDurationOf = (method: string, route: string, status: number): (seconds: number) => void => {
   const series = exported(Metric.histogram("http_server_request_duration_seconds", {

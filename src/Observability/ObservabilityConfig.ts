@@ -117,11 +117,9 @@ const config = Config.all({
 export type Tracing = Option.Option.Value<Config.Success<typeof config>["tracing"]>
 
 /**
- * Where metrics are served and whether traces are exported (only when an OTLP endpoint is set),
- * from the standard OpenTelemetry variables. Not `OtlpTracer.layerFromConfig`: it takes
- * `OTEL_EXPORTER_OTLP_TIMEOUT` as a stop's wait, not each attempt's bound (`Sampling.test.ts`,
- * "beyond the queue…"), dies on a value it cannot read rather than naming the variable, and reads
- * neither the sampler nor the queue's size.
+ * Metrics' listener and traces' export, from the OpenTelemetry variables. Not `OtlpTracer.layerFromConfig`: it takes
+ * `OTEL_EXPORTER_OTLP_TIMEOUT` as a stop's wait, not an attempt's bound, dies on a value rather than naming its
+ * variable, and reads neither the sampler nor the queue's size.
  */
 export class ObservabilityConfig
   extends Context.Service<ObservabilityConfig, Config.Success<typeof config>>()("petstore/ObservabilityConfig")

@@ -3,10 +3,7 @@ import type { SamplerName } from "./ObservabilityConfig.js"
 /** Whether a trace is recorded, asked once where it enters the service: its parent, if any, came from elsewhere. */
 export type Sampler = (parent: { readonly traceId: string; readonly sampled: boolean } | undefined) => boolean
 
-/**
- * The share `ratio` of trace ids, decided on the id's last 56 bits (its random part in W3C Trace
- * Context level 2), so that services sampling at one ratio keep the same traces.
- */
+/** `ratio` of trace ids, by the id's random last 56 bits (W3C level 2): services at one ratio keep the same traces. */
 const byTraceId = (ratio: number) => {
   if (ratio <= 0) return () => false
   if (ratio >= 1) return () => true

@@ -7,9 +7,8 @@ const zeroTraceId = "0".repeat(32)
 const zeroSpanId = "0".repeat(16)
 
 /**
- * The caller's span from `traceparent`: undefined when absent or invalid (an all-zero id, version ff,
- * uppercase hex). Not `HttpTraceContext`: it refuses every version but 00, which W3C asks to read by
- * version 00's fields, and would follow B3 headers, which this service never honoured.
+ * The caller's span from `traceparent`, if valid. Not `HttpTraceContext`: it refuses every version but 00, which W3C
+ * asks to read by version 00's fields, and follows B3 headers, which this service never honoured.
  */
 export const callerSpanOf = (headers: Headers.Headers): Tracer.ExternalSpan | undefined => {
   const traceparent = headers["traceparent"]

@@ -14,10 +14,8 @@ const accepts = (host: string, port: number) =>
   }).pipe(Effect.timeoutOrElse({ duration: "1 second", orElse: () => Effect.succeed(false) }))
 
 /**
- * Claims `port` for this service while the scope lasts, or fails with one line if another serves
- * it. Binding cannot tell (SO_REUSEPORT lets any process of the user join, on any address): the
- * claim is a Linux abstract socket named by the port alone, which the kernel releases however the
- * process ends, and, for a server holding none, a connection attempt.
+ * Claims `port` while the scope lasts, or fails with one line. SO_REUSEPORT lets any process of the user bind it:
+ * the claim is a Linux abstract socket named by the port, released however the process ends, and a connection attempt.
  */
 export const claimPort = (host: string, port: number) =>
   Effect.gen(function*() {
