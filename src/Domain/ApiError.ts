@@ -80,30 +80,25 @@ export const codesOf = <Code extends string>(
   )
 }
 
-/** A tagged error class of this file: its schema, its constructor and its fields. */
-type ErrorClass<Self, Tag extends string, Codes extends ReadonlyArray<string>, Status extends number> =
-  & Schema.Codec<Self, unknown>
-  & {
-    new(body: { readonly code: Codes[number]; readonly message: string; readonly status: Status }): Self
-    readonly fields: {
-      readonly _tag: Schema.tag<Tag>
-      readonly code: Schema.Codec<Codes[number]>
-      readonly message: Schema.String
-      readonly status: Schema.Literal<Status>
-    }
-  }
-
 /**
  * The wire form of a tagged error: the Error body without the tag, under its HTTP status; it
  * decodes to the class, so clients get `instanceof NotFound`.
  */
 const ErrorBody = <
-  Self extends { readonly code: Codes[number]; readonly message: string; readonly status: Status },
+  Self extends { readonly code: Code; readonly message: string; readonly status: Status },
   Tag extends string,
-  const Codes extends ReadonlyArray<string>,
+  Code extends string,
   Status extends number
 >(
-  error: ErrorClass<Self, Tag, Codes, Status>,
+  error: Schema.Codec<Self, unknown> & {
+    new(body: { readonly code: Code; readonly message: string; readonly status: Status }): Self
+    readonly fields: {
+      readonly _tag: Schema.tag<Tag>
+      readonly code: Schema.Codec<Code>
+      readonly message: Schema.String
+      readonly status: Schema.Literal<Status>
+    }
+  },
   description: string
 ) => {
   const { _tag, code, message, status } = error.fields

@@ -16,7 +16,7 @@ import {
 } from "../Domain/ApiError.js"
 import { CurrentCaller } from "../Domain/Caller.js"
 import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
-import { NewPet, newPetParseOptions, type Pet } from "../Domain/Pet.js"
+import { NewPet, newPetParseOptions, type Pet, type PetId } from "../Domain/Pet.js"
 import { noteResponseHeaders } from "../Request/CurrentRequest.js"
 import { orUnavailable } from "../Request/Unavailable.js"
 import { ReadOnlyMode } from "../Sql/ReadOnlyMode.js"
@@ -54,6 +54,9 @@ const readOnly = new ServiceUnavailable({
   status: 503
 })
 const readOnlyHeaders = retryAfterHeader("read_only")
+
+const notFound = (petId: PetId) =>
+  new NotFound({ code: "pet_not_found", message: `petId: no animal has id ${petId}`, status: 404 })
 
 export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers) =>
   Effect.gen(function*() {
@@ -115,13 +118,7 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
       })
       .handle("getPet", ({ params: { petId } }) =>
         pets.findById(petId).pipe(
-          Effect.flatMap(Option.match({
-            onNone: () =>
-              Effect.fail(
-                new NotFound({ code: "pet_not_found", message: `petId: no animal has id ${petId}`, status: 404 })
-              ),
-            onSome: Effect.succeed
-          })),
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(notFound(petId)), onSome: Effect.succeed })),
           orUnavailable
         ))
   }))

@@ -1,9 +1,9 @@
-import { Context, type Effect, Layer, type Option } from "effect"
+import { Context, Effect, Layer, type Option } from "effect"
 import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import type { NewPet, Pet, PetId, PetStatus } from "../Domain/Pet.js"
 import type { ClaimTakenOver, IdempotencyScope, Reservation } from "./Idempotency.js"
 import { makeInMemoryPetRepository } from "./PetRepositoryInMemory.js"
-import { makeSqlPetRepository } from "./PetRepositorySql.js"
+import { makeSqlPetRepository, purgeExpiredKeys } from "./PetRepositorySql.js"
 
 /**
  * The store answers and takes writes; answers nothing (down, hung, locked); refuses writes (a
@@ -51,7 +51,7 @@ export class PetRepository extends Context.Service<PetRepository, {
   readonly readiness: Effect.Effect<Readiness>
 }>()("petstore/PetRepository") {
   /** Pets in the `pets` table of the database the `SqlClient` reaches, SQLite or PostgreSQL. */
-  static readonly Sql = Layer.effect(PetRepository, makeSqlPetRepository)
+  static readonly Sql = Layer.effect(PetRepository, Effect.andThen(purgeExpiredKeys, makeSqlPetRepository))
 
   /** The same store on a database in the process's memory, for tests and for composing without a database. */
   static readonly InMemory = Layer.effect(PetRepository, makeInMemoryPetRepository)

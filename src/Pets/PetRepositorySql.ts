@@ -7,6 +7,13 @@ import { isSqliteClient } from "../Sql/SqliteClient.js"
 import { ClaimTakenOver, idempotencyRetentionMillis, type IdempotencyScope, type Reservation } from "./Idempotency.js"
 import type { PetRepository, Readiness } from "./PetRepository.js"
 
+/** Expired idempotency records deleted every minute, in the background; a failed sweep is tried again the next turn. */
+export const purgeExpiredKeys = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.flatMap(
+    Clock.currentTimeMillis,
+    (now) => sql`DELETE FROM idempotency_keys WHERE created_at < ${now - idempotencyRetentionMillis}`
+  ).pipe(Effect.ignoreCause({ log: "Debug" }), Effect.repeat(Schedule.spaced("1 minute")), Effect.forkScoped))
+
 /**
  * Pets in the `pets` table, on SQLite or PostgreSQL alike. A reservation is one statement (insert,
  * or take over an expired or abandoned record), so two instances racing for a key cannot both win.
@@ -61,16 +68,6 @@ export const makeSqlPetRepository = Effect.gen(function*() {
         ? { _tag: "InProgress" }
         : { _tag: "Completed", fingerprint: record.fingerprint!, pet: petFromRow(record) }
     })
-  const purgeExpired = Effect.flatMap(
-    Clock.currentTimeMillis,
-    (now) => sql`DELETE FROM idempotency_keys WHERE created_at < ${now - idempotencyRetentionMillis}`
-  )
-  // A failed sweep is logged and tried again at the next turn.
-  yield* purgeExpired.pipe(
-    Effect.ignoreCause({ log: "Debug" }),
-    Effect.repeat(Schedule.spaced("1 minute")),
-    Effect.forkScoped
-  )
   const pageOf = (limit: number) => (rows: ReadonlyArray<Record<string, unknown>>) => {
     const pets: Array<Pet> = []
     for (let i = 0; i < rows.length && i < limit; i++) pets.push(petFromRow(rows[i]))
