@@ -30,7 +30,6 @@ export const choiceOption = <const Choice extends string>(name: string, choices:
     Flag.map((value) => value as Choice)
   )
 
-/** A text option of 1 to `max` characters, not only spaces. */
 export const nameOption = (name: string, max: number) =>
   Flag.String(name).pipe(
     Flag.mapEffect(
@@ -44,5 +43,4 @@ export const urlOption = (name: string) =>
     Flag.mapEffect(checked(`--${name}`, "must be an absolute http(s) URL", isHttpUrl))
   )
 
-/** A boolean option, false when absent. */
 export const switchOption = (name: string) => Flag.Boolean(name).pipe(Flag.withDefault(false))

@@ -36,8 +36,7 @@ const presenter: CliOutput.Presenter = {
 
 const unused = Effect.die(new Error("not available to this command line"))
 
-// What `effect/cli` runs a command with, where a platform package would give it: it reads only the arguments; the
-// terminal, files and processes, which only its prompts and wizard (left out) use, refuse.
+// What `effect/cli` runs with, where a platform package would give it: the arguments; the rest, for prompts, refuses.
 const environment = Layer.mergeAll(
   Stdio.layerTest({ args: Effect.sync(() => process.argv.slice(2)) }),
   Path.layer,

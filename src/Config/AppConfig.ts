@@ -155,8 +155,7 @@ const config = Config.all({
     10
   )
 }).pipe(
-  // A request waiting for a PostgreSQL connection must give up (a pool's error, logged and counted)
-  // before its deadline, which would say only that the database did not answer. SQLite opens none.
+  // A wait for a PostgreSQL connection ends (a pool's error, logged) before the request's deadline, which says less.
   Config.flatMap((config) =>
     !isPostgresUrl(config.databaseUrl) || Duration.isLessThan(config.databaseConnectTimeout, config.requestTimeout)
       ? Config.succeed(config)
@@ -234,7 +233,6 @@ export const describeConfigError = (error: Config.ConfigError): string => {
 /** The SQLite file a `DATABASE_URL` names: a path, `sqlite:path` or `file:path`. */
 export const sqliteFilename = (databaseUrl: string): string => databaseUrl.replace(/^(sqlite|file):(\/\/)?/, "")
 
-/** Whether a `DATABASE_URL` names a PostgreSQL database rather than a SQLite file. */
 export const isPostgresUrl = (databaseUrl: string): boolean => /^postgres(ql)?:\/\//i.test(databaseUrl)
 
 /**
@@ -243,8 +241,7 @@ export const isPostgresUrl = (databaseUrl: string): boolean => /^postgres(ql)?:\
  */
 export const databaseUrlProblem = (value: string): string | undefined => {
   if (isPostgresUrl(value)) {
-    // A password's unencoded `/`, `?`, `#` or `@` ends the userinfo before its last `@`: drivers then
-    // disagree on where the host begins, and one takes part of the password for a host name.
+    // A password's unencoded `/ ? # @` ends the userinfo early: drivers then disagree on where the host begins.
     const rest = value.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")
     const at = rest.lastIndexOf("@")
     return (at !== -1 && /[/?#@]/.test(rest.slice(0, at))) || !URL.canParse(value)

@@ -2,7 +2,6 @@ import { Context, Effect, Layer } from "effect"
 import type { RequestRecord } from "../Request/CurrentRequest.js"
 import { pathOf } from "./Routes.js"
 
-/** Where the request log lines go. */
 export class RequestLines extends Context.Service<RequestLines, { readonly add: (line: string) => void }>()(
   "petstore/RequestLines"
 ) {

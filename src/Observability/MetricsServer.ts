@@ -43,7 +43,6 @@ const processMetrics = Effect.gen(function*() {
   )
 })
 
-/** A Bun server while the scope lasts. */
 const serving = <E>(start: Effect.Effect<Bun.Server<undefined>, E>) =>
   Effect.acquireRelease(start, (server) => Effect.promise(() => server.stop(true)))
 

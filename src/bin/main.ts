@@ -22,8 +22,7 @@ const stopMargin = Duration.seconds(2)
 let stopBound = stopMargin
 let stopArmed = false
 
-// The first signal arms a timer ending the process once the stop's bound passes: a finalizer cannot
-// be interrupted, and a silent database would keep it alive.
+// The first signal arms a timer ending the process past the stop's bound: a finalizer cannot be interrupted.
 const armStopDeadline = () => {
   if (stopArmed) return
   stopArmed = true
@@ -60,8 +59,7 @@ const serve = Effect.gen(function*() {
   if (worker !== undefined && metricsFolder !== undefined) yield* serveWorkerMetrics(metricsFolder, Number(worker))
   else if (worker === undefined && Option.isSome(metrics)) yield* serveMetrics(metrics.value.host, metrics.value.port)
   const server = yield* Layer.build(ServerLive)
-  // Added after the server, so it runs first on stop: the grace, the listener's close and the
-  // requests in flight finish before the server, then the database, close.
+  // Added after the server, so it runs first on stop: grace, listener, requests in flight; then server and database.
   const closeListener = Context.get(server, BunServer.Listener).close
   yield* Effect.addFinalizer(() => inFlight.stop({ grace: stopGrace, drain: drainTimeout, closeListener }))
   if (worker !== undefined) yield* Effect.forkScoped(stopWhenOrphaned)
@@ -76,8 +74,7 @@ const main = Effect.gen(function*() {
   const { drainTimeout, host, port, stopGrace, workers } = yield* AppConfig
   const stopTime = Duration.sum(stopGrace, drainTimeout)
   stopBound = Duration.sum(stopTime, stopMargin)
-  // Held by the single server or the supervisor (never its workers), before anything else: a
-  // second service on the port touches neither database nor port.
+  // Claimed by the single server or the supervisor, first: a second service touches neither database nor port.
   if (worker === undefined) yield* claimPort(host, port)
   if (workers === 1 || worker !== undefined) return yield* serve
   yield* migrate
@@ -105,8 +102,7 @@ const main = Effect.gen(function*() {
   Effect.provide(JsonLogs)
 )
 
-// SIGHUP too: a closed terminal or a supervisor's reload sends it, and by default it would end the
-// process at once. A repeated signal (Ctrl-C reaches npm too, which forwards it) must not cut the drain short.
+// SIGHUP too (a closed terminal, a reload); a repeated signal (npm forwards Ctrl-C) must not cut the drain short.
 const stopSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const
 for (const signal of stopSignals) process.on(signal, armStopDeadline)
 // Exits 0 when it stopped on a signal or ended, 1 when it could not start.
