@@ -1,14 +1,10 @@
 import { Cause, Effect, Exit, ManagedRuntime, Option, Record, Redacted, Stream } from "effect"
 import type { HttpClientResponse } from "effect/http"
 import { PetStoreApi } from "../Api.js"
-import { PetStoreClient, type Target } from "./PetStoreClient.js"
+import { PetStoreClient, type PetStoreClientOptions } from "./PetStoreClient.js"
 
-export interface PromiseClientOptions {
-  readonly target: Target
-  /** The API key, sent as the bearer credential. */
-  readonly apiKey: string
-  readonly retries?: number | undefined
-}
+/** The Effect client's options, the API key (sent as the bearer credential) as a string. */
+export type PromiseClientOptions = Omit<PetStoreClientOptions, "apiKey"> & { readonly apiKey: string }
 
 type Service = PetStoreClient["Service"]
 type Response = HttpClientResponse.HttpClientResponse
@@ -27,7 +23,7 @@ type Groups = {
 /** The client for code without Effect: each operation a Promise, the interface's errors thrown as their classes. */
 export const createPetStoreClient = (options: PromiseClientOptions) => {
   const runtime = ManagedRuntime.make(
-    PetStoreClient.layer({ target: options.target, apiKey: Redacted.make(options.apiKey), retries: options.retries })
+    PetStoreClient.layer({ ...options, apiKey: Redacted.make(options.apiKey) })
   )
   const run = async <A, E>(f: (client: Service) => Effect.Effect<A, E>): Promise<A> => {
     const exit = await runtime.runPromiseExit(Effect.flatMap(PetStoreClient, f))

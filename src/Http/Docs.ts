@@ -1,7 +1,8 @@
 import { Effect } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
-import { type HttpApi, type HttpApiGroup, HttpApiScalar, OpenApi } from "effect/http-api"
+import { HttpApiScalar, OpenApi } from "effect/http-api"
 import { createHash } from "node:crypto"
+import type { PetStoreApi } from "../Api.js"
 import { docsPath, openApiPath, rootPath } from "../Api/DocumentPaths.js"
 import { precompressed } from "./Precompressed.js"
 
@@ -14,9 +15,7 @@ const respellFragment =
   "location.hash.replace(/^(#tag[/][^/]+[/])([a-z]+)[/]/, (_, tag, method) => tag + method.toUpperCase() + \"/\"))</script>"
 
 /** Scalar's page, rendered once through its own route; with the system's fonts it needs no network. */
-const renderScalarPage = <Id extends string, Groups extends HttpApiGroup.Constraint>(
-  api: HttpApi.HttpApi<Id, Groups>
-) =>
+const renderScalarPage = (api: typeof PetStoreApi) =>
   Effect.promise(async () => {
     const { dispose, handler } = HttpRouter.toWebHandler(
       HttpApiScalar.layer(api, { path: docsPath, scalar: { withDefaultFonts: false } }),
@@ -59,7 +58,7 @@ const securityHeaders = (page: string, servers: ReadonlyArray<string>) => {
 const utf8 = (text: string) => new TextEncoder().encode(text)
 
 /** `GET /docs`, `GET /v1/openapi.json` and `GET /` (to the page), built once at start and cacheable. */
-export const DocsLive = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) =>
+export const DocsLive = (api: typeof PetStoreApi) =>
   HttpRouter.use((router) =>
     Effect.gen(function*() {
       const spec = OpenApi.fromApi(api)
