@@ -15,38 +15,21 @@ Commands:
   --help       This text
 `
 
+const version = typeof PETSTORE_BUILD === "string" ? PETSTORE_BUILD : "petstore (from the sources, not a build)"
 const command = process.argv[2]
 
 // A module, so that it may await the command it loads.
 export {}
 
-switch (command) {
-  case undefined:
-    await import("./main.js")
-    break
-  // Each reads its arguments from argv[2] on, as when run as `bun src/bin/keys.ts …`.
-  case "keys":
-    process.argv.splice(2, 1)
-    await import("./keys.js")
-    break
-  case "db":
-    process.argv.splice(2, 1)
-    await import("./db.js")
-    break
-  // The client's own command line starts with `pets`.
-  case "pets":
-    await import("./cli.js")
-    break
-  case "--version":
-    console.log(typeof PETSTORE_BUILD === "string" ? PETSTORE_BUILD : "petstore (from the sources, not a build)")
-    break
-  case "--help":
-  case "-h":
-    process.stdout.write(usage)
-    break
-  default:
-    process.stderr.write(
-      `Unknown command '${command}': expected keys, db, pets, --version or --help, or none to serve\n`
-    )
-    process.exitCode = 1
+// `keys` and `db` read their arguments from argv[2] on, as when run as `bun src/bin/keys.ts …`; `pets` is the client's.
+if (command === "keys" || command === "db") process.argv.splice(2, 1)
+if (command === undefined) await import("./main.js")
+else if (command === "keys") await import("./keys.js")
+else if (command === "db") await import("./db.js")
+else if (command === "pets") await import("./cli.js")
+else if (command === "--version") console.log(version)
+else if (command === "--help" || command === "-h") process.stdout.write(usage)
+else {
+  process.stderr.write(`Unknown command '${command}': expected keys, db, pets, --version or --help, or none to serve\n`)
+  process.exitCode = 1
 }
