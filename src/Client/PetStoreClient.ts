@@ -25,7 +25,6 @@ type Response = HttpClientResponse.HttpClientResponse
 
 class TransientStatus extends Data.TaggedClass("TransientStatus")<{ readonly response: Response }> {}
 
-/** A `Retry-After` header's wait: delay-seconds or an HTTP date. */
 const retryAfterOf = (response: Response): Option.Option<Duration.Duration> => {
   const value = response.headers["retry-after"]?.trim() ?? ""
   if (/^\d+$/.test(value)) return Option.some(Duration.seconds(Number(value)))

@@ -10,7 +10,6 @@ export type Environment = "production" | "staging"
 /** `DATABASE_URL` when it is unset: the one database whose folder a first start makes. */
 export const defaultDatabaseUrl = "data/petstore.db"
 
-/** The variable `name` read with `schema`; a value `valid` refuses fails naming it and `message`. */
 const checked = <A>(schema: Schema.Codec<A, string>) => (name: string, message: string, valid: (value: A) => boolean) =>
   Config.schema(schema.check(Schema.makeFilter((value: A) => valid(value) || message)), name)
 
@@ -54,7 +53,6 @@ const invalidAt = (name: string, message: string) =>
 const portSetting = number("PORT", "must be a port number from 1 to 65535", integerFrom(1, 65535), 3000)
 const hostSetting = Config.String("HOST").pipe(Config.withDefault("0.0.0.0"))
 
-/** What `DATABASE_URL` must be, as a message following its name, or undefined. */
 const databaseUrlRule = (url: string): string | undefined =>
   url.trim().length === 0 || url.includes(":memory:") ||
     /^(?!sqlite:|file:|postgres:\/\/|postgresql:\/\/)[a-z][a-z0-9+.-]*:\/\//i.test(url)

@@ -10,7 +10,6 @@ export const unmatchedRoute = "unmatched"
 /** The methods the semantic conventions name; any other is `_OTHER`, so a caller cannot add label values. */
 const knownMethods = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"])
 
-/** A request's method as its labels and span name it. */
 export const methodLabel = (method: string): string => knownMethods.has(method) ? method : "_OTHER"
 
 /** A route's path as the router holds it (`/v1/pets/:petId`), as a template (`/v1/pets/{petId}`). */

@@ -38,7 +38,6 @@ const statementBoundaries = Metric.boundariesFromIterable(
   [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
 )
 
-/** A counter's series, exported at 0 from now: the count of one more event in it. */
 const counterOf = (name: string, description: string, attributes?: Record<string, string>): () => void => {
   const series = exported(Metric.counter(name, { description, incremental: true, ...(attributes && { attributes }) }))
   return () => series.updateUnsafe(1, defaultRegistry)

@@ -66,7 +66,6 @@ const listen = (host: string, port: number, exposition: () => Promise<string> | 
     catch: (cause) => new Error(`Cannot serve metrics on ${host}:${port} (METRICS_HOST, METRICS_PORT): ${cause}`)
   }))
 
-/** One process serving its own metrics on `host:port`, in Prometheus's text format. */
 export const serveMetrics = (host: string, port: number) =>
   Effect.andThen(processMetrics, listen(host, port, () => PrometheusMetrics.formatUnsafe(defaultRegistry)))
 
@@ -95,7 +94,6 @@ const keyOf = (one: Snapshot) =>
     Object.entries(one.attributes ?? {}).sort(([a], [b]) => a < b ? -1 : 1)
   ])
 
-/** The state of one series in two processes, added up: counts, values and histogram buckets. */
 const sum = (a: Snapshot, b: Snapshot): Snapshot["state"] => {
   if (a.type === "Histogram" && b.type === "Histogram") {
     const [x, y] = [a.state, b.state]
@@ -114,7 +112,6 @@ const sum = (a: Snapshot, b: Snapshot): Snapshot["state"] => {
   return a.state
 }
 
-/** Snapshots of several processes added up by series: counters, gauges and histograms. */
 const addUp = (groups: ReadonlyArray<ReadonlyArray<Snapshot>>): Array<Snapshot> => {
   const total = new Map<string, Snapshot>()
   for (const one of groups.flat()) {
@@ -124,7 +121,6 @@ const addUp = (groups: ReadonlyArray<ReadonlyArray<Snapshot>>): Array<Snapshot> 
   return [...total.values()]
 }
 
-/** Prometheus's text format of these snapshots, through a registry made of them. */
 const render = (snapshots: ReadonlyArray<Snapshot>): string => {
   const registry: Metric.MetricRegistry = new Map()
   for (const snapshot of snapshots) {

@@ -11,7 +11,6 @@ const samplerNames = [
 
 export type SamplerName = typeof samplerNames[number]
 
-/** The variable `name` read with `codec`, refused with `message` (what it must be) unless `valid`. */
 const checked = <T>(name: string, codec: Schema.Codec<T, string>, message: string, valid: (value: T) => boolean) =>
   Config.schema(codec.check(Schema.makeFilter((value: T) => valid(value) || message)), name)
 

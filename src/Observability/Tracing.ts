@@ -176,7 +176,6 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
     yield* readAtScrape("counter", ...processed, { ...processor, error_type: "queue_full" }, () => counts.dropped)
     yield* readAtScrape("counter", ...exported, exporterLabel, () => counts.exported)
     const seriesScope = yield* Scope.Scope
-    /** An error type's series, added once it is first seen. */
     const noteFailure = (errorType: string): Effect.Effect<void> => {
       if (counts.failed.has(errorType)) return Effect.void
       const failed = () => counts.failed.get(errorType) ?? 0

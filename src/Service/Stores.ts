@@ -25,7 +25,6 @@ export const StoresLive = Layer.unwrap(
   )
 )
 
-/** The API keys alone, for the keys command. */
 export const ApiKeysLive = ApiKeys.Sql.pipe(Layer.provide(DatabaseLive))
 
 /** Applies the migrations of the database `DATABASE_URL` names, then closes it. */

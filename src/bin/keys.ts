@@ -6,7 +6,6 @@ import { run } from "../CommandLine/Run.js"
 import { AppConfig } from "../Config/AppConfig.js"
 import { ApiKeysLive } from "../Service/Stores.js"
 
-/** A line of `keys list`'s table, its columns aligned. */
 const row = (cells: ReadonlyArray<string>) => cells.map((cell, i) => cell.padEnd([5, 24, 16, 26, 0][i]!)).join(" ")
 
 const create = Command.make(

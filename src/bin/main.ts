@@ -50,7 +50,6 @@ const ServerLive = Layer.unwrap(
 
 const worker = process.env[workerVariable]
 
-/** One server process, until SIGTERM, SIGINT or SIGHUP. */
 const serve = Effect.gen(function*() {
   const { drainTimeout, environment, host, port, stopGrace } = yield* AppConfig
   const inFlight = yield* InFlightRequests
