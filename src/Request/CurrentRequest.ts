@@ -4,12 +4,6 @@ import type { ClientAddress } from "./ClientAddress.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
 
-/** The caller's `X-Request-Id` when it sent a sane one, else a new one. */
-const requestIdFor = (request: HttpServerRequest.HttpServerRequest): string => {
-  const incoming = request.headers["x-request-id"]
-  return incoming !== undefined && acceptableRequestId.test(incoming) ? incoming : crypto.randomUUID()
-}
-
 /** What the service knows of one request while serving it: made where it enters, read below through `CurrentRequest`. */
 export class RequestRecord {
   /** The request's `X-Request-Id`, put on its response and in its log lines. */
@@ -28,7 +22,9 @@ export class RequestRecord {
     /** The request's server span, when it is sampled: its ids go in the log line. */
     readonly trace: Tracer.Span | undefined
   ) {
-    this.id = requestIdFor(request)
+    // The caller's `X-Request-Id` when it sent a sane one, else a new one.
+    const incoming = request.headers["x-request-id"]
+    this.id = incoming !== undefined && acceptableRequestId.test(incoming) ? incoming : crypto.randomUUID()
   }
 
   /** Who sent the request (`ClientAddress.ts`), read once, when first asked. */
