@@ -22,9 +22,7 @@ type Groups = {
 
 /** The client for code without Effect: each operation a Promise, the interface's errors thrown as their classes. */
 export const createPetStoreClient = (options: PromiseClientOptions) => {
-  const runtime = ManagedRuntime.make(
-    PetStoreClient.layer({ ...options, apiKey: Redacted.make(options.apiKey) })
-  )
+  const runtime = ManagedRuntime.make(PetStoreClient.layer({ ...options, apiKey: Redacted.make(options.apiKey) }))
   const run = async <A, E>(f: (client: Service) => Effect.Effect<A, E>): Promise<A> => {
     const exit = await runtime.runPromiseExit(Effect.flatMap(PetStoreClient, f))
     if (Exit.isSuccess(exit)) return exit.value

@@ -9,9 +9,6 @@ const refused = errorResponse(shuttingDown, { connection: "close", ...retryAfter
 
 type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
-/** Serving; in the grace (`/readyz` 503, the rest served with `Connection: close`); closed (a late request refused). */
-type Phase = "serving" | "grace" | "closed"
-
 export interface StopOptions {
   /** How long everything but `/readyz` is still served: a load balancer's time to take the instance out. */
   readonly grace: Duration.Input
@@ -32,7 +29,8 @@ export class InFlightRequests extends Context.Service<InFlightRequests, {
   /** The service, and `Stopping` for the readiness probe. */
   static readonly layer = Layer.effectContext(Effect.sync(() => {
     let running = 0
-    let phase: Phase = "serving"
+    // In the grace `/readyz` answers 503 and the rest `Connection: close`; once closed a late request is refused.
+    let phase: "serving" | "grace" | "closed" = "serving"
     // Done once the listener is closed and no request is running.
     const idle = Deferred.makeUnsafe<void>()
     const finished = Effect.sync(() => {

@@ -27,9 +27,7 @@ export const requestDurationOf = (method: string, route: string, status: number)
   return (seconds) => series.updateUnsafe(seconds, defaultRegistry)
 }
 
-const activeRequests = Metric.gauge("http_server_active_requests", {
-  description: "HTTP server requests being served"
-})
+const activeRequests = Metric.gauge("http_server_active_requests", { description: "HTTP server requests being served" })
 
 export const adjustActiveRequests = (delta: number): void => activeRequests.modifyUnsafe(delta, defaultRegistry)
 

@@ -47,10 +47,7 @@ const isOff = (value: string) => value.trim().toLowerCase() === "off"
 const isPortOrOff = (value: string) => isOff(value) || (/^\s*\d+\s*$/.test(value) && +value >= 1 && +value <= 65535)
 
 const metricsPort = checked("METRICS_PORT", Schema.String, "must be off or a port number from 1 to 65535", isPortOrOff)
-  .pipe(
-    Config.map((value) => isOff(value) ? undefined : Number(value)),
-    Config.withDefault(9464)
-  )
+  .pipe(Config.map((value) => isOff(value) ? undefined : Number(value)), Config.withDefault(9464))
 
 /** The Prometheus listener's address and port (`METRICS_HOST`, `METRICS_PORT`); none with `METRICS_PORT=off`. */
 export const metricsListener: Config.Config<Option.Option<{ readonly host: string; readonly port: number }>> = Config
