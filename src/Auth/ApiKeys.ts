@@ -5,7 +5,6 @@ import { AppConfig, type Environment } from "../Config/AppConfig.js"
 import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { waitingOnDatabase } from "../Request/Unavailable.js"
 import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
-import { MemoryDatabase } from "../Sql/MemoryDatabase.js"
 import { RecentMap } from "./RecentMap.js"
 
 export class ApiKeyRecord extends Schema.Class<ApiKeyRecord>("ApiKeyRecord")({
@@ -60,6 +59,49 @@ export class ApiKeys extends Context.Service<ApiKeys, {
   ) => Effect.Effect<ApiKeyRecord, ApiKeyNotFound | ApiKeyAlreadyRevoked | DatabaseUnavailable>
   readonly findActiveByHash: (hash: string) => Effect.Effect<Option.Option<KeyHolder>, DatabaseUnavailable>
 }>()("petstore/ApiKeys") {
+  static readonly InMemory = Layer.effect(
+    ApiKeys,
+    Effect.gen(function*() {
+      const { environment } = yield* AppConfig
+      const keys: Array<{ readonly record: ApiKeyRecord; readonly hash: string }> = []
+      return ApiKeys.of({
+        create: (name) =>
+          Effect.sync(() => {
+            const { key, prefix } = generateKey(environment)
+            const record = new ApiKeyRecord({
+              id: keys.length + 1,
+              name,
+              prefix,
+              createdAt: new Date(),
+              revokedAt: Option.none()
+            })
+            keys.push({ record, hash: hashKey(key) })
+            return { key: Redacted.make(key), record }
+          }),
+        list: Effect.sync(() => keys.map(({ record }) => record)),
+        revoke: (id) =>
+          Effect.suspend((): Effect.Effect<ApiKeyRecord, ApiKeyNotFound | ApiKeyAlreadyRevoked> => {
+            const at = keys.findIndex(({ record }) => record.id === id)
+            if (at === -1) return Effect.fail(new ApiKeyNotFound({ id }))
+            const found = keys[at]!
+            if (Option.isSome(found.record.revokedAt)) {
+              return Effect.fail(new ApiKeyAlreadyRevoked({ record: found.record }))
+            }
+            const record = new ApiKeyRecord({ ...found.record, revokedAt: Option.some(new Date()) })
+            keys[at] = { ...found, record }
+            return Effect.succeed(record)
+          }),
+        findActiveByHash: (hash) =>
+          Effect.sync(() => {
+            const found = keys.find((entry) => entry.hash === hash && Option.isNone(entry.record.revokedAt))
+            return found === undefined
+              ? Option.none()
+              : Option.some({ keyId: found.record.id, name: found.record.name })
+          })
+      })
+    })
+  )
+
   /**
    * Keys in the `api_keys` table. A valid key found is trusted for half a second, sparing each request
    * a lookup; a key revoked here is refused at once, elsewhere within a second; unknown keys are never kept.
@@ -125,9 +167,6 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       })
     })
   )
-
-  /** The same store on a database in the process's memory, for tests. */
-  static readonly InMemory = ApiKeys.Sql.pipe(Layer.provide(MemoryDatabase))
 }
 
 /** A row of `api_keys`, checked by the record: PostgreSQL gives bigints and Dates, SQLite numbers and text. */

@@ -53,6 +53,6 @@ export class PetRepository extends Context.Service<PetRepository, {
   /** Pets in the `pets` table of the database the `SqlClient` reaches, SQLite or PostgreSQL. */
   static readonly Sql = Layer.effect(PetRepository, Effect.andThen(purgeExpiredKeys, makeSqlPetRepository))
 
-  /** The same store on a database in the process's memory, for tests and for composing without a database. */
+  /** Pets in the process's memory, for tests and for composing without a database. */
   static readonly InMemory = Layer.effect(PetRepository, makeInMemoryPetRepository)
 }
