@@ -102,6 +102,10 @@ export const describeFailure = (error: unknown, fields: Readonly<Record<string, 
   return String(error)
 }
 
+/** `--help`: the library ends its run with a ShowHelp failure that carries no error. */
+const isHelpOnly = (error: unknown) =>
+  CliError.isCliError(error) && error._tag === "ShowHelp" && error.errors.length === 0
+
 /**
  * Runs a command line's program: each error one line on stderr and exit 1, help exit 0. With `interrupted`, a signal's
  * stop exits 1 with its line within `withinMillis`, whatever the program's clean-up still waits for.
@@ -128,6 +132,7 @@ export const run = <E>(
     process.once("SIGTERM", arm)
   }
   const main = program.pipe(
+    Effect.catchIf(isHelpOnly, () => Effect.void),
     Effect.onInterrupt(() => Effect.sync(tell)),
     Effect.tapCause((cause) => {
       if (Cause.hasInterruptsOnly(cause)) return Effect.void
@@ -139,15 +144,8 @@ export const run = <E>(
   )
   runMain(main, {
     disableErrorReporting: true,
-    teardown: (exit, onExit) => {
-      if (Exit.isSuccess(exit)) return onExit(0)
-      if (Cause.hasInterruptsOnly(exit.cause)) return onExit(interrupted === undefined ? 0 : 1)
-      const failure = Cause.findErrorOption(exit.cause)
-      // `--help` ends the library's run with a ShowHelp failure that carries no error.
-      const helpOnly = failure._tag === "Some" && CliError.isCliError(failure.value) &&
-        failure.value._tag === "ShowHelp" && failure.value.errors.length === 0
-      onExit(helpOnly ? 0 : 1)
-    }
+    teardown: (exit, onExit) =>
+      onExit(Exit.isSuccess(exit) || (Cause.hasInterruptsOnly(exit.cause) && interrupted === undefined) ? 0 : 1)
   })
 }
 
