@@ -29,9 +29,7 @@ export const withResponseHeaders = (record: RequestRecord) => (response: HttpSer
 
 /** An answer the server middleware gives itself (deadline, stop), sent as is: it gets every response's headers here. */
 export const answeredEarly = (response: HttpServerResponse.HttpServerResponse) =>
-  CurrentRequest.use((current) =>
-    Effect.succeed(current === undefined ? response : withResponseHeaders(current)(response))
-  )
+  CurrentRequest.useSync((current) => current === undefined ? response : withResponseHeaders(current)(response))
 
 const internalError = new InternalError({
   code: "internal_error",

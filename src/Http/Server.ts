@@ -24,17 +24,14 @@ type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
 /** On every route: the matched route noted on the request's record for its labels, then the stop's refusal. */
 const RouteNoted = HttpRouter.middleware(
-  Effect.map(
-    Effect.service(InFlightRequests),
-    ({ refusingWhenClosed }) => <E, R>(handler: App<E, R>) => {
-      const refusing = refusingWhenClosed(handler)
-      return Effect.withFiber((fiber) => {
-        const current = fiber.getRef(CurrentRequest)
-        if (current !== undefined) current.route = Context.getUnsafe(fiber.context, HttpRouter.RouteContext).route
-        return refusing
-      })
-    }
-  )
+  InFlightRequests.useSync(({ refusingWhenClosed }) => <E, R>(handler: App<E, R>) => {
+    const refusing = refusingWhenClosed(handler)
+    return Effect.withFiber((fiber) => {
+      const current = fiber.getRef(CurrentRequest)
+      if (current !== undefined) current.route = Context.getUnsafe(fiber.context, HttpRouter.RouteContext).route
+      return refusing
+    })
+  })
 ).layer
 
 /** The API's routes (its document listing this deployment's servers) and docs on the `HttpRouter`, with their middleware. */
