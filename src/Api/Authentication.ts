@@ -1,6 +1,11 @@
+import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { errorBodies } from "../Domain/ApiError.js"
-import type { CurrentCaller } from "../Domain/Caller.js"
+
+/** The API key a request was authenticated with, provided to handlers by `Authentication`. */
+export class CurrentCaller extends Context.Service<CurrentCaller, { readonly keyId: number; readonly name: string }>()(
+  "petstore/CurrentCaller"
+) {}
 
 /** Bearer authentication, before decoding (a caller without a key learns nothing), and the rate limits (429). */
 export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentCaller }>()(

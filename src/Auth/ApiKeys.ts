@@ -1,6 +1,7 @@
 import { Context, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { hash, randomBytes } from "node:crypto"
+import type { CurrentCaller } from "../Api/Authentication.js"
 import { AppConfig, type Environment } from "../Config/AppConfig.js"
 import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { waitingOnDatabase } from "../Request/Unavailable.js"
@@ -31,10 +32,7 @@ export class ApiKeyAlreadyRevoked extends Data.TaggedError("ApiKeyAlreadyRevoked
 }
 
 /** Who holds a valid key: what authentication hands to handlers. */
-export interface KeyHolder {
-  readonly keyId: number
-  readonly name: string
-}
+type KeyHolder = CurrentCaller["Service"]
 
 const environmentPrefix: Record<Environment, string> = { production: "ps_live_", staging: "ps_test_" }
 

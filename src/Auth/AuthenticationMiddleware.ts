@@ -1,9 +1,8 @@
 import { Context, Effect, Exit, Layer, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { Authentication } from "../Api/Authentication.js"
+import { Authentication, CurrentCaller } from "../Api/Authentication.js"
 import { AppConfig } from "../Config/AppConfig.js"
 import { codesOf, type ServiceUnavailable, TooManyRequests, Unauthorized } from "../Domain/ApiError.js"
-import { CurrentCaller } from "../Domain/Caller.js"
 import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { failedAuthenticationCounter, rateLimitedCounter } from "../Observability/Metrics.js"
 import { inSampledSpan } from "../Observability/Tracing.js"
@@ -11,14 +10,14 @@ import { type ClientAddress, makeClientAddress } from "../Request/ClientAddress.
 import { CurrentRequest, noteResponseHeaders, type RequestRecord } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
 import { orUnavailable } from "../Request/Unavailable.js"
-import { ApiKeys, hashKey, type KeyHolder } from "./ApiKeys.js"
+import { ApiKeys, hashKey } from "./ApiKeys.js"
 import { RateLimiter, rateLimitHeaders, type RateLimitPolicy } from "./RateLimiter.js"
 
 const bearer = /^bearer +([\x21-\x7e]+) *$/i
 
 /** Authentication's outcome: the key's holder, or the response refusing the request. */
 type Answer<E> = Effect.Effect<
-  KeyHolder | HttpServerResponse.HttpServerResponse,
+  CurrentCaller["Service"] | HttpServerResponse.HttpServerResponse,
   E,
   HttpServerRequest.HttpServerRequest
 >
@@ -29,7 +28,7 @@ type Answer<E> = Effect.Effect<
  */
 const refusal = (code: Unauthorized["code"], message: string) => ({
   code,
-  response: errorResponse(new Unauthorized({ code, message, status: 401 }), {
+  response: errorResponse(new Unauthorized({ code, message }), {
     "www-authenticate": code === "missing_api_key"
       ? `Bearer realm="petstore"`
       : `Bearer realm="petstore", error="invalid_token"`
@@ -39,8 +38,7 @@ const missingKey = refusal("missing_api_key", "Authorization: an API key is requ
 const malformedKey = refusal("invalid_api_key", "Authorization: must be \"Bearer <API key>\"")
 const unknownKey = refusal("invalid_api_key", "Authorization: the API key is unknown or revoked")
 
-const rateLimited = (message: string) =>
-  errorResponse(new TooManyRequests({ code: "rate_limited", message, status: 429 }))
+const rateLimited = (message: string) => errorResponse(new TooManyRequests({ code: "rate_limited", message }))
 const tooManyFailures = rateLimited(
   "Too many failed authentications from this address; retry after the Retry-After seconds"
 )

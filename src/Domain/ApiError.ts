@@ -1,4 +1,4 @@
-import { Schema, SchemaAST, SchemaTransformation } from "effect"
+import { Effect, Schema, SchemaAST, SchemaTransformation } from "effect"
 import { HttpApiSchema } from "effect/http-api"
 
 /** One of `codes`; a single code is its literal (a union of one reads as `anyOf` in the document). */
@@ -22,7 +22,8 @@ const ApiError =
         description: "Human-readable description, naming the offending field or parameter and the rule it broke.",
         examples: ["name: must be a string of 1 to 255 characters"]
       }),
-      status: Schema.Literal(status).annotate({
+      // The class's own status: a constructor names only the code and the message.
+      status: Schema.Literal(status).pipe(Schema.withConstructorDefault(Effect.succeed(status))).annotate({
         description: "The HTTP status code of the response.",
         examples: [status]
       })
@@ -96,7 +97,7 @@ const ErrorBody = <
       readonly _tag: Schema.tag<Tag>
       readonly code: Schema.Codec<Code>
       readonly message: Schema.String
-      readonly status: Schema.Literal<Status>
+      readonly status: Schema.Codec<Status>
     }
   },
   description: string
@@ -114,7 +115,7 @@ const ErrorBody = <
         encode: ({ code, message, status }) => ({ code, message, status })
       })
     ),
-    HttpApiSchema.status(status.literal)
+    HttpApiSchema.status((status.ast as SchemaAST.Literal).literal as Status)
   ).annotate({ description })
 }
 

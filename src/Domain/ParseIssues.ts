@@ -7,14 +7,8 @@ const maxExcerpt = 64
 export const excerpt = (text: string, max: number = maxExcerpt): string =>
   text.length <= max ? text : `${text.slice(0, max)}…`
 
-const formatValue = (value: unknown): string => {
-  if (value === undefined) return "undefined"
-  try {
-    return JSON.stringify(value) ?? String(value)
-  } catch {
-    return String(value)
-  }
-}
+// A parsed JSON body or nothing: no value here that JSON cannot write.
+const formatValue = (value: unknown): string => JSON.stringify(value) ?? "undefined"
 
 const valueAt = (input: unknown, keys: ReadonlyArray<PropertyKey>): unknown =>
   keys.reduce<unknown>((value, key) => (value as Record<PropertyKey, unknown> | null | undefined)?.[key], input)

@@ -18,8 +18,7 @@ export class Cursors extends Context.Service<Cursors, {
     const sign = (payload: string) => createHmac("sha256", secret).update(payload).digest().subarray(0, 16)
     const invalid = new BadRequest({
       code: "invalid_cursor",
-      message: "cursor: is not a cursor this service issued for this status filter",
-      status: 400
+      message: "cursor: is not a cursor this service issued for this status filter"
     })
     const encode = ({ afterId, status }: { readonly afterId: PetId; readonly status: PetStatus | undefined }) => {
       const payload = `${afterId}.${status ?? ""}`

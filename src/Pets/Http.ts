@@ -2,9 +2,15 @@ import { Clock, Duration, Effect, Exit, Layer, Option } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
-import { getPetDeprecatedAt, getPetReplacementFragment, getPetSunsetAt, SunsetPolicy } from "../Api/Deprecation.js"
+import { CurrentCaller } from "../Api/Authentication.js"
 import { docsPath } from "../Api/DocumentPaths.js"
-import { defaultLimit } from "../Api/Pets.js"
+import {
+  defaultLimit,
+  getPetDeprecatedAt,
+  getPetReplacementFragment,
+  getPetSunsetAt,
+  SunsetPolicy
+} from "../Api/Pets.js"
 import { AppConfig } from "../Config/AppConfig.js"
 import {
   Conflict,
@@ -14,7 +20,6 @@ import {
   ServiceUnavailable,
   UnprocessableContent
 } from "../Domain/ApiError.js"
-import { CurrentCaller } from "../Domain/Caller.js"
 import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { NewPet, newPetParseOptions, type Pet, type PetId } from "../Domain/Pet.js"
 import { noteResponseHeaders } from "../Request/CurrentRequest.js"
@@ -39,24 +44,20 @@ const created = (pet: Pet) => Effect.as(noteResponseHeaders({ location: `/v1/pet
 
 const inProgress = new Conflict({
   code: "idempotency_request_in_progress",
-  message: "Idempotency-Key: a request with this key is still being processed; retry later",
-  status: 409
+  message: "Idempotency-Key: a request with this key is still being processed; retry later"
 })
 const reused = new UnprocessableContent({
   code: "idempotency_key_reused",
-  message: "Idempotency-Key: was used with a different request body",
-  status: 422
+  message: "Idempotency-Key: was used with a different request body"
 })
 
 const readOnly = new ServiceUnavailable({
   code: "read_only",
-  message: "The store is read-only while its database is moved; reads are served, retry the create after Retry-After",
-  status: 503
+  message: "The store is read-only while its database is moved; reads are served, retry the create after Retry-After"
 })
 const readOnlyHeaders = retryAfterHeader("read_only")
 
-const notFound = (petId: PetId) =>
-  new NotFound({ code: "pet_not_found", message: `petId: no animal has id ${petId}`, status: 404 })
+const notFound = (petId: PetId) => new NotFound({ code: "pet_not_found", message: `petId: no animal has id ${petId}` })
 
 export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers) =>
   Effect.gen(function*() {
@@ -137,8 +138,7 @@ export const SunsetPolicyLive = Layer.effect(
     }
     const removed = new Gone({
       code: "endpoint_removed",
-      message: `GET /v1/pets/{petId} was removed on ${headers.sunset}; use GET /v1/pets with the status filter`,
-      status: 410
+      message: `GET /v1/pets/{petId} was removed on ${headers.sunset}; use GET /v1/pets with the status filter`
     })
     const sunsetMillis = getPetSunsetAt.getTime()
     const beforeSunset = <A, E, R>(httpEffect: Effect.Effect<A, E, R>, now: number): Effect.Effect<A, E | Gone, R> =>

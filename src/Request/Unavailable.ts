@@ -7,14 +7,12 @@ import { errorResponse } from "./ErrorResponse.js"
 const unavailable = {
   database_unavailable: new ServiceUnavailable({
     code: "database_unavailable",
-    message: "The database cannot serve this request now; retry",
-    status: 503
+    message: "The database cannot serve this request now; retry"
   }),
   database_read_only: new ServiceUnavailable({
     code: "database_read_only",
     message:
-      "The database is read-only (a standby, or writes turned off): reads are served; retry the create after Retry-After",
-    status: 503
+      "The database is read-only (a standby, or writes turned off): reads are served; retry the create after Retry-After"
   })
 } as const
 
