@@ -20,7 +20,7 @@ export class Cursors extends Context.Service<Cursors, {
       code: "invalid_cursor",
       message: "cursor: is not a cursor this service issued for this status filter"
     })
-    const encode = ({ afterId, status }: { readonly afterId: PetId; readonly status: PetStatus | undefined }) => {
+    const encode: Cursors["Service"]["encode"] = ({ afterId, status }) => {
       const payload = `${afterId}.${status ?? ""}`
       return `${Buffer.from(payload).toString("base64url")}.${sign(payload).toString("base64url")}`
     }

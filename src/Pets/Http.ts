@@ -1,4 +1,4 @@
-import { Clock, Duration, Effect, Exit, Layer, Option } from "effect"
+import { Duration, Effect, Exit, Layer, Option } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
@@ -124,15 +124,13 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
         ))
   }))
 
-const unixSeconds = (date: Date) => Math.floor(date.getTime() / 1000)
-
 /** getPet's sunset policy: `Deprecation`, `Sunset` and the replacement's `Link` on each answer; 410 from the sunset. */
 export const SunsetPolicyLive = Layer.effect(
   SunsetPolicy,
   Effect.gen(function*() {
     const { publicBaseUrl } = yield* AppConfig
     const headers = {
-      deprecation: `@${unixSeconds(getPetDeprecatedAt)}`,
+      deprecation: `@${Math.floor(getPetDeprecatedAt.getTime() / 1000)}`,
       sunset: getPetSunsetAt.toUTCString(),
       link: `<${publicBaseUrl}${docsPath}${getPetReplacementFragment}>; rel="deprecation"; type="text/html"`
     }
@@ -146,7 +144,7 @@ export const SunsetPolicyLive = Layer.effect(
     return SunsetPolicy.of((httpEffect) =>
       Effect.andThen(
         noteResponseHeaders(headers),
-        Effect.withFiber((fiber) => beforeSunset(httpEffect, fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()))
+        Effect.clockWith((clock) => beforeSunset(httpEffect, clock.currentTimeMillisUnsafe()))
       )
     )
   })

@@ -11,19 +11,6 @@ import { makeSqlPetRepository, purgeExpiredKeys } from "./PetRepositorySql.js"
  */
 export type Readiness = "ready" | "unavailable" | "read_only" | "unusable"
 
-export interface PetQuery {
-  readonly status?: PetStatus | undefined
-  /** Only pets with a larger id: the position a cursor carries. */
-  readonly afterId?: PetId | undefined
-  readonly limit: number
-}
-
-/** A page, and whether more pets match beyond it. */
-export interface PetPage {
-  readonly pets: ReadonlyArray<Pet>
-  readonly hasMore: boolean
-}
-
 /**
  * Where the animals are kept. Ids are assigned by the store, ascending, and never reused. A
  * database that cannot serve now fails a method with `DatabaseUnavailable`; any other database
@@ -32,7 +19,12 @@ export interface PetPage {
 export class PetRepository extends Context.Service<PetRepository, {
   readonly create: (pet: NewPet) => Effect.Effect<Pet, DatabaseUnavailable>
   readonly findById: (id: PetId) => Effect.Effect<Option.Option<Pet>, DatabaseUnavailable>
-  readonly list: (query: PetQuery) => Effect.Effect<PetPage, DatabaseUnavailable>
+  /** Pets after `afterId` (a cursor's position), and whether more match beyond the page. */
+  readonly list: (query: {
+    readonly status?: PetStatus | undefined
+    readonly afterId?: PetId | undefined
+    readonly limit: number
+  }) => Effect.Effect<{ readonly pets: ReadonlyArray<Pet>; readonly hasMore: boolean }, DatabaseUnavailable>
   /** Claims an idempotency key before the body is read; one unfinished past `abandonedAfterMillis` is taken over. */
   readonly reserve: (
     scope: IdempotencyScope,
