@@ -15,8 +15,6 @@ const eventLoopDelay = Metric.histogram("nodejs_eventloop_delay_seconds", {
   boundaries: Metric.boundariesFromIterable([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1])
 })
 
-const sampleEvery = 100
-
 /** The process's memory and CPU time read at each scrape, and its event loop's delay sampled every 100 ms. */
 const processMetrics = Effect.gen(function*() {
   const memory = "Resident memory of the service's processes, in bytes"
@@ -26,21 +24,15 @@ const processMetrics = Effect.gen(function*() {
     const { system, user } = process.cpuUsage()
     return (user + system) / 1e6
   })
-  yield* Effect.acquireRelease(
-    Effect.sync(() => {
-      // Registered now, so that a scrape in the first 100 ms finds the histogram (with no sample yet).
-      eventLoopDelay.valueUnsafe(defaultRegistry)
-      let due = performance.now() + sampleEvery
-      const timer = setInterval(() => {
-        const now = performance.now()
-        eventLoopDelay.updateUnsafe(Math.max(0, now - due) / 1000, defaultRegistry)
-        due = now + sampleEvery
-      }, sampleEvery)
-      timer.unref()
-      return timer
-    }),
-    (timer) => Effect.sync(() => clearInterval(timer))
-  )
+  // Registered now, so that a scrape in the first 100 ms finds the histogram (with no sample yet).
+  eventLoopDelay.valueUnsafe(defaultRegistry)
+  yield* Effect.suspend(() => {
+    const due = performance.now() + 100
+    return Effect.andThen(
+      Effect.sleep(100),
+      Effect.sync(() => eventLoopDelay.updateUnsafe(Math.max(0, performance.now() - due) / 1000, defaultRegistry))
+    )
+  }).pipe(Effect.forever, Effect.forkScoped)
 })
 
 const serving = <E>(start: Effect.Effect<Bun.Server<undefined>, E>) =>
