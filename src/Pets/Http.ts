@@ -21,13 +21,13 @@ import {
   UnprocessableContent
 } from "../Domain/ApiError.js"
 import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
-import { NewPet, newPetParseOptions, type Pet, type PetId } from "../Domain/Pet.js"
+import type { Pet, PetId } from "../Domain/Pet.js"
 import { noteResponseHeaders } from "../Request/CurrentRequest.js"
 import { orUnavailable } from "../Request/Unavailable.js"
 import { ReadOnlyMode } from "../Sql/ReadOnlyMode.js"
 import { Cursors } from "./Cursors.js"
 import { fingerprint, type IdempotencyScope } from "./Idempotency.js"
-import { readJsonBody } from "./JsonBody.js"
+import { readNewPet } from "./JsonBody.js"
 import { PetRepository } from "./PetRepository.js"
 
 /**
@@ -36,8 +36,6 @@ import { PetRepository } from "./PetRepository.js"
  */
 const page = (pets: ReadonlyArray<Pet>, headers?: Record<string, string>) =>
   HttpServerResponse.jsonUnsafe(pets, headers === undefined ? undefined : { headers })
-
-const readNewPet = readJsonBody(NewPet, newPetParseOptions)
 
 /** A created pet, answered 201 (the endpoint's success status) with its `Location`. */
 const created = (pet: Pet) => Effect.as(noteResponseHeaders({ location: `/v1/pets/${pet.id}` }), pet)

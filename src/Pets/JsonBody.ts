@@ -1,7 +1,8 @@
-import { Cause, Effect, Result, type Schema, type SchemaAST, SchemaParser, Stream } from "effect"
+import { Cause, Effect, Result, SchemaParser, Stream } from "effect"
 import { HttpServerError, HttpServerRequest } from "effect/http"
 import { BadRequest, PayloadTooLarge, UnsupportedMediaType } from "../Domain/ApiError.js"
 import { describeIssue } from "../Domain/ParseIssues.js"
+import { NewPet, newPetParseOptions } from "../Domain/Pet.js"
 
 const maxBodyBytes = 64 * 1024
 
@@ -46,45 +47,41 @@ const readText = (request: HttpServerRequest.HttpServerRequest) => {
   )
 }
 
+const decodeNewPet = SchemaParser.decodeUnknownResult(NewPet, { ...newPetParseOptions, errors: "first" })
+
 /**
- * A JSON body decoded with `schema`: 415 unless `application/json`, 413 past 64 KiB, 400 when it
- * does not parse or breaks the schema. Not HttpApi's payload decoding, which answers a wrong media
- * type with a body of its own and cannot bound a body's depth before parsing it.
+ * createPet's body: 415 unless `application/json`, 413 past 64 KiB, 400 when it does not parse or breaks
+ * `NewPet`. Not HttpApi's payload decoding, which answers a wrong media type with a body of its own and
+ * cannot bound a body's depth before parsing it.
  */
-export const readJsonBody = <S extends Schema.ConstraintDecoder<unknown>>(
-  schema: S,
-  options?: SchemaAST.ParseOptions
-) => {
-  const decode = SchemaParser.decodeUnknownResult(schema, { ...options, errors: "first" })
-  return Effect.flatMap(
-    HttpServerRequest.HttpServerRequest,
-    (request): Effect.Effect<S["Type"], UnsupportedMediaType | PayloadTooLarge | BadRequest> => {
-      const contentType = request.headers["content-type"]
-      if (contentType === undefined || !/^application\/json\s*(;|$)/i.test(contentType.trim())) {
-        return Effect.fail(unsupportedMediaType)
-      }
-      return Effect.flatMap(readText(request), (text) => {
-        if (nestsDeeperThan(text, maxJsonDepth)) return Effect.fail(tooDeep)
-        let json: unknown
-        try {
-          json = JSON.parse(text)
-        } catch {
-          const empty = text.trim() === ""
-          return Effect.fail(
-            badRequest(
-              "malformed_json",
-              empty ? "body: is empty; a JSON object is required" : "body: is not valid JSON"
-            )
-          )
-        }
-        const decoded = decode(json)
-        return Result.isSuccess(decoded)
-          ? Effect.succeed(decoded.success)
-          : Effect.fail(badRequest("validation_failed", describeIssue(decoded.failure, "body", json)))
-      })
+export const readNewPet = Effect.flatMap(
+  HttpServerRequest.HttpServerRequest,
+  (request): Effect.Effect<NewPet, UnsupportedMediaType | PayloadTooLarge | BadRequest> => {
+    const contentType = request.headers["content-type"]
+    if (contentType === undefined || !/^application\/json\s*(;|$)/i.test(contentType.trim())) {
+      return Effect.fail(unsupportedMediaType)
     }
-  )
-}
+    return Effect.flatMap(readText(request), (text) => {
+      if (nestsDeeperThan(text, maxJsonDepth)) return Effect.fail(tooDeep)
+      let json: unknown
+      try {
+        json = JSON.parse(text)
+      } catch {
+        const empty = text.trim() === ""
+        return Effect.fail(
+          badRequest(
+            "malformed_json",
+            empty ? "body: is empty; a JSON object is required" : "body: is not valid JSON"
+          )
+        )
+      }
+      const decoded = decodeNewPet(json)
+      return Result.isSuccess(decoded)
+        ? Effect.succeed(decoded.success)
+        : Effect.fail(badRequest("validation_failed", describeIssue(decoded.failure, "body", json)))
+    })
+  }
+)
 
 /** Whether `text` nests arrays or objects deeper than `max`, in one pass (brackets in strings skipped). */
 const nestsDeeperThan = (text: string, max: number): boolean => {
