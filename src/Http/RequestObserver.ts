@@ -22,20 +22,18 @@ const statusOf = (exit: Exit.Exit<HttpServerResponse.HttpServerResponse, unknown
   Exit.isSuccess(exit) ? exit.value.status : isClientAbort(exit.cause) ? 499 : 500
 
 /**
- * Where a request enters: its record, duration, gauge in flight, log line and, if sampled, server span. Not
- * `HttpMiddleware.tracer`: it follows B3, refuses a later `traceparent`, writes `http.route` as `/v1/pets/:petId`,
- * and spans every request.
+ * Where a request enters: its record, duration, gauge in flight, log line and, if sampled, server span (`sample` asked
+ * first). Not `HttpMiddleware.tracer`: it follows B3, refuses a later `traceparent`, writes `http.route` as
+ * `/v1/pets/:petId`, and spans every request.
  */
-export const makeRequestObserver = (options: {
+export const makeRequestObserver = ({ clientAddress, ended, metrics, tracing }: {
   readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress
   readonly metrics: boolean
-  /** With tracing: whether a trace is recorded, asked once per request before any span is made. */
   readonly tracing:
     | { readonly sample: Sampler; readonly tracer: Tracer.Tracer; readonly clock: Clock.Clock }
     | undefined
   readonly ended?: ((record: RequestRecord, route: string, status: number) => void) | undefined
 }) => {
-  const { clientAddress, ended, metrics, tracing } = options
   const routeOf = makeRouteLabels(metrics)
 
   /** The request's server span, when the sampler chooses it, named by its method until its route is known. */
