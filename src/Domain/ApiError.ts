@@ -86,18 +86,15 @@ export const codesOf = <Code extends string>(
  * decodes to the class, so clients get `instanceof NotFound`.
  */
 const ErrorBody = <
-  Self extends { readonly code: Code; readonly message: string; readonly status: Status },
-  Tag extends string,
-  Code extends string,
-  Status extends number
+  Self extends { readonly _tag: string; readonly code: string; readonly message: string; readonly status: number }
 >(
   error: Schema.Codec<Self, unknown> & {
-    new(body: { readonly code: Code; readonly message: string; readonly status: Status }): Self
+    new(body: Pick<Self, "code" | "message" | "status">): Self
     readonly fields: {
-      readonly _tag: Schema.tag<Tag>
-      readonly code: Schema.Codec<Code>
+      readonly _tag: Schema.tag<Self["_tag"]>
+      readonly code: Schema.Codec<Self["code"]>
       readonly message: Schema.String
-      readonly status: Schema.Codec<Status>
+      readonly status: Schema.Codec<Self["status"]>
     }
   },
   description: string
@@ -115,7 +112,7 @@ const ErrorBody = <
         encode: ({ code, message, status }) => ({ code, message, status })
       })
     ),
-    HttpApiSchema.status((status.ast as SchemaAST.Literal).literal as Status)
+    HttpApiSchema.status((status.ast as SchemaAST.Literal).literal as number)
   ).annotate({ description })
 }
 
