@@ -28,7 +28,7 @@ type Answer<E> = Effect.Effect<
  */
 const refusal = (code: Unauthorized["code"], message: string) => ({
   code,
-  response: errorResponse(new Unauthorized({ code, message }), {
+  response: errorResponse(new Unauthorized({ code, message, status: 401 }), {
     "www-authenticate": code === "missing_api_key"
       ? `Bearer realm="petstore"`
       : `Bearer realm="petstore", error="invalid_token"`
@@ -38,7 +38,8 @@ const missingKey = refusal("missing_api_key", "Authorization: an API key is requ
 const malformedKey = refusal("invalid_api_key", "Authorization: must be \"Bearer <API key>\"")
 const unknownKey = refusal("invalid_api_key", "Authorization: the API key is unknown or revoked")
 
-const rateLimited = (message: string) => errorResponse(new TooManyRequests({ code: "rate_limited", message }))
+const rateLimited = (message: string) =>
+  errorResponse(new TooManyRequests({ code: "rate_limited", message, status: 429 }))
 const tooManyFailures = rateLimited(
   "Too many failed authentications from this address; retry after the Retry-After seconds"
 )

@@ -1,4 +1,4 @@
-import { Effect, Schema, SchemaAST, SchemaTransformation } from "effect"
+import { Schema, SchemaAST, SchemaTransformation } from "effect"
 import { HttpApiSchema } from "effect/http-api"
 
 /** One of `codes`; a single code is its literal (a union of one reads as `anyOf` in the document). */
@@ -22,8 +22,7 @@ const ApiError =
         description: "Human-readable description, naming the offending field or parameter and the rule it broke.",
         examples: ["name: must be a string of 1 to 255 characters"]
       }),
-      // The class's own status: a constructor names only the code and the message.
-      status: Schema.Literal(status).pipe(Schema.withConstructorDefault(Effect.succeed(status))).annotate({
+      status: Schema.Literal(status).annotate({
         description: "The HTTP status code of the response.",
         examples: [status]
       })
@@ -94,7 +93,7 @@ const ErrorBody = <
       readonly _tag: Schema.tag<Self["_tag"]>
       readonly code: Schema.Codec<Self["code"]>
       readonly message: Schema.String
-      readonly status: Schema.Codec<Self["status"]>
+      readonly status: Schema.Literal<Self["status"]>
     }
   },
   description: string
@@ -112,7 +111,7 @@ const ErrorBody = <
         encode: ({ code, message, status }) => ({ code, message, status })
       })
     ),
-    HttpApiSchema.status((status.ast as SchemaAST.Literal).literal as number)
+    HttpApiSchema.status(status.literal)
   ).annotate({ description })
 }
 

@@ -39,7 +39,8 @@ const makeProbe = (
 /** This instance cannot use its SQLite file: the one fault of the store that is its alone. */
 const unusable = new ServiceUnavailable({
   code: "database_unavailable",
-  message: "database: this instance's SQLite file was deleted, replaced or is damaged; restart it on the right file"
+  message: "database: this instance's SQLite file was deleted, replaced or is damaged; restart it on the right file",
+  status: 503
 })
 
 export const HealthHttpLive = HttpApiBuilder.group(PetStoreApi, "health", (handlers) =>

@@ -6,5 +6,6 @@ export class Stopping extends Context.Service<Stopping, { readonly begun: () => 
 
 export const shuttingDown = new ServiceUnavailable({
   code: "shutting_down",
-  message: "The instance is shutting down; retry"
+  message: "The instance is shutting down; retry",
+  status: 503
 })

@@ -18,7 +18,8 @@ export class Cursors extends Context.Service<Cursors, {
     const sign = (payload: string) => createHmac("sha256", secret).update(payload).digest().subarray(0, 16)
     const invalid = new BadRequest({
       code: "invalid_cursor",
-      message: "cursor: is not a cursor this service issued for this status filter"
+      message: "cursor: is not a cursor this service issued for this status filter",
+      status: 400
     })
     const encode: Cursors["Service"]["encode"] = ({ afterId, status }) => {
       const payload = `${afterId}.${status ?? ""}`

@@ -42,20 +42,24 @@ const created = (pet: Pet) => Effect.as(noteResponseHeaders({ location: `/v1/pet
 
 const inProgress = new Conflict({
   code: "idempotency_request_in_progress",
-  message: "Idempotency-Key: a request with this key is still being processed; retry later"
+  message: "Idempotency-Key: a request with this key is still being processed; retry later",
+  status: 409
 })
 const reused = new UnprocessableContent({
   code: "idempotency_key_reused",
-  message: "Idempotency-Key: was used with a different request body"
+  message: "Idempotency-Key: was used with a different request body",
+  status: 422
 })
 
 const readOnly = new ServiceUnavailable({
   code: "read_only",
-  message: "The store is read-only while its database is moved; reads are served, retry the create after Retry-After"
+  message: "The store is read-only while its database is moved; reads are served, retry the create after Retry-After",
+  status: 503
 })
 const readOnlyHeaders = retryAfterHeader("read_only")
 
-const notFound = (petId: PetId) => new NotFound({ code: "pet_not_found", message: `petId: no animal has id ${petId}` })
+const notFound = (petId: PetId) =>
+  new NotFound({ code: "pet_not_found", message: `petId: no animal has id ${petId}`, status: 404 })
 
 export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers) =>
   Effect.gen(function*() {
@@ -134,7 +138,8 @@ export const SunsetPolicyLive = Layer.effect(
     }
     const removed = new Gone({
       code: "endpoint_removed",
-      message: `GET /v1/pets/{petId} was removed on ${headers.sunset}; use GET /v1/pets with the status filter`
+      message: `GET /v1/pets/{petId} was removed on ${headers.sunset}; use GET /v1/pets with the status filter`,
+      status: 410
     })
     const sunsetMillis = getPetSunsetAt.getTime()
     const beforeSunset = <A, E, R>(httpEffect: Effect.Effect<A, E, R>, now: number): Effect.Effect<A, E | Gone, R> =>

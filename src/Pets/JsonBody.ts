@@ -9,18 +9,20 @@ const maxBodyBytes = 64 * 1024
 /** How deep arrays and objects may nest in a body: a NewPet is flat, and `JSON.parse` recurses once per level. */
 const maxJsonDepth = 32
 
-const badRequest = (code: BadRequest["code"], message: string) => new BadRequest({ code, message })
+const badRequest = (code: BadRequest["code"], message: string) => new BadRequest({ code, message, status: 400 })
 const tooDeep = badRequest(
   "validation_failed",
   `body: must not nest arrays or objects more than ${maxJsonDepth} levels deep`
 )
 const tooLarge = new PayloadTooLarge({
   code: "payload_too_large",
-  message: `body: must be at most ${maxBodyBytes} bytes`
+  message: `body: must be at most ${maxBodyBytes} bytes`,
+  status: 413
 })
 const unsupportedMediaType = new UnsupportedMediaType({
   code: "unsupported_media_type",
-  message: "Content-Type: must be application/json"
+  message: "Content-Type: must be application/json",
+  status: 415
 })
 
 /** A body cut short: its client closed the connection, so the request ends as aborted (499), not as a failure. */

@@ -7,12 +7,14 @@ import { errorResponse } from "./ErrorResponse.js"
 const unavailable = {
   database_unavailable: new ServiceUnavailable({
     code: "database_unavailable",
-    message: "The database cannot serve this request now; retry"
+    message: "The database cannot serve this request now; retry",
+    status: 503
   }),
   database_read_only: new ServiceUnavailable({
     code: "database_read_only",
     message:
-      "The database is read-only (a standby, or writes turned off): reads are served; retry the create after Retry-After"
+      "The database is read-only (a standby, or writes turned off): reads are served; retry the create after Retry-After",
+    status: 503
   })
 } as const
 
