@@ -29,11 +29,9 @@ const removeWithCompanions = (file: string) => {
 const removingOnFailure = (file: string) =>
   Effect.onError(() => Effect.ignore(Effect.try(() => removeWithCompanions(file))))
 
-/** SQLite's check of every page, `ok` or what it found. */
 const integrityOf = (sql: SqlClient.SqlClient) =>
   Effect.map(sql<{ integrity_check: string }>`PRAGMA integrity_check`, ([check]) => check?.integrity_check)
 
-/** The rows per table the store holds, as a summary line lists them. */
 const rowCounts = (sql: SqlClient.SqlClient) =>
   Effect.flatMap(tablesOf(sql), (names) =>
     Effect.forEach(
@@ -57,8 +55,7 @@ export const backup = (store: Store, file: string) => {
       })
     }
     if (fs.existsSync(file)) return yield* new MoveError({ message: `backup: ${file} already exists; name a new file` })
-    // Made empty before SQLite writes into it, so that a folder it cannot be written in is told as
-    // the backup's; its folder made first (a fresh checkout has no `backups/`, the documented one).
+    // Made empty first, so that a folder SQLite cannot write in is told as the backup's.
     yield* Effect.try({
       try: () => {
         if (!fs.existsSync(dirname(file))) fs.mkdirSync(dirname(file), { recursive: true })
@@ -144,8 +141,7 @@ const holdReplaced = (store: Store & { readonly engine: "sqlite" }, idsMayRepeat
     yield* sql`PRAGMA locking_mode = EXCLUSIVE`
     const handedOut = new Map<string, number>()
     for (const table of yield* Ids.sequencedIn(sql)) handedOut.set(table.name, yield* Ids.lastHandedOut(sql, table))
-    // Its WAL written back into it and removed, so that none is left under the name; then the
-    // exclusive lock held whatever its journal mode was.
+    // Its WAL written back and removed, none left under the name; then the lock held whatever the mode.
     yield* sql`PRAGMA journal_mode = DELETE`
     yield* sql`BEGIN EXCLUSIVE`
     return { handedOut, warning: undefined }
@@ -159,10 +155,7 @@ const holdReplaced = (store: Store & { readonly engine: "sqlite" }, idsMayRepeat
   ))
 }
 
-/**
- * Puts a `db backup` back over the SQLite file, the service stopped: copied beside it, checked, its
- * next ids set above every id the replaced file handed out, renamed over it. A refusal changes nothing.
- */
+/** Puts a `db backup` back over the SQLite file: copied beside it, checked, its ids raised, renamed over it. */
 export const restore = (store: Store, backupFile: string, options: { readonly idsMayRepeat: boolean }) => {
   if (store.engine !== "sqlite") {
     return Effect.fail(refused(

@@ -67,8 +67,7 @@ const cleanUp = (
       Effect.as(true),
       Effect.orElseSucceed(() => false)
     )
-    // In a fiber of its own: the copy unwinds uninterruptibly (and, stopped by a signal, is
-    // already interrupted), where the bound could not cut the wait short.
+    // In a fiber of its own: the copy unwinds uninterruptibly, where the bound could not cut the wait.
     const removed = yield* Effect.flatMap(Effect.forkDetach(removal, { uninterruptible: false }), Fiber.join)
     interruption.line = removed ? asBefore : `interrupted: nothing was committed; ${store.label} did not answer in ` +
       "time to remove the empty tables this copy made in it, and a copy into it again works"
@@ -143,19 +142,11 @@ const fillTarget = (
       yield* onTarget(withoutSecondaryIndexes(target, table.name, onSource(fill)))
     }
     const copied = copying.finish()
-    const nextIds: Array<string> = []
-    for (const [i, table] of Ids.sequencedTables.entries()) {
-      const highest = yield* onTarget(Ids.highestId(target, table))
-      yield* onTarget(Ids.setNextId(target, table, Math.max(sourceNext[i]!, highest + 1)))
-      const next = yield* onTarget(Ids.nextId(target, table))
-      if (next <= highest || next < sourceNext[i]!) {
-        return yield* new MoveError({
-          message: `target ${to.label}: the next ${table.name} id would be ${next}, not above the copied ids ` +
-            `(highest ${highest}, source's next ${sourceNext[i]}); nothing was committed`
-        })
-      }
-      nextIds.push(`next ${table.name} id ${next}`)
-    }
+    // Next ids above every copied id and every id the source handed out.
+    const raised = yield* onTarget(
+      Ids.raiseNextIds(target, (table) => sourceNext[Ids.sequencedTables.indexOf(table)]! - 1)
+    )
+    const nextIds = raised.map(({ name, next }) => `next ${name} id ${next}`)
     const verifying = makeProgress("verifying", copied.rows)
     const targetSums = yield* onTarget(checksums(target, copiedTables, verifying.advance))
     const verified = verifying.finish()
@@ -169,10 +160,7 @@ const fillTarget = (
     return { comparison, copied, verified, nextIds, counts, sourceNext }
   })
 
-/**
- * Copies every table from a snapshot of `from` into `to`, built by this build's migrations, in one
- * transaction. A failure leaves the target as it was, or removes what the copy made (`cleanUp`).
- */
+/** Copies a snapshot of `from` into `to` in one transaction; a failure removes what the copy made (`cleanUp`). */
 export const copy = (from: Store, to: Store) => {
   const created = { file: false, tables: [] as Array<string> }
   const [onSource, onTarget] = [failingAs(from, "source"), failingAs(to, "target")]
@@ -199,9 +187,8 @@ export const copy = (from: Store, to: Store) => {
     if (Option.isSome(since)) yield* settled(since.value)
 
     const startedAt = performance.now()
-    // Each client keeps its own transaction in the fiber: the source's reads stay in its snapshot
-    // inside the target's transaction. A lost connection fails the rollback too, which `effect/sql`
-    // makes a defect.
+    // The source's reads stay in its snapshot inside the target's transaction. A lost connection
+    // fails the rollback too, which `effect/sql` makes a defect.
     const snapshot = yield* onSource(Effect.catchDefect(
       inSnapshot(
         source,

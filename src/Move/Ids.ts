@@ -9,7 +9,6 @@ export type SequencedTable = Table & { readonly sequence: string }
 /** The tables whose ids come from a sequence, which must stay above every id handed out. */
 export const sequencedTables = tables.filter((table): table is SequencedTable => table.sequence !== undefined)
 
-/** The tables with an id sequence that the store holds. */
 export const sequencedIn = (sql: SqlClient.SqlClient) =>
   Effect.map(tablesOf(sql), (names) => sequencedTables.filter((table) => names.has(table.name)))
 
@@ -35,14 +34,12 @@ export const nextId = (sql: SqlClient.SqlClient, table: SequencedTable) =>
       )
   })
 
-/** The highest id in the table, 0 when empty. */
 export const highestId = (sql: SqlClient.SqlClient, table: SequencedTable) =>
   Effect.map(
     sql.unsafe<{ id: string | number | null }>(`SELECT max(${table.sequence}) AS id FROM ${table.name}`),
     ([row]) => Number(row?.id ?? 0)
   )
 
-/** Makes `next` the id the table's next row gets. */
 export const setNextId = (sql: SqlClient.SqlClient, table: SequencedTable, next: number) =>
   sql.onDialectOrElse({
     pg: () => sql`SELECT setval(pg_get_serial_sequence(${table.name}, ${table.sequence}), ${next}, false)`,

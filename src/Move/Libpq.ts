@@ -1,15 +1,7 @@
 import { readFileSync, statSync } from "node:fs"
 import { homedir } from "node:os"
 import { join } from "node:path"
-
-/** A URL part percent-decoded, or as it is when it does not decode. */
-export const decode = (text: string) => {
-  try {
-    return decodeURIComponent(text)
-  } catch {
-    return text
-  }
-}
+import { decode } from "../Sql/PostgresConnection.js"
 
 const env = (name: string) => process.env[name] || undefined
 
@@ -25,11 +17,7 @@ const fieldsOf = (line: string): Array<string> => {
   return fields
 }
 
-/**
- * The password file's password for a URL that gives none, as `psql` finds it (`PGPASSFILE` or
- * `~/.pgpass`, unless others may read it): `pg` reads `PGUSER` and `PGPASSWORD`, this file only with
- * a deprecation warning.
- */
+/** The password file's password for a URL that gives none, as `psql` finds it: `pg` reads it only with a warning. */
 export const passwordFileLogin = (databaseUrl: string): string | undefined => {
   const url = new URL(databaseUrl)
   if (url.password !== "" || env("PGPASSWORD") !== undefined) return undefined

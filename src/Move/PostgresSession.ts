@@ -11,21 +11,13 @@ import {
   UnknownError
 } from "effect/sql/SqlError"
 import Pg from "pg"
+import { connectionError } from "../Sql/PostgresConnection.js"
 import { passwordFileLogin } from "./Libpq.js"
 
-/**
- * How long the db command waits for a PostgreSQL server to connect and to answer, rather than as
- * long as the kernel keeps a silent socket open. With the defaults, a copy into a server that stops
- * answering ends within 30 s: 20 s for the answer, then at most 5 s to clean up (`Copy.ts`).
- */
-export interface Deadlines {
-  readonly connectMillis: number
-  readonly statementMillis: number
-}
+/** How long the db command waits for PostgreSQL to connect and to answer, rather than as long as a silent socket stays open. */
+const defaults = { connectMillis: 10_000, statementMillis: 20_000 }
 
-const defaults: Deadlines = { connectMillis: 10_000, statementMillis: 20_000 }
-
-export const Deadlines = Context.Reference<Deadlines>("petstore/Move/Deadlines", { defaultValue: () => defaults })
+export const Deadlines = Context.Reference("petstore/Move/Deadlines", { defaultValue: () => defaults })
 
 const seconds = (name: string, defaultMillis: number) =>
   Config.schema(
@@ -35,16 +27,14 @@ const seconds = (name: string, defaultMillis: number) =>
     name
   ).pipe(Config.map((n) => Math.round(n * 1000)), Config.withDefault(defaultMillis))
 
-export const deadlinesConfig: Config.Config<Deadlines> = Config.all({
+export const deadlinesConfig: Config.Config<typeof defaults> = Config.all({
   connectMillis: seconds("DB_CONNECT_TIMEOUT_SECONDS", defaults.connectMillis),
   statementMillis: seconds("DB_STATEMENT_TIMEOUT_SECONDS", defaults.statementMillis)
 })
 
 /**
- * One session on `pg`, the driver `COPY … FROM STDIN` needs (`@effect/sql-pg` refuses COPY), as an
- * `effect/sql` `SqlClient`, so that a copy's whole transaction runs on it. A wait past its deadline,
- * or given up, closes the session and fails every later use at once: a statement left running would
- * hold every later one, a `ROLLBACK` included; the server rolls back a session that ends.
+ * One session on `pg`, which COPY needs, as a `SqlClient`. A wait past its deadline, or given up,
+ * closes the session and fails every later use: a statement left running would hold every later one.
  */
 export interface PostgresSession {
   readonly sql: SqlClient.SqlClient
@@ -75,10 +65,7 @@ const noAnswer = (millis: number, variable: string, operation: string) => {
   })
 }
 
-const gaveUp = "the session was closed: the command stopped waiting for it"
-const abandoned = new SqlError({
-  reason: new ConnectionError({ cause: new Error(gaveUp), message: gaveUp, operation: "execute" })
-})
+const abandoned = connectionError("the session was closed: the command stopped waiting for it", "execute")
 
 /** The server processes of the sessions closed here, by URL: a busy one holds its locks till its statement ends. */
 const abandonedBackends = new Map<string, Set<number>>()

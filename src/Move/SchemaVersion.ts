@@ -3,8 +3,8 @@ import type { SqlClient } from "effect/sql"
 import { migrations } from "../Sql/Migrations.js"
 import { readOnlySince, setReadOnly, settleMillis } from "../Sql/ReadOnlyMode.js"
 import { engineName, MoveError, onStore, type Store } from "./Store.js"
+import { countRows } from "./Tables.js"
 
-/** The table `effect/sql`'s migrator records the applied migrations in. */
 export const migrationsTable = "effect_sql_migrations"
 
 /** The schema version this build's migrations give either engine: the highest migration id. */
@@ -32,20 +32,13 @@ export const versionOf = (sql: SqlClient.SqlClient): Effect.Effect<Option.Option
       )
       : Effect.succeed(Option.none()))
 
-/** The store's schema version, refused when the service never migrated it. */
 export const requireVersion = (sql: SqlClient.SqlClient, store: Store, role: string) =>
-  Effect.flatMap(
-    versionOf(sql),
-    Option.match({
-      onNone: () =>
-        Effect.fail(
-          new MoveError({
-            message: `${role} ${store.label} is not a Pet Store database: it has no ${migrationsTable} table`
-          })
-        ),
-      onSome: Effect.succeed
-    })
-  )
+  Effect.flatMap(versionOf(sql), (version) =>
+    Option.isSome(version) ? Effect.succeed(version.value) : Effect.fail(
+      new MoveError({
+        message: `${role} ${store.label} is not a Pet Store database: it has no ${migrationsTable} table`
+      })
+    ))
 
 /** Refuses a store whose schema is not the one this build's migrations make, naming both versions. */
 export const requireKnownVersion = (sql: SqlClient.SqlClient, store: Store, role: string) =>
@@ -75,11 +68,7 @@ export const status = (store: Store) =>
         .filter((name) => name !== migrationsTable && !name.startsWith("sqlite_"))
         .sort()
       const since = names.includes("settings") ? yield* readOnlySince(sql) : Option.none()
-      const counts = yield* Effect.forEach(names, (name) =>
-        Effect.map(
-          sql.unsafe<{ count: string | number }>(`SELECT count(*) AS count FROM "${name}"`),
-          ([row]) => Number(row?.count ?? 0)
-        ))
+      const counts = yield* Effect.forEach(names, (name) => countRows(sql, { name }))
       return [
         `engine          ${engineName(store)}`,
         `database        ${store.label}`,

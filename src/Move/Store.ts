@@ -4,8 +4,9 @@ import type { SqlClient } from "effect/sql"
 import { isSqlError } from "effect/sql/SqlError"
 import { existsSync } from "node:fs"
 import { databaseUrlProblem, defaultDatabaseUrl, isPostgresUrl, sqliteFilename } from "../Config/AppConfig.js"
+import { decode } from "../Sql/PostgresConnection.js"
 import * as SqliteClient from "../Sql/SqliteClient.js"
-import { decode, passwordFileLogin } from "./Libpq.js"
+import { passwordFileLogin } from "./Libpq.js"
 import { openSession } from "./PostgresSession.js"
 
 /** A failure of the db command, as the one line it prints (never a password). */
@@ -18,10 +19,7 @@ export type Store =
 
 export const engineName = (store: Store) => (store.engine === "sqlite" ? "SQLite" : "PostgreSQL")
 
-/**
- * The line the db command prints when a signal stops it, kept true as the command goes: printed when
- * its clean-up ends, or by the stop's bound (`CommandLine/Run.ts`).
- */
+/** The line the db command prints when a signal stops it, kept true as the command goes. */
 export const interruption = {
   line: "interrupted: nothing was left half-done (a copy's target is as it was before)"
 }
@@ -40,7 +38,6 @@ export const withoutPassword = (value: string): string => {
   return `${scheme}${/[/?#@]/.test(userinfo) || user === "" ? "" : `${user}@`}${rest.slice(at + 1)}`
 }
 
-/** The password a `postgres://` URL holds, decoded; "" when none. */
 export const passwordOf = (url: string): string => decode(new URL(url).password)
 
 /** The store a value names, refused as the service refuses it (`databaseUrlProblem`). */
@@ -67,7 +64,6 @@ const driverCause = (error: unknown): unknown =>
     ? error.cause
     : error
 
-/** A driver's code (an errno, a SQLSTATE, a SQLite result code), "" when none. */
 export const codeOf = (error: unknown): string => {
   const cause = driverCause(error)
   return Predicate.hasProperty(cause, "code") ? String(cause.code) : ""
@@ -114,11 +110,7 @@ const hintOf = (error: unknown): string | undefined => {
   }
 }
 
-/**
- * One line for a driver's failure on a store: which store, what happened, the driver's words.
- * Words that hold a password (the URL's, `PGPASSWORD`, the password file's) are left out whole: a
- * mark where it stood would show a short one.
- */
+/** One line for a driver's failure on a store; words holding a password are left out whole (a mark would show its length). */
 export const describeStoreFailure = (store: Store, role: string, error: unknown): MoveError => {
   if (error instanceof MoveError) return error
   const cause = driverCause(error)
@@ -136,7 +128,6 @@ export const describeStoreFailure = (store: Store, role: string, error: unknown)
   })
 }
 
-/** Tells a failure on a store in one line (`describeStoreFailure`). */
 export const failingAs = (store: Store, role: string) =>
   Effect.mapError((error: unknown) => describeStoreFailure(store, role, error))
 
@@ -165,7 +156,6 @@ export const connect = (
   }).pipe(failingAs(store, role))
 }
 
-/** Runs `work` on the store opened in `mode`, its failures told in one line. */
 export const onStore = <A, E>(
   store: Store,
   mode: "read" | "write",

@@ -16,12 +16,7 @@ export interface Table {
   readonly replaced?: boolean
 }
 
-/**
- * What the move copies, in an order that satisfies the foreign keys; their columns are read from
- * both databases (`Verify.ts`). Not copied: `rate_limit_buckets` (PostgreSQL only, refilled within
- * seconds), `effect_sql_migrations` (the target's own), and the `read_only` setting, so the new
- * store starts writable.
- */
+/** What the move copies, in foreign keys' order; not the rate-limit buckets, the migrations, the `read_only` setting. */
 export const tables: ReadonlyArray<Table> = [
   { name: "pets", sequence: "id" },
   { name: "api_keys", sequence: "id" },
@@ -41,7 +36,6 @@ export const quoted = (name: string) => `"${name.replaceAll(`"`, `""`)}"`
 /** A row in canonical form: every value as text (or null), so both engines' rows compare equal. */
 export type CanonicalRow = Array<string | null>
 
-/** The select list that reads a column in a form `canonicalValue` turns canonical. */
 const selectColumn = (dialect: "pg" | "sqlite", column: Column) =>
   dialect === "pg" && column.kind === "time"
     ? `to_char(${quoted(column.name)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
@@ -67,10 +61,7 @@ const canonicalValue = (kind: ColumnKind, value: unknown): string | null =>
   value === null || value === undefined ? null : kind === "time" ? canonicalTime(String(value)) : String(value)
 
 /** A table's pages of canonical rows in key order after the previous page's last row: an index range scan each. */
-const pageReader = (
-  sql: SqlClient.SqlClient,
-  table: CopiedTable
-): (after: CanonicalRow | undefined) => Effect.Effect<Array<CanonicalRow>, unknown> => {
+const pageReader = (sql: SqlClient.SqlClient, table: CopiedTable) => {
   const dialect = sql.onDialectOrElse({ pg: () => "pg" as const, orElse: () => "sqlite" as const })
   const placeholder = (i: number) => (dialect === "pg" ? `$${i}` : "?")
   const key = table.columns.slice(0, table.keyLength)
@@ -92,7 +83,7 @@ const pageReader = (
   const first = statement(false)
   const next = statement(true)
   const kinds = table.columns.map((column) => column.kind)
-  return (after) => {
+  return (after: CanonicalRow | undefined) => {
     const params: Array<unknown> = after === undefined
       ? []
       : key.map((column, i) => (column.kind === "integer" && dialect === "sqlite" ? Number(after[i]) : after[i]))
@@ -111,12 +102,6 @@ const pageReader = (
 /** Rows per page read; a page of pets is a few MiB in memory. */
 const batchSize = 2_000
 
-/** A turn of the event loop: SQLite's reads never wait, and a signal or a deadline would go unheard till the end. */
-const nextTurn = Effect.callback<void>((resume) => {
-  const turn = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(turn))
-})
-
 /** Every page of a table in key order, the next read while `onPage` works on this one: the engines' work overlaps. */
 export const forEachPage = <E, R>(
   sql: SqlClient.SqlClient,
@@ -128,17 +113,16 @@ export const forEachPage = <E, R>(
     rows.length < batchSize
       ? onPage(rows)
       : Effect.flatMap(
-        Effect.zip(onPage(rows), Effect.andThen(nextTurn, read(rows[rows.length - 1])), { concurrent: true }),
+        // A turn of the event loop between pages: SQLite's reads never wait, and a signal would go unheard.
+        Effect.zip(onPage(rows), Effect.andThen(Effect.yieldNow, read(rows[rows.length - 1])), { concurrent: true }),
         ([, next]) => loop(next)
       )
   return Effect.flatMap(read(undefined), loop)
 }
 
-/** The rows of a table the move copies, as a `FROM` clause. */
 export const movedRows = (table: Table) =>
-  `FROM ${table.name}${table.where === undefined ? "" : ` WHERE ${table.where}`}`
+  `FROM ${quoted(table.name)}${table.where === undefined ? "" : ` WHERE ${table.where}`}`
 
-/** The row count of a table (without the rows left out of the move). */
 export const countRows = (sql: SqlClient.SqlClient, table: Table) =>
   Effect.map(
     sql.unsafe<{ count: number | string }>(`SELECT count(*) AS count ${movedRows(table)}`),

@@ -37,12 +37,7 @@ export class Checksum {
 type DeclaredKind = ColumnKind | "time or text"
 
 /** A column as a catalogue has it: `kind` undefined for a type the move does not carry; `key` from 1 in the key. */
-interface CatalogueColumn {
-  readonly name: string
-  readonly type: string
-  readonly kind: DeclaredKind | undefined
-  readonly key: number
-}
+type CatalogueColumn = Readonly<{ name: string; type: string; kind: DeclaredKind | undefined; key: number }>
 
 /** SQLite's rules for a declared type's affinity: INTEGER and TEXT are the ones the service's tables use. */
 const sqliteKind = (type: string): DeclaredKind | undefined =>
@@ -95,7 +90,6 @@ const commonKind = (source: CatalogueColumn, target: CatalogueColumn): ColumnKin
   return { problem: `is ${source.type} on the source but ${target.type} on the target` }
 }
 
-/** A side of a copy or verify: the open database and the store it is. */
 type Side = { readonly sql: SqlClient.SqlClient; readonly store: Store }
 
 /** Every table the move copies, with every column both sides hold; a column only one holds, or not carried, refused. */

@@ -1,11 +1,11 @@
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { once } from "node:events"
 import { from as copyFrom } from "pg-copy-streams"
 import { pgFailure, type PostgresSession } from "./PostgresSession.js"
 import { type CanonicalRow, type Column, type CopiedTable, quoted, sqliteTime } from "./Tables.js"
 
-/** How the copy fills a table in the target's transaction, page by page. */
 export interface TableWriter {
   readonly write: (rows: ReadonlyArray<CanonicalRow>) => Effect.Effect<void, SqlError>
   readonly end: Effect.Effect<void, SqlError>
@@ -30,19 +30,7 @@ const copyIn = (session: PostgresSession, table: CopiedTable): Effect.Effect<Tab
       failure = error
     })
     // Each wait for the server to take rows is bounded as a statement is (`PostgresSession.ts`).
-    const settled = (event: "drain" | "finish") =>
-      new Promise<void>((resolve, reject) => {
-        const onEvent = () => {
-          stream.off("error", onError)
-          resolve()
-        }
-        const onError = (error: Error) => {
-          stream.off(event, onEvent)
-          reject(error)
-        }
-        stream.once(event, onEvent)
-        stream.once("error", onError)
-      })
+    const settled = (event: "drain" | "finish") => once(stream, event).then(() => undefined)
     const unlessFailed = <A>(effect: () => Effect.Effect<A, SqlError>) =>
       Effect.suspend(() => failure === undefined ? effect() : Effect.fail(pgFailure(failure, "copy")))
     return {

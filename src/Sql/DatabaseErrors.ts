@@ -44,7 +44,6 @@ export const databaseWords = (error: SqlError): string => {
   return error.reason.message ?? error.reason._tag
 }
 
-/** `error` as a `DatabaseUnavailable` when it means the database cannot serve now, else undefined. */
 export const toUnavailable = (error: SqlError): DatabaseUnavailable | undefined => {
   const reason = unavailabilityOf(error)
   return reason === undefined ? undefined : new DatabaseUnavailable({ reason, message: databaseWords(error) })

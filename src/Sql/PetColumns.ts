@@ -37,7 +37,6 @@ const text: ColumnCodec<string> = {
   read: (value) => (typeof value === "string" ? value : undefined)
 }
 
-/** Text that is one of the schema's literals. */
 const oneOf = <const A extends string>(literals: ReadonlyArray<A>): ColumnCodec<A> => {
   const known: ReadonlySet<unknown> = new Set(literals)
   return { write: (value) => value, read: (value) => (known.has(value) ? (value as A) : undefined) }

@@ -20,7 +20,8 @@ const idleInTransactionMillis = 10_000
 /** The migrations' advisory lock: any number, the same on every instance. */
 const migrationLock = 7_346_270_001
 
-const decoded = (text: string) => {
+/** A URL part percent-decoded, or as it is when it does not decode. */
+export const decode = (text: string) => {
   try {
     return decodeURIComponent(text)
   } catch {
@@ -28,10 +29,7 @@ const decoded = (text: string) => {
   }
 }
 
-/**
- * Why the service cannot start on the database `DATABASE_URL` names, in one line naming its host
- * and port, never the password (in either spelling: the driver may quote the URL decoded).
- */
+/** Why the service cannot start, naming host and port, never the password (the driver may quote it decoded). */
 const cannotStart = (databaseUrl: string, doing: string) => (error: unknown): Error => {
   // Quoting the value could show its password.
   if (!URL.canParse(databaseUrl)) {
@@ -41,33 +39,27 @@ const cannotStart = (databaseUrl: string, doing: string) => (error: unknown): Er
   }
   const { hostname, password, port } = new URL(databaseUrl)
   let words = isSqlError(error) ? databaseWords(error) : error instanceof Error ? error.message : String(error)
-  if (password !== "") words = words.replaceAll(password, "***").replaceAll(decoded(password), "***")
+  if (password !== "") words = words.replaceAll(password, "***").replaceAll(decode(password), "***")
   const address = `${hostname || "localhost"}:${port || "5432"}`
   return new Error(`Cannot ${doing} the PostgreSQL database at ${address} that DATABASE_URL names: ${words}`)
 }
 
-/**
- * The service writes on every create and migrates its schema: a standby (in recovery) or a
- * database whose sessions are read-only cannot serve it, which one statement finds at start.
- */
+/** A standby or a database whose sessions are read-only cannot serve creates nor migrate: refused at start. */
 const writable = (sql: SqlClient.SqlClient) =>
   Effect.flatMap(
-    sql<
-      { standby: boolean; read_only: string }
-    >`SELECT pg_is_in_recovery() AS standby, current_setting('transaction_read_only') AS read_only`,
-    ([row]) =>
-      row?.standby === true
-        ? Effect.fail(
-          new Error("it is a standby (in recovery), which takes no writes; point DATABASE_URL at the primary")
-        )
+    sql<{ standby: boolean; read_only: string }>`
+      SELECT pg_is_in_recovery() AS standby, current_setting('transaction_read_only') AS read_only`,
+    ([row]) => {
+      const why = row?.standby === true
+        ? "it is a standby (in recovery), which takes no writes; point DATABASE_URL at the primary"
         : row?.read_only === "on"
-        ? Effect.fail(
-          new Error("it is read-only (its sessions' default_transaction_read_only is on); make it writable")
-        )
-        : Effect.void
+        ? "it is read-only (its sessions' default_transaction_read_only is on); make it writable"
+        : undefined
+      return why === undefined ? Effect.void : Effect.fail(new Error(why))
+    }
   )
 
-const connectionError = (message: string, operation: string) =>
+export const connectionError = (message: string, operation: string) =>
   new SqlError({ reason: new ConnectionError({ cause: new Error(message), message, operation }) })
 
 const sqlErrorOf = (exit: Exit.Exit<unknown, unknown>): SqlError | undefined => {
@@ -94,11 +86,7 @@ const isLost = ({ reason }: SqlError) => {
     (Predicate.hasProperty(cause, "severity") && (cause.severity === "FATAL" || cause.severity === "PANIC"))
 }
 
-/**
- * A failure after which a session is closed rather than given back: its statement timed out or
- * was cancelled (the session may still be busy with it), or it refused a write as read-only (a
- * session keeps the `default_transaction_read_only` it started with).
- */
+/** Closed, not given back: a session still busy with a cancelled statement, or keeping its read-only default. */
 const spoils = (error: SqlError) => error.reason._tag === "StatementTimeoutError" || isReadOnly(error)
 
 /** PostgreSQL answers a `COMMIT` of a transaction already failed with `ROLLBACK`: that is a failure. */
@@ -112,12 +100,9 @@ const commit = (connection: Connection): Effect.Effect<void, SqlError> =>
   })
 
 /**
- * A statement its caller can leave: when interrupted (a request's deadline), and when the server
- * has not answered within `boundMillis`. Interrupted, `@effect/sql-pg` would wait for the server
- * to cancel it, which a hung server never does in time, and cannot interrupt a `BEGIN` at all: run
- * apart, it is interrupted in the background while the caller goes on, and `onLeft` discards its
- * session. The bound is a plain timer, as a driver's query timeout is: `Effect.timeoutOrElse`
- * would race another fiber for every statement.
+ * A statement its caller can leave, interrupted or unanswered within `boundMillis`: run apart and
+ * interrupted in the background, `onLeft` discarding its session. A plain timer, as
+ * `Effect.timeoutOrElse` would race another fiber for every statement.
  */
 const leavable = <A>(
   statement: Effect.Effect<A, SqlError>,
@@ -150,12 +135,7 @@ const leavable = <A>(
     })
   )
 
-/**
- * `effect/sql`'s client on `@effect/sql-pg`'s pool, as `PgClient.make` builds it (its compiler,
- * prepared statements, `COMMIT` checked) but with a hand on each checkout, which `PgClient` does
- * not offer: statements timed and left, spoiled sessions closed, connections counted. The first
- * connection is retried while the database refuses it (each retry logged) up to the start timeout.
- */
+/** `PgClient.make`'s client with a hand on each checkout (docs/architecture.md); the first connection retried while refused. */
 const makeClient = (
   config: AppConfig["Service"],
   observed: boolean,
@@ -188,8 +168,7 @@ const makeClient = (
         Effect.map(Scope.provide(PgPool.make(poolConfig), scope), (pool): Sessions => ({ pool, scope, borrowers: 0 }))
     )
     const full = (sessions: Sessions) => sessions.borrowers >= maxConnections
-    // Timed only when it may wait: the timeout races two fibers, which a checkout finding a session
-    // free (nearly every one) need not pay for.
+    // Timed only when it may wait: the timeout races two fibers, which nearly every checkout need not pay for.
     const waitedFor = <A, R>(take: Effect.Effect<A, SqlError, R>) =>
       Effect.timeoutOrElse(take, {
         duration: config.databaseConnectTimeout,
@@ -202,13 +181,10 @@ const makeClient = (
           ))
       })
 
-    // A server gone silent (stopped, its host frozen, the network cut) took every session opened to
-    // it, though their sockets neither answer nor close: the pool is replaced, checkouts go to a new
-    // one (to wherever the address points now: a promoted standby), the old one is closed later.
+    // A silent server took every session opened to it: the pool is replaced, the old one closed later.
     let current = yield* openPool
-    // While PostgreSQL does not answer, one checkout at a time tries it and the others fail at once:
-    // a connect given up on stays in the server's listen queue, and a server coming back starts a
-    // session for each before the new ones, which kept requests failing for seconds after an outage.
+    // While PostgreSQL does not answer, one checkout at a time tries it: a connect given up on stays in
+    // the listen queue, and a server coming back would start those first, failing requests for seconds.
     let unanswered = false
     const tryingOne = Semaphore.makeUnsafe(1)
     const silent = (sessions: Sessions): Effect.Effect<void> =>
@@ -306,8 +282,7 @@ const makeClient = (
           ? waitedFor(session)
           : session
         let lent = false
-        // Counted and its release added in one uninterruptible step (an interruption between the
-        // two would leave the count one too high), before the session's own release, so it runs after.
+        // Counted and its release added in one uninterruptible step, before the session's own release.
         const counted = Effect.andThen(
           Effect.acquireRelease(
             Effect.sync(() => {
@@ -334,8 +309,7 @@ const makeClient = (
     const acquirer = checkout(false)
     return yield* SqlClient.make({
       acquirer,
-      // `pool.use` lends without a scope: the cheaper path, taken per statement while a session
-      // is sure to be free or opened; a checkout that may wait takes the timed one.
+      // `pool.use` lends without a scope, the cheaper path, while a checkout cannot have to wait.
       borrower: (f) =>
         Effect.suspend(() => {
           const sessions = current
@@ -376,11 +350,7 @@ const makeClient = (
     })
   })
 
-/**
- * The pool's connections in use and idle, its limit, and the checkouts waiting, read at each
- * scrape. Idle: given back within the pool's idle timeout, after which the pool closes them (a
- * session retired sooner counts until then). Waiting: checkouts under way or lent that hold no session.
- */
+/** The pool's gauges, read at each scrape; idle: given back within the idle timeout, when the pool closes them. */
 const connectionsUsage = (borrowers: () => number) =>
   Effect.gen(function*() {
     const givenBack = new Map<PgConnection.PgConnection, number>()
@@ -410,17 +380,12 @@ const connectionsUsage = (borrowers: () => number) =>
     }
   })
 
-/**
- * Instances starting together queue on an advisory lock held by one session while the migrator
- * runs on the others, so the first migrates and the rest find nothing left to do; the lock goes
- * with its session if an instance dies meanwhile.
- */
+/** Instances migrate one at a time under an advisory lock, which goes with its session if an instance dies. */
 const migrate = (sql: SqlClient.SqlClient, startTimeout: Duration.Duration) =>
   Effect.scoped(Effect.gen(function*() {
     const lockHolder = yield* sql.reserve
     const statement = (text: string) => lockHolder.execute(text, [], undefined)
-    // Polled rather than waited for in one statement, which the statement timeout would cut;
-    // said every 5 s while another instance holds it. Interruptible, for its bound and a stop.
+    // Polled: one statement waiting for it would be cut by the statement timeout.
     const tryLock = Effect.map(
       statement(`SELECT pg_try_advisory_lock(${migrationLock}) AS locked`),
       (rows) => rows[0]?.locked === true
@@ -448,10 +413,7 @@ const migrate = (sql: SqlClient.SqlClient, startTimeout: Duration.Duration) =>
     yield* Effect.provideService(runMigrations, SqlClient.SqlClient, sql)
   }))
 
-/**
- * The PostgreSQL database a `postgres://` `DATABASE_URL` names, as the `SqlClient` every store
- * runs on, checked writable and migrated before anything is served.
- */
+/** The PostgreSQL database `DATABASE_URL` names, checked writable and migrated before anything is served. */
 export const PostgresConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConfig> = Layer.effect(
   SqlClient.SqlClient,
   Effect.gen(function*() {

@@ -2,7 +2,6 @@ import { Context, Effect, Layer, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 
-/** Whether the store refuses writes now. */
 export interface ReadOnlyMode {
   readonly isOn: () => boolean
 }
@@ -12,12 +11,7 @@ const reference = Context.Reference<ReadOnlyMode>("petstore/ReadOnlyMode", {
   defaultValue: () => ({ isOn: () => false })
 })
 
-/**
- * The write stop of a move: a `read_only` row in the database's `settings` table (its value: when
- * it was turned on). Every instance reads it once a second in the background, so a request only
- * reads a flag in memory; a read that fails keeps the last answer. While it is on, creates answer
- * 503 `read_only` and reads are served.
- */
+/** A move's write stop (a `read_only` setting), read once a second so a request reads memory; a failed read keeps the last. */
 export const ReadOnlyMode: typeof reference & {
   readonly layer: Layer.Layer<never, never, SqlClient.SqlClient>
 } = Object.assign(reference, {
@@ -37,13 +31,9 @@ export const ReadOnlyMode: typeof reference & {
   )
 })
 
-/**
- * How long after the flag is set every instance has refused writes for a while: a poll interval
- * for all of them to read it, and as long again for a create that passed the check just before.
- */
+/** After the flag is set: a poll for every instance to read it, as long again for a create that passed the check. */
 export const settleMillis = 2_000
 
-/** When the store's read-only mode was turned on, if it is on. */
 export const readOnlySince = (sql: SqlClient.SqlClient): Effect.Effect<Option.Option<Date>, SqlError> =>
   Effect.map(
     sql<{ value: string }>`SELECT value FROM settings WHERE name = 'read_only'`,

@@ -1,9 +1,4 @@
-/**
- * A `SqlClient` on a SQLite file through `bun:sqlite`: the stand-in for `@effect/sql-sqlite-bun`,
- * which does not load on effect 4.1.0. Beside what that client does, it keeps statements prepared,
- * waits for another process's lock in Effect rather than inside SQLite, and lends its connection
- * to statements outside a transaction until the transaction has begun.
- */
+/** The stand-in for `@effect/sql-sqlite-bun`, which does not load on effect 4.1.0 (docs/architecture.md). */
 import { Database, type Statement as Prepared } from "bun:sqlite"
 import type { Exit, Scope } from "effect"
 import { Context, Duration, Effect, identity, Latch, Layer, Schedule, Semaphore, Stream } from "effect"
@@ -17,11 +12,7 @@ const TypeId = "~petstore/SqliteClient"
 
 export interface SqliteClient extends Client.SqlClient {
   readonly [TypeId]: typeof TypeId
-  /**
-   * `Effect.map(unsafe(sql, params), transform)` run on the connection itself, without effect/sql's
-   * statement around it (compiled again, a span even untraced, the connection's acquisition), with
-   * the same lock waits, timing and failures. Inside a transaction it is the library's statement.
-   */
+  /** `Effect.map(unsafe(sql, params), transform)` without effect/sql's statement around it, outside a transaction. */
   readonly executeDirect: <A>(
     sql: string,
     params: ReadonlyArray<unknown>,
@@ -40,10 +31,7 @@ export interface SqliteClientConfig {
   readonly disableWAL?: boolean | undefined
   /** How a transaction begins (`BEGIN IMMEDIATE` takes the write lock at once); `BEGIN` by default. */
   readonly beginTransaction?: string | undefined
-  /**
-   * How long a statement may wait in all for a lock another connection holds: one answered
-   * `SQLITE_BUSY` is tried again after 1, 2, 4 … 32 ms until this has passed. None by default.
-   */
+  /** How long a statement answered `SQLITE_BUSY` is tried again (1, 2, 4 … 32 ms apart); none by default. */
   readonly lockWait?: Duration.Input | undefined
   /** Why the database can no longer be used, if so: every statement then fails with it as a `ConnectionError`. */
   readonly unusable?: (() => string | undefined) | undefined
@@ -58,11 +46,7 @@ export interface SqliteClientConfig {
 /** Statement texts kept prepared at most: the service has a few dozen; others are prepared per run. */
 const maxPrepared = 500
 
-interface Kept {
-  readonly statement: Prepared
-  readonly record: ((seconds: number) => void) | undefined
-  readonly kept: boolean
-}
+type Kept = Readonly<{ statement: Prepared; record: ((seconds: number) => void) | undefined; kept: boolean }>
 
 /** SQLite's failure classified by its code, its own words in the message a log shows. */
 const sqliteError = (cause: unknown, operation: string) => {
@@ -74,10 +58,7 @@ const sqliteError = (cause: unknown, operation: string) => {
 
 const isBusy = (error: SqlError) => error.reason._tag === "LockTimeoutError"
 
-/**
- * The client on one connection to `options.filename` (a failure to open: a `SqlError`). Rows are
- * read to their end (`all`), even one `RETURNING` row: SQLite checkpoints only after a finished statement.
- */
+/** One connection to `options.filename`; rows read to their end: SQLite checkpoints only after a finished statement. */
 export const make = (
   options: SqliteClientConfig
 ): Effect.Effect<SqliteClient, SqlError, Scope.Scope | Reactivity.Reactivity> =>
@@ -102,7 +83,6 @@ export const make = (
     )
     const { onFailure, onRun, unusable } = options
 
-    /** One synchronous run of a statement: its rows, or its failure. */
     const attempt = (sql: string, params: ReadonlyArray<unknown>, values: boolean): ReadonlyArray<any> | SqlError => {
       const reason = unusable?.()
       if (reason !== undefined) {
@@ -144,10 +124,7 @@ export const make = (
         Schedule.upTo({ duration: lockWait })
       )
 
-    /**
-     * A statement run now, its rows passed to `transform`: outside a transaction that has begun it
-     * first waits for its end. `retrying`: a try of the lock's wait, which reports its failure once.
-     */
+    /** Outside a transaction that has begun, first waits for its end; `retrying`: a try of the lock's wait. */
     const runUnobserved = <A>(
       sql: string,
       params: ReadonlyArray<unknown>,
@@ -180,13 +157,7 @@ export const make = (
       return onFailure === undefined ? failed : Effect.tapError(failed, (error) => Effect.sync(() => onFailure(error)))
     }
     /** `runUnobserved`, given to `onRun` as a whole, its waits included. */
-    const runNow = <A>(
-      sql: string,
-      params: ReadonlyArray<unknown>,
-      values: boolean,
-      outside: boolean,
-      transform: (rows: ReadonlyArray<any>) => A
-    ): Effect.Effect<A, SqlError> => {
+    const runNow: typeof runUnobserved = (sql, params, values, outside, transform) => {
       const ran = onRun?.(sql)
       const running = runUnobserved(sql, params, values, outside, transform)
       return ran === undefined ? running : Effect.onExit(running, (exit) => Effect.sync(() => ran(exit)))
@@ -245,6 +216,5 @@ export const make = (
     return Object.assign(client, { [TypeId]: TypeId, executeDirect } as const)
   })
 
-/** The client as the `SqlClient`. */
 export const layer = (config: SqliteClientConfig): Layer.Layer<Client.SqlClient, SqlError> =>
   Layer.effect(Client.SqlClient, make(config)).pipe(Layer.provide(Reactivity.layer))

@@ -12,10 +12,7 @@ import * as SqliteClient from "./SqliteClient.js"
 import { startStatementSpan, withTransactionSpans } from "./StatementSpans.js"
 import { statementDurations, statementFailures } from "./StatementTiming.js"
 
-/**
- * Set once the file is known intact: the WAL, a commit that does not wait for fsync (durable across
- * a process crash), no busy timeout (the client waits in Effect, not in a synchronous call), foreign keys.
- */
+/** Set once the file is known intact (docs/architecture.md says why each). */
 const pragmas = [
   "PRAGMA journal_mode = WAL",
   "PRAGMA synchronous = NORMAL",
@@ -23,12 +20,7 @@ const pragmas = [
   "PRAGMA foreign_keys = ON"
 ]
 
-/**
- * The SQLite database `DATABASE_URL` names, as the `SqlClient` every store runs on, migrated
- * before anything is served. A transaction takes the write lock at its `BEGIN IMMEDIATE`; a lock
- * another process holds is waited for up to `DATABASE_STATEMENT_TIMEOUT_SECONDS`, then the
- * statement fails as busy (a 503). A failure to open names the file and SQLite's reason.
- */
+/** The SQLite database `DATABASE_URL` names, migrated; a lock held past the statement timeout is busy (a 503). */
 export const SqliteConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConfig> = Layer.effect(
   SqlClient.SqlClient,
   Effect.gen(function*() {
@@ -60,10 +52,7 @@ export const SqliteConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConfig
   })
 ).pipe(Layer.provide(Reactivity.layer))
 
-/**
- * Refuses a damaged file before anything is written to it, by SQLite's own check of every page and
- * b-tree, whose first finding is the reason given; one damaged later is met as `SQLITE_CORRUPT` (503).
- */
+/** Refuses a damaged file before anything is written to it; one damaged later is met as `SQLITE_CORRUPT` (503). */
 const checkIntact = (sql: SqlClient.SqlClient) =>
   Effect.flatMap(sql.unsafe("PRAGMA quick_check(1)").values, (rows) => {
     const finding = String(rows[0]?.[0] ?? "no answer")
@@ -81,10 +70,7 @@ const statOf = (filename: string) => {
   }
 }
 
-/**
- * Watches the open file's inode every 250 ms: deleted, renamed or replaced, it would take writes no
- * later start reads, so from then on every statement is refused (503), and an error names the file once.
- */
+/** Deleted, renamed or replaced, the open file would take writes no later start reads: refused from then on (503). */
 const watchFile = (filename: string, onLost: (reason: string) => void) => {
   const opened = statOf(filename)
   if (opened === undefined) return Effect.void
@@ -101,12 +87,7 @@ const watchFile = (filename: string, onLost: (reason: string) => void) => {
 
 const reason = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
 
-/**
- * Refuses, before SQLite touches anything, a database the service could read but not write: the
- * folder must exist (the default's is created, for a first start from a checkout; any other
- * missing one is a mistyped path, which would start an empty store), and it and the file must be
- * writable (WAL and journal files live beside the database).
- */
+/** Refuses a database the service could read but not write; a missing folder other than the default's is a mistyped path. */
 const checkWritable = (databaseUrl: string, filename: string) => {
   const folder = dirname(filename)
   if (databaseUrl === defaultDatabaseUrl) {
@@ -134,7 +115,6 @@ const checkWritable = (databaseUrl: string, filename: string) => {
   }
 }
 
-/** What an operator can do about SQLite's refusal, by its result code. */
 const hints: ReadonlyArray<readonly [code: string, hint: string]> = [
   ["SQLITE_NOTADB", "it is not a SQLite database, or it is damaged"],
   ["SQLITE_CORRUPT", "it is not a SQLite database, or it is damaged"],

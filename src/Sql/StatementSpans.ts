@@ -3,12 +3,7 @@ import type { SqlClient } from "effect/sql"
 import { inSampledSpan } from "../Observability/Tracing.js"
 import { statementSummary } from "./StatementSummary.js"
 
-/**
- * A statement's span, started now under the running fiber's span when it is traced (a sampled
- * request), named by what it does (`SELECT pets`), with the database conventions' attributes; or
- * undefined. Called as the statement starts, so that a transaction's `BEGIN` and `COMMIT`, which
- * effect/sql runs without a span, have one too. Answers how to end it.
- */
+/** A sampled statement's span, started as it starts so that `BEGIN` and `COMMIT` have one too; answers how to end it. */
 export const startStatementSpan = (
   system: string,
   sql: string
@@ -36,10 +31,7 @@ export const startStatementSpan = (
   return (exit) => span.end(clock.currentTimeNanosUnsafe(), exit)
 }
 
-/**
- * `client` with each transaction of a sampled request in a `sql.transaction` span above its
- * statements, its `BEGIN` and `COMMIT` included, which effect/sql's own span leaves out.
- */
+/** Each sampled transaction in a span above its statements, `BEGIN` and `COMMIT` included, unlike effect/sql's. */
 export const withTransactionSpans = <C extends SqlClient.SqlClient>(client: C, system: string): C => {
   const withTransaction = client.withTransaction
   const inTransactionSpan = inSampledSpan("sql.transaction", { "db.system.name": system, "db.system": system })

@@ -12,12 +12,8 @@ const tableOf = new RegExp(
   "i"
 )
 
-interface StatementSummary {
-  readonly operation: string
-  readonly table: string | undefined
-  /** Its span's name: the operation and the table (`SELECT pets`). */
-  readonly name: string
-}
+/** `name`: its span's, the operation and the table (`SELECT pets`). */
+type StatementSummary = Readonly<{ operation: string; table: string | undefined; name: string }>
 
 /** Found by text, for up to 1,000 texts (the service has a few dozen); past that, found per call. */
 const summaries = new Map<string, StatementSummary>()

@@ -4,10 +4,7 @@ import { statementSummary } from "./StatementSummary.js"
 
 type DatabaseSystem = "sqlite" | "postgresql"
 
-/**
- * A statement's duration recorder (`db_client_operation_duration_seconds`, by system, operation
- * and table), kept by its text for up to 1,000 texts, so the text is not summarised on every run.
- */
+/** A statement's duration recorder, kept by its text for up to 1,000 texts: a histogram made per run would cost. */
 export const statementDurations = (system: DatabaseSystem): (sql: string) => (seconds: number) => void => {
   const byText = new Map<string, (seconds: number) => void>()
   return (sql) => {

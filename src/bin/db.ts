@@ -11,11 +11,7 @@ import { readOnly, status } from "../Move/SchemaVersion.js"
 import { defaultStore, interruption, MoveError, parseStore, passwordOf, type Store } from "../Move/Store.js"
 import { verify } from "../Move/Verify.js"
 
-/**
- * A side of a move, given on the command line (`--to postgres://…`) or, so that no password reaches
- * the command line, `npm run`'s echo or the shell's history, by the name of an environment variable
- * holding it (`--to-env NEW_DATABASE_URL`).
- */
+/** A side of a move, or the name of an environment variable holding it, which keeps a password out of ps and history. */
 const sideOptions = (name: string, description: string) => ({
   value: Flag.String(name).pipe(Flag.withDescription(description), Flag.optional),
   env: Flag.String(`${name}-env`).pipe(
