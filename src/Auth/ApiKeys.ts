@@ -61,37 +61,33 @@ export class ApiKeys extends Context.Service<ApiKeys, {
     ApiKeys,
     Effect.gen(function*() {
       const { environment } = yield* AppConfig
-      const keys: Array<{ readonly record: ApiKeyRecord; readonly hash: string }> = []
+      const keys = new Map<number, { readonly record: ApiKeyRecord; readonly hash: string }>()
       return ApiKeys.of({
         create: (name) =>
           Effect.sync(() => {
             const { key, prefix } = generateKey(environment)
-            const record = new ApiKeyRecord({
-              id: keys.length + 1,
-              name,
-              prefix,
-              createdAt: new Date(),
-              revokedAt: Option.none()
-            })
-            keys.push({ record, hash: hashKey(key) })
+            const id = keys.size + 1
+            const record = new ApiKeyRecord({ id, name, prefix, createdAt: new Date(), revokedAt: Option.none() })
+            keys.set(id, { record, hash: hashKey(key) })
             return { key: Redacted.make(key), record }
           }),
-        list: Effect.sync(() => keys.map(({ record }) => record)),
+        list: Effect.sync(() => Array.from(keys.values(), ({ record }) => record)),
         revoke: (id) =>
           Effect.suspend((): Effect.Effect<ApiKeyRecord, ApiKeyNotFound | ApiKeyAlreadyRevoked> => {
-            const at = keys.findIndex(({ record }) => record.id === id)
-            if (at === -1) return Effect.fail(new ApiKeyNotFound({ id }))
-            const found = keys[at]!
+            const found = keys.get(id)
+            if (found === undefined) return Effect.fail(new ApiKeyNotFound({ id }))
             if (Option.isSome(found.record.revokedAt)) {
               return Effect.fail(new ApiKeyAlreadyRevoked({ record: found.record }))
             }
             const record = new ApiKeyRecord({ ...found.record, revokedAt: Option.some(new Date()) })
-            keys[at] = { ...found, record }
+            keys.set(id, { ...found, record })
             return Effect.succeed(record)
           }),
         findActiveByHash: (hash) =>
           Effect.sync(() => {
-            const found = keys.find((entry) => entry.hash === hash && Option.isNone(entry.record.revokedAt))
+            const found = Array.from(keys.values()).find((entry) =>
+              entry.hash === hash && Option.isNone(entry.record.revokedAt)
+            )
             return found === undefined
               ? Option.none()
               : Option.some({ keyId: found.record.id, name: found.record.name })
