@@ -54,10 +54,7 @@ export const setNextId = (sql: SqlClient.SqlClient, table: SequencedTable, next:
 export const lastHandedOut = (sql: SqlClient.SqlClient, table: SequencedTable) =>
   Effect.map(Effect.all([nextId(sql, table), highestId(sql, table)]), ([next, highest]) => Math.max(next - 1, highest))
 
-/**
- * The highest id the store's tables have handed out, 0 when none: `pg_restore` brings back the
- * sequences as they were at the backup, so this is read before, and `restoreIds` sets them above it.
- */
+/** The highest id the store handed out, read before `pg_restore` brings back the backup's sequences. */
 export const lastId = (store: Store) =>
   onStore(store, "read", (sql) =>
     Effect.gen(function*() {

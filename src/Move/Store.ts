@@ -24,10 +24,7 @@ export const interruption = {
   line: "interrupted: nothing was left half-done (a copy's target is as it was before)"
 }
 
-/**
- * A `postgres://` URL without its password. When the userinfo holds a character that would end it
- * before its last `@`, none of it is shown: a wrong guess would show part of a password.
- */
+/** A `postgres://` URL without its password; a userinfo that could end early is left out whole, not guessed at. */
 export const withoutPassword = (value: string): string => {
   const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(value)?.[0] ?? ""
   const rest = value.slice(scheme.length)

@@ -4,10 +4,7 @@ import { requireKnownVersion } from "./SchemaVersion.js"
 import { connect, failingAs, MoveError, type Store } from "./Store.js"
 import { type CanonicalRow, type Column, type ColumnKind, type CopiedTable, forEachPage, tables } from "./Tables.js"
 
-/**
- * A table's row count and the sum modulo 2^64 of its canonical rows' hashes: each engine may read
- * in its own order, and two equal rows do not cancel out as with an exclusive or.
- */
+/** Row count and sum mod 2^64 of row hashes: any read order, and equal rows do not cancel out as with XOR. */
 export class Checksum {
   rows = 0
   private sum = 0n

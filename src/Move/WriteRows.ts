@@ -61,10 +61,7 @@ const sqliteInsert = (table: CopiedTable, rows: number) =>
 const sqliteValue = (column: Column, value: string | null) =>
   value === null ? null : column.kind === "integer" ? Number(value) : column.kind === "time" ? sqliteTime(value) : value
 
-/**
- * How the copy fills a table: PostgreSQL's COPY on the target's session; SQLite's statements written
- * out rather than by `sql.insert`, whose placeholder per value costs several times the insert.
- */
+/** PostgreSQL's COPY, or SQLite's statements written out: `sql.insert`'s placeholder per value costs more. */
 export const tableWriter = (
   sql: SqlClient.SqlClient,
   table: CopiedTable,

@@ -1,5 +1,5 @@
 import { Effect, Predicate } from "effect"
-import { SqlError, type SqlErrorReason } from "effect/sql/SqlError"
+import { SqlError, type SqlErrorReason, type UniqueViolation } from "effect/sql/SqlError"
 import { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 
 type Unavailability = DatabaseUnavailable["reason"]
@@ -56,12 +56,7 @@ const withDatabaseWords = (error: SqlError): SqlError => {
   const said = reason.message ?? reason._tag
   if (said.includes(words)) return error
   // Remade by its own class, so that the log names the reason the driver gave.
-  const Reason = reason.constructor as new(props: {
-    readonly cause: unknown
-    readonly message: string
-    readonly operation: string | undefined
-    readonly constraint?: string
-  }) => SqlErrorReason
+  const Reason = reason.constructor as new(props: Partial<UniqueViolation>) => SqlErrorReason
   const constraint = reason._tag === "UniqueViolation" ? { constraint: reason.constraint } : {}
   const message = `${said}: ${words}`
   return new SqlError({

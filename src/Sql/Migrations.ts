@@ -7,11 +7,7 @@ import createRateLimitBuckets from "./migrations/0005_create_rate_limit_buckets.
 import leaseRateLimitBuckets from "./migrations/0006_lease_rate_limit_buckets.js"
 import idempotencyKeysFollowPets from "./migrations/0007_idempotency_keys_follow_pets.js"
 
-/**
- * The schema's numbered steps, one set for SQLite and PostgreSQL (each step's engine differences
- * inside it). Names and numbers are as databases have recorded them in `effect_sql_migrations`:
- * never renumber one; a change is a new step with the next number.
- */
+/** Names and numbers as databases recorded them in `effect_sql_migrations`: never renumber; a change is a new step. */
 export const migrations = Migrator.fromRecord({
   "0001_create_pets": createPets,
   "0002_create_api_keys": createApiKeys,

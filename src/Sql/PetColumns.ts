@@ -1,16 +1,10 @@
 import { NewPet, type Pet, PetStatus } from "../Domain/Pet.js"
 
 /** How a field's value is kept: the value bound, and the value read back (`undefined`: the wrong shape). */
-interface ColumnCodec<A> {
-  readonly write: (value: A) => string | number
-  readonly read: (value: unknown) => A | undefined
-}
+type ColumnCodec<A> = Readonly<{ write: (value: A) => string | number; read: (value: unknown) => A | undefined }>
 
 /** A field's column: its name, and whether NULL stands for the field left out (an optional field). */
-interface PetColumn<A> extends ColumnCodec<A> {
-  readonly name: string
-  readonly optional: boolean
-}
+type PetColumn<A> = ColumnCodec<A> & Readonly<{ name: string; optional: boolean }>
 
 /** One column per field of `Pet`: a field of the schema without its column here is a type error. */
 type PetColumns = {

@@ -100,9 +100,8 @@ const commit = (connection: Connection): Effect.Effect<void, SqlError> =>
   })
 
 /**
- * A statement its caller can leave, interrupted or unanswered within `boundMillis`: run apart and
- * interrupted in the background, `onLeft` discarding its session. A plain timer, as
- * `Effect.timeoutOrElse` would race another fiber for every statement.
+ * A statement its caller can leave, interrupted or unanswered within `boundMillis`: interrupted in the
+ * background, `onLeft` discarding its session. A plain timer: `Effect.timeoutOrElse` races a fiber per statement.
  */
 const leavable = <A>(
   statement: Effect.Effect<A, SqlError>,
