@@ -1,11 +1,8 @@
 /** A table's name, without its schema or quotes. */
 const tableName = String.raw`(?:ONLY\s+)?(?:"?\w+"?\.)?"?(\w+)(?!\w)`
 
-/**
- * The table a statement works on: the first name after `FROM` (not a function's, `FROM unnest(…)`),
- * `INTO`, `UPDATE`, `TABLE` (past `IF [NOT] EXISTS`), an index's `ON`, or a leading `COPY`. A
- * subquery's parenthesis is skipped for the next name.
- */
+// The first name after `FROM` (not a function's, `FROM unnest(…)`), `INTO`, `UPDATE`, `TABLE` (past `IF [NOT] EXISTS`),
+// an index's `ON` or a leading `COPY`; a subquery's parenthesis is skipped for the next name.
 const tableOf = new RegExp(
   String
     .raw`\bFROM\s+${tableName}(?!"?\s*\()|(?:^\s*COPY|\b(?:INTO|UPDATE|TABLE(?:\s+IF(?:\s+NOT)?\s+EXISTS)?|INDEX\b[^;(]*?\bON))\s+${tableName}`,

@@ -3,16 +3,14 @@ import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  // A pet's deletion takes its idempotency records with it rather than failing on the foreign key: a
-  // record only answers for its pet (kept with a NULL pet_id, it would read as a create still
-  // running), and a retry of its key creates one pet again. The index serves the lookup by pet.
+  // Deleting a pet deletes its idempotency records: kept with a NULL pet_id, one would read as a create still
+  // running, and a retry of its key creates the pet again. The index serves the lookup by pet.
   yield* sql.onDialectOrElse({
     pg: () =>
       sql`ALTER TABLE idempotency_keys
         DROP CONSTRAINT idempotency_keys_pet_id_fkey,
         ADD CONSTRAINT idempotency_keys_pet_id_fkey FOREIGN KEY (pet_id) REFERENCES pets (id) ON DELETE CASCADE`,
-    // SQLite cannot alter a foreign key: the table is made again and its rows copied, as SQLite's
-    // "other kinds of table schema changes" say.
+    // SQLite cannot alter a foreign key: the table is made again, as its "other kinds of table schema changes" say.
     orElse: () =>
       Effect.gen(function*() {
         yield* sql`CREATE TABLE idempotency_keys_new (
