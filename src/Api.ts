@@ -3,10 +3,7 @@ import { HealthApi } from "./Api/Health.js"
 import { finishDocument } from "./Api/OpenApiDocument.js"
 import { PetsApi } from "./Api/Pets.js"
 
-/**
- * The Pet Store API: the single definition the server, the derived client, the OpenAPI document and
- * the tests are built from. It imports no server code.
- */
+/** The one definition the server, client, OpenAPI document and tests derive from; it imports no server code. */
 export class PetStoreApi extends HttpApi.make("petstore")
   .add(PetsApi)
   .add(HealthApi)

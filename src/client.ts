@@ -1,7 +1,4 @@
-/**
- * The Pet Store client: `PetStoreClient` for Effect programs, `createPetStoreClient` for
- * Promise-based code, and the errors both report. It imports no server code.
- */
+/** The Pet Store client, for Effect programs and for Promise-based code; it imports no server code. */
 export { PetStoreClient, type PetStoreClientOptions, type Target } from "./Client/PetStoreClient.js"
 export { createPetStoreClient, type PromiseClientOptions } from "./Client/PromiseClient.js"
 export {

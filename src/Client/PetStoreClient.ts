@@ -119,10 +119,7 @@ const make = (options: PetStoreClientOptions) =>
           payload: pet,
           headers: createOptions.idempotencyKey === undefined ? {} : { "idempotency-key": createOptions.idempotencyKey }
         }),
-      /**
-       * One animal by id.
-       * @deprecated Removed on 5 December 2030: use `listPets` or `listAll` with `status`.
-       */
+      /** @deprecated Removed on 5 December 2030: use `listPets` or `listAll` with `status`. */
       getPet: (petId: number) =>
         api.pets.getPet({ params: { petId }, responseMode: "decoded-and-response" }).pipe(
           Effect.tap(([, { headers }]) => {
