@@ -187,8 +187,7 @@ export const copy = (from: Store, to: Store) => {
     if (Option.isSome(since)) yield* settled(since.value)
 
     const startedAt = performance.now()
-    // The source's reads stay in its snapshot inside the target's transaction. A lost connection
-    // fails the rollback too, which `effect/sql` makes a defect.
+    // A lost connection fails the rollback too, which `effect/sql` makes a defect: caught back into a failure.
     const snapshot = yield* onSource(Effect.catchDefect(
       inSnapshot(
         source,

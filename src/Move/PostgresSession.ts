@@ -100,8 +100,7 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
       client.connection.stream.destroy()
     }
 
-    // Timers of their own rather than `Effect.timeout`: a `ROLLBACK` runs in a finalizer, where an
-    // Effect timeout cannot interrupt the wait.
+    // Own timers, not `Effect.timeout`: a `ROLLBACK` runs in a finalizer, which an Effect timeout cannot interrupt.
     const bounded = <A>(operation: "connect" | "execute", start: () => Promise<A>) =>
       Effect.callback<A, SqlError>((resume) => {
         if (closed !== undefined) return resume(Effect.fail(closed))
