@@ -60,9 +60,8 @@ const slowdown = (policy: RateLimitPolicy, remaining: number) =>
   Math.min(2000, Math.max(0, Math.floor(policy.burst / 2) - remaining) * 200)
 
 /**
- * Authenticates by the key's SHA-256 hash, never logging the key. A valid key counts against its own
- * rate only, never its address's. Failures count against the client's address (the peer, or the
- * client a trusted proxy names): slowed, then 429, so keys cannot be guessed at speed.
+ * By the key's SHA-256 hash, never logging the key. A valid key counts against its own rate only; failures against the
+ * client's address (peer, or the client a trusted proxy names): slowed, then 429, so keys cannot be guessed fast.
  */
 export const AuthenticationLive = Layer.effect(
   Authentication,
