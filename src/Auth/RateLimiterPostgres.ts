@@ -34,10 +34,8 @@ interface Lease {
 const localRetryMillis = 1000
 
 /**
- * Token buckets shared by every instance on PostgreSQL without a write per request: tokens leased in
- * batches under the bucket's row lock and spent in memory, so the instances together never allow
- * more than the policy. A database refusing writes would refuse every request, reads too: the
- * instance then decides alone (logged, `petstore_rate_limit_local` 1), trying again a second later.
+ * Shared buckets, no write per request: tokens leased in batches under a row lock, spent in memory, never past policy.
+ * Writes refused (so reads too): each decides alone (logged, `petstore_rate_limit_local` 1), retrying each second.
  */
 export const RateLimiterPostgres = (
   options: { readonly maxSharedBuckets?: number; readonly purgeEvery?: Duration.Input } = {}
