@@ -1,8 +1,6 @@
 /**
- * A map of at most `capacity` entries, least recently used dropped first, idle ones (`isIdle`) swept
- * two per new key: for state an attacker can grow at will (a bucket per address, a key per guess).
- * Two plain maps, as in hashlru (the recent half turns older when full, the older is dropped whole):
- * an exact order pins an object per entry, several times the memory.
+ * At most `capacity` entries, least recent dropped first, idle ones swept two per new key: for state an attacker can
+ * grow (a bucket per address, a key per guess). Two maps as in hashlru: an exact order pins an object per entry.
  */
 export class RecentMap<V> {
   private recent = new Map<string, V>()
