@@ -32,9 +32,8 @@ export class RequestLines extends Context.Service<RequestLines, { readonly add: 
 }
 
 /**
- * One JSON line per request, never a header or the query, written by hand rather than by Effect's `Logger`
- * ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)). Only the method and path need escaping: the
- * request id is checked, and the address, trace ids and route are the service's own.
+ * A JSON line per request, no header or query. Only method and path need escaping (the rest is checked or the service's
+ * own); not Effect's `Logger` ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
  */
 export const makeRequestLog = (log: (line: string) => void) => {
   let lastMillis = -1
