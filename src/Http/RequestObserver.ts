@@ -22,9 +22,8 @@ const statusOf = (exit: Exit.Exit<HttpServerResponse.HttpServerResponse, unknown
   Exit.isSuccess(exit) ? exit.value.status : isClientAbort(exit.cause) ? 499 : 500
 
 /**
- * Where a request enters: its record, duration, gauge in flight, log line and, if sampled, server span (`sample` asked
- * first). Not `HttpMiddleware.tracer`: it follows B3, refuses a later `traceparent`, writes `http.route` as
- * `/v1/pets/:petId`, and spans every request.
+ * Per request: record, duration, in-flight gauge, log line and, if sampled, server span (`sample` first). Not
+ * `HttpMiddleware.tracer`: it follows B3, refuses a later `traceparent`, spans every request, writes `:petId` routes.
  */
 export const makeRequestObserver = ({ clientAddress, ended, metrics, tracing }: {
   readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress
