@@ -113,9 +113,8 @@ const config = Config.all({
 export type Tracing = Option.Option.Value<Config.Success<typeof config>["tracing"]>
 
 /**
- * Metrics' listener and traces' export, from the OpenTelemetry variables. Not `OtlpTracer.layerFromConfig`: it takes
- * `OTEL_EXPORTER_OTLP_TIMEOUT` as a stop's wait, not an attempt's bound, dies on a value rather than naming its
- * variable, and reads neither the sampler nor the queue's size.
+ * From the OpenTelemetry variables. Not `OtlpTracer.layerFromConfig`: it takes `OTEL_EXPORTER_OTLP_TIMEOUT` as a stop's
+ * wait, not an attempt's bound, dies on a value without naming its variable, and reads neither sampler nor queue size.
  */
 export class ObservabilityConfig
   extends Context.Service<ObservabilityConfig, Config.Success<typeof config>>()("petstore/ObservabilityConfig")
