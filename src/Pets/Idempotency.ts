@@ -27,9 +27,8 @@ export const idempotencyRetentionMillis = 24 * 60 * 60 * 1000
 const recordedFieldCount = 3
 
 /**
- * A request body's identity for an idempotency key: its decoded fields in the schema's order, absent
- * as null, trailing absent ones past the first three left out, so a field added to the schema leaves
- * the fingerprint of a body without it as recorded before.
+ * A body's identity for an idempotency key: decoded fields in the schema's order, absent as null, trailing absent ones
+ * past the first three left out, so a field added to the schema leaves an older body's fingerprint as recorded.
  */
 export const fingerprintOf = (fields: ReadonlyArray<string>) => (body: { readonly [field: string]: unknown }) => {
   const values = fields.map((field) => body[field] ?? null)
