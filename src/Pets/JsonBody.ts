@@ -52,9 +52,8 @@ const readText = (request: HttpServerRequest.HttpServerRequest) => {
 const decodeNewPet = SchemaParser.decodeUnknownResult(NewPet, { ...newPetParseOptions, errors: "first" })
 
 /**
- * createPet's body: 415 unless `application/json`, 413 past 64 KiB, 400 when it does not parse or breaks
- * `NewPet`. Not HttpApi's payload decoding, which answers a wrong media type with a body of its own and
- * cannot bound a body's depth before parsing it.
+ * 415 unless `application/json`, 413 past 64 KiB, 400 when it does not parse or breaks `NewPet`. Not HttpApi's payload
+ * decoding: it answers a wrong media type with a body of its own and cannot bound depth before parsing.
  */
 export const readNewPet = Effect.flatMap(
   HttpServerRequest.HttpServerRequest,
