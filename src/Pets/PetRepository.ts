@@ -12,9 +12,8 @@ import { makeSqlPetRepository, purgeExpiredKeys } from "./PetRepositorySql.js"
 export type Readiness = "ready" | "unavailable" | "read_only" | "unusable"
 
 /**
- * Where the animals are kept. Ids are assigned by the store, ascending, and never reused. A
- * database that cannot serve now fails a method with `DatabaseUnavailable`; any other database
- * failure is a defect.
+ * Ids are assigned by the store, ascending, never reused. A database that cannot serve now fails a method with
+ * `DatabaseUnavailable`; any other database failure is a defect.
  */
 export class PetRepository extends Context.Service<PetRepository, {
   readonly create: (pet: NewPet) => Effect.Effect<Pet, DatabaseUnavailable>
