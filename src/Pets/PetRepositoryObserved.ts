@@ -6,9 +6,8 @@ import { waitingOnDatabase } from "../Request/Unavailable.js"
 import { PetRepository } from "./PetRepository.js"
 
 /**
- * The repository's calls counted as the request's waits on its database (a deadline passing in one
- * is the database's fault), in child spans when the request is sampled, and its creates counted
- * (`petstore_pets_created_total`) when metrics are on.
+ * Calls counted as the request's waits on its database (a deadline passing in one is the database's fault), in child
+ * spans when sampled; creates counted (`petstore_pets_created_total`) when metrics are on.
  */
 export const ObservedPetRepository = Layer.effect(
   PetRepository,
