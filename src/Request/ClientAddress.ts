@@ -45,9 +45,8 @@ const fromAddress = (address: NetAddress.IpAddress): ClientAddress => ({
 })
 
 /**
- * The client of a request: the socket's peer, or, when that is a trusted proxy, the right-most
- * `X-Forwarded-For` (else `Forwarded: for=`) entry that is not itself one: entries further left
- * prove nothing, and one that is no address stops the walk at the proxy that wrote it.
+ * The peer or, behind a trusted proxy, the right-most `X-Forwarded-For` (else `Forwarded: for=`) entry that is not one:
+ * entries further left prove nothing; a non-address stops the walk at the proxy that wrote it.
  */
 export const makeClientAddress = (trusted: ReadonlyArray<IpRange>) => {
   const isTrusted = (address: NetAddress.IpAddress) => trusted.some((range) => IpNetwork.contains(range, address))
