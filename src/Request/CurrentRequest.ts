@@ -39,9 +39,8 @@ export const CurrentRequest = Context.Reference<RequestRecord | undefined>("pets
 })
 
 /**
- * Adds headers to the request's response, whether it succeeds or fails; a header noted later wins.
- * The platform's pre-response handler: the service's own was not enough faster to keep
- * ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
+ * Headers for the response, success or failure; a header noted later wins. The platform's pre-response handler: the
+ * service's own was not enough faster ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
  */
 export const noteResponseHeaders = (
   headers: Record<string, string>
