@@ -31,9 +31,8 @@ export const databaseUnavailableResponse = errorResponse(
 )
 
 /**
- * `self`, with a store that cannot serve now answered 503 with `Retry-After` (`database_read_only`
- * when it refused a write as read-only), so a client can tell an outage from a bug; logged with the
- * database's own words.
+ * `self`, with a store that cannot serve now answered 503 with `Retry-After` (`database_read_only` for a write refused
+ * as read-only), so a client can tell an outage from a bug; logged with the database's words.
  */
 export const orUnavailable = <A, E, R>(self: Effect.Effect<A, E, R>) =>
   Effect.catchIf(self, (error) => error instanceof DatabaseUnavailable, (error) => {
