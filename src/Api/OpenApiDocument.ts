@@ -9,10 +9,7 @@ export const withParameterSchemas = (schemas: Record<string, Json>) => (operatio
   return operation
 }
 
-/**
- * The headers an operation's responses carry, as `[description, example]` by status (`"*"` for all),
- * which HttpApi's schemas do not describe.
- */
+/** Response headers as `[description, example]` by status (`"*"` for all), which HttpApi's schemas do not describe. */
 export const withResponseHeaders =
   (headers: Record<string, Record<string, readonly [string, string]>>) => (operation: Json): Json => {
     for (const [status, response] of Object.entries<Json>(operation.responses)) {
