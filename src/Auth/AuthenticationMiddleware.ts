@@ -92,7 +92,7 @@ export const AuthenticationLive = Layer.effect(
         return wait === 0 ? Effect.succeed(response) : Effect.as(Effect.sleep(wait), response)
       })
 
-    /** The caller's key holder, or the answer refusing it; the client's address is read only when the request is refused. */
+    /** The caller's key holder, or the answer refusing it; the client's address is read only for a refusal. */
     const authenticate = (
       request: HttpServerRequest.HttpServerRequest,
       current: RequestRecord | undefined
@@ -116,8 +116,7 @@ export const AuthenticationLive = Layer.effect(
     }
 
     return Authentication.of({
-      // The header is read here rather than through the security scheme's decoding, which cannot
-      // tell a missing key from a malformed one.
+      // Read here, not by the security scheme's decoding, which cannot tell a missing key from a malformed one.
       bearer: (httpEffect) =>
         Effect.withFiber((fiber) => {
           const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
