@@ -22,9 +22,8 @@ export interface RateLimitDecision {
 export const defaultMaxBuckets = 100_000
 
 /**
- * Token buckets by key, each decision taking one request. Not `effect/persistence`'s RateLimiter:
- * its store takes exactly the tokens asked or none (no lease of "up to n" in one round trip), has
- * no SQL store, and its memory store keeps every key forever, where `RecentMap` bounds a flood.
+ * Token buckets by key. Not `effect/persistence`'s RateLimiter: its store takes the tokens asked or none (no lease of
+ * "up to n" in one trip), has no SQL store, and its memory store keeps every key forever; `RecentMap` bounds a flood.
  */
 export class RateLimiter extends Context.Service<RateLimiter, {
   readonly take: (policy: RateLimitPolicy, key: string) => Effect.Effect<RateLimitDecision, DatabaseUnavailable>
