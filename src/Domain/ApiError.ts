@@ -80,10 +80,7 @@ export const codesOf = <Code extends string>(
   )
 }
 
-/**
- * The wire form of a tagged error: the Error body without the tag, under its HTTP status; it
- * decodes to the class, so clients get `instanceof NotFound`.
- */
+/** The Error body without the tag, under its status; it decodes to the class, so clients get `instanceof NotFound`. */
 const ErrorBody = <
   Self extends { readonly _tag: string; readonly code: string; readonly message: string; readonly status: number }
 >(
