@@ -10,7 +10,7 @@ import {
 } from "effect/http"
 import { NetAddress } from "effect/net"
 
-// Stand-in for `@effect/platform-bun`'s `BunHttpServer.ts` (no release loads on effect 4.1.0), with what the service uses.
+// Stand-in for `@effect/platform-bun`'s `BunHttpServer` (no release loads on effect 4.1.0), with what the service uses.
 
 /** Where a request's web response goes: the promise `Bun.serve` awaits. */
 class Respond extends Context.Service<Respond, (response: Response) => void>()("petstore/BunServer/Respond") {}
@@ -39,7 +39,7 @@ export const layer = (
     let closed: Promise<void> | undefined
     const closeListener = () => (closed ??= server.stop(false))
     yield* Effect.addFinalizer(() =>
-      // Closing a connection while its response is written resets it. Interruptible, or the bound could not end the wait.
+      // Closing a connection mid-response resets it. Interruptible, or the bound could not end the wait.
       Effect.interruptible(Effect.promise(closeListener)).pipe(
         Effect.timeoutOption("500 millis"),
         Effect.andThen(
