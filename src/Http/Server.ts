@@ -34,7 +34,7 @@ const RouteNoted = HttpRouter.middleware(
   })
 ).layer
 
-/** The API's routes (its document listing this deployment's servers) and docs on the `HttpRouter`, with their middleware. */
+/** The API's routes (its document listing this deployment's servers) and docs, with their middleware. */
 export const AppLive = Layer.unwrap(
   AppConfig.useSync(({ servers }) => {
     const api = PetStoreApi.annotate(OpenApi.Servers, servers)
