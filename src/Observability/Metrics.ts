@@ -62,7 +62,7 @@ export const statementFailureCounter = (system: string, errorType: string): () =
     { db_system_name: system, error_type: errorType }
   )
 
-/** Records a SQL statement's duration in seconds into its series; one on no table (`BEGIN`, `SELECT 1`) has no table label. */
+/** A SQL statement's duration in seconds; one on no table (`BEGIN`, `SELECT 1`) has no table label. */
 export const statementDurationOf = (
   system: string,
   operation: string,
@@ -80,7 +80,7 @@ export const statementDurationOf = (
   return (seconds) => series.updateUnsafe(seconds, defaultRegistry)
 }
 
-/** A series read at each scrape (a count kept elsewhere: a pool's connections, the process's memory) while the scope lasts. */
+/** Read at each scrape while the scope lasts: a count kept elsewhere (a pool's connections, the process's memory). */
 export const readAtScrape = (
   kind: "gauge" | "counter",
   name: string,
