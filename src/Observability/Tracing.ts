@@ -70,7 +70,7 @@ class ExportedSpan extends Tracer.NativeSpan {
     this.ended(this)
   }
 
-  /** As OTLP carries it, with the library's status and exception events; a server span named by its method and route. */
+  /** As OTLP carries it, with the library's status and exception events; a server span named by method and route. */
   toOtlp(): OtlpSpan {
     const attributes = OtlpResource.entriesToAttributes(this.attributes)
     const { status: ended } = this
@@ -143,9 +143,8 @@ const exported = [
 ] as const
 
 /**
- * Effect's spans in a sampled request's trace, sent over OTLP/HTTP in batches. Not effect/observability's exporter,
- * which holds every span while a collector is away: here at most `OTEL_BSP_MAX_QUEUE_SIZE`, none while paused
- * (1 s doubling to 30 s after a failure, or `Retry-After`), the others dropped and counted; five sends at most.
+ * Effect's sampled spans, batched over OTLP/HTTP. Not effect/observability's exporter, which holds all while a
+ * collector is away: at most `OTEL_BSP_MAX_QUEUE_SIZE`, none while paused after a failure, the rest dropped, counted.
  */
 const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
   Effect.gen(function*() {
@@ -183,14 +182,14 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
       return Effect.provideService(series, Scope.Scope, seriesScope)
     }
 
-    /** Pauses the export, for `askedMillis` (a collector's `Retry-After`) or the next backoff; batches failing together pause once. */
+    /** For a collector's `Retry-After`, else the next backoff; batches failing together pause once. */
     const pause = (askedMillis?: number) => {
       if (Date.now() < pausedUntil) return
       backoffMillis = Math.min(30_000, Math.max(1000, backoffMillis * 2))
       pausedUntil = Date.now() + (askedMillis ?? backoffMillis)
     }
 
-    /** Sends `spans` (their `sends`th send) and counts the outcome; answers the error's type when they were not taken. */
+    /** Counts the outcome of `spans`' `sends`th send; answers the error's type when they were not taken. */
     const send = (spans: Array<ExportedSpan>, sends: number) =>
       Effect.gen(function*() {
         const body = serialization.traces({
@@ -231,7 +230,7 @@ const exportingTracer = ({ batch, defaultServiceName, exporter }: Tracing) =>
 
     const exports = yield* FiberSet.make<void>()
     const fork = yield* FiberSet.runtime(exports)<never>()
-    /** Sends the next batch, one asked for again first, else the waiting spans; nothing while paused or when none wait. */
+    /** The next batch, one asked for again first, else the waiting spans; nothing while paused or when none wait. */
     const sendNext = () => {
       if (Date.now() < pausedUntil) return
       const retry = again.shift()
