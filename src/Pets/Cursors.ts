@@ -5,10 +5,7 @@ import { BadRequest } from "../Domain/ApiError.js"
 import type { PetId, PetStatus } from "../Domain/Pet.js"
 import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
 
-/**
- * Opaque page positions for listPets: the last id served and the status filter, signed with a
- * secret so that a tampered cursor, or one reused with another filter, is refused.
- */
+/** Last id served and status filter, signed: a tampered cursor, or one reused with another filter, is refused. */
 export class Cursors extends Context.Service<Cursors, {
   readonly encode: (position: { readonly afterId: PetId; readonly status: PetStatus | undefined }) => string
   /** The id the page starts after, if the cursor was issued for this status filter. */
