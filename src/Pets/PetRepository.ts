@@ -11,10 +11,7 @@ import { makeSqlPetRepository, purgeExpiredKeys } from "./PetRepositorySql.js"
  */
 export type Readiness = "ready" | "unavailable" | "read_only" | "unusable"
 
-/**
- * Ids are assigned by the store, ascending, never reused. A database that cannot serve now fails a method with
- * `DatabaseUnavailable`; any other database failure is a defect.
- */
+/** Ids from the store, ascending, never reused. Cannot serve now: `DatabaseUnavailable`; other failures: defects. */
 export class PetRepository extends Context.Service<PetRepository, {
   readonly create: (pet: NewPet) => Effect.Effect<Pet, DatabaseUnavailable>
   readonly findById: (id: PetId) => Effect.Effect<Option.Option<Pet>, DatabaseUnavailable>
