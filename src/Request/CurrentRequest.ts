@@ -4,7 +4,7 @@ import type { ClientAddress } from "./ClientAddress.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
 
-/** What the service knows of one request while serving it: made where it enters, read below through `CurrentRequest`. */
+/** What the service knows of a request while serving it: made where it enters, read below via `CurrentRequest`. */
 export class RequestRecord {
   /** The request's `X-Request-Id`, put on its response and in its log lines. */
   readonly id: string
