@@ -18,10 +18,7 @@ import { RecentMap } from "./RecentMap.js"
 /** Tokens an instance leases from a shared bucket at once, a tenth of the burst: one request in this many writes. */
 export const leaseSize = (policy: RateLimitPolicy): number => Math.max(1, Math.floor(policy.burst / 10))
 
-/**
- * What this instance holds of one shared bucket: tokens leased and not yet spent, the shared tokens
- * when last leased from and when, until when the bucket is known empty, and a lease being taken.
- */
+/** What this instance holds of a shared bucket: unspent leased tokens, the shared count and time of the last lease. */
 interface Lease {
   tokens: number
   sharedTokens: number
