@@ -8,10 +8,7 @@ export interface IdempotencyScope {
   readonly key: string
 }
 
-/**
- * What a reservation of an idempotency key found: new (or abandoned) and claimed at `claimedAt`, the
- * claim that alone completes or releases it; completed by an earlier request; or still running.
- */
+/** Reserved (new or abandoned) by the claim at `claimedAt`, the one that alone completes or releases it. */
 export type Reservation =
   | { readonly _tag: "Reserved"; readonly claimedAt: number }
   | { readonly _tag: "Completed"; readonly fingerprint: string; readonly pet: Pet }
