@@ -34,5 +34,4 @@ export const fingerprintOf = (fields: ReadonlyArray<string>) => (body: { readonl
   return hash("sha256", JSON.stringify(values.slice(0, length)), "hex")
 }
 
-/** The fingerprint of a createPet body. */
 export const fingerprint: (pet: NewPet) => string = fingerprintOf(Object.keys(NewPet.fields))
