@@ -1,6 +1,6 @@
-import { Clock, Context, type Effect, type Exit, Fiber, Option, Tracer } from "effect"
+import { type Effect, type Exit, Fiber } from "effect"
 import type { SqlClient } from "effect/sql"
-import { inSampledSpan } from "../Observability/Tracing.js"
+import { inSampledSpan, startChildSpan } from "../Observability/Tracing.js"
 import { statementSummary } from "./StatementSummary.js"
 
 /** A sampled statement's span, started as it starts so that `BEGIN` and `COMMIT` have one too; answers how to end it. */
@@ -9,26 +9,17 @@ export const startStatementSpan = (
   sql: string
 ): ((exit: Exit.Exit<unknown, unknown>) => void) | undefined => {
   const fiber = Fiber.getCurrent()
-  const parent = fiber?.cache.span
-  if (fiber === undefined || parent === undefined || !fiber.cache.tracerEnabled) return undefined
-  const clock = fiber.getRef(Clock.Clock)
+  // Checked first: an unsampled statement's text is not read.
+  if (fiber === undefined || fiber.cache.span === undefined || !fiber.cache.tracerEnabled) return undefined
   const { name, operation, table } = statementSummary(sql)
-  const span = fiber.getRef(Tracer.Tracer).span({
-    name,
-    parent: Option.some(parent),
-    annotations: Context.empty(),
-    links: [],
-    startTime: clock.currentTimeNanosUnsafe(),
-    kind: "client",
-    root: false,
-    sampled: parent.sampled
-  })
-  span.attribute("db.system.name", system)
-  span.attribute("db.system", system)
-  span.attribute("db.query.text", sql)
-  span.attribute("db.operation.name", operation)
-  if (table !== undefined) span.attribute("db.collection.name", table)
-  return (exit) => span.end(clock.currentTimeNanosUnsafe(), exit)
+  const child = startChildSpan(fiber, name, "client")
+  if (child === undefined) return undefined
+  child.span.attribute("db.system.name", system)
+  child.span.attribute("db.system", system)
+  child.span.attribute("db.query.text", sql)
+  child.span.attribute("db.operation.name", operation)
+  if (table !== undefined) child.span.attribute("db.collection.name", table)
+  return child.end
 }
 
 /** Each sampled transaction in a span above its statements, `BEGIN` and `COMMIT` included, unlike effect/sql's. */
