@@ -51,6 +51,8 @@ describe("WORKERS: several server processes on one port", () => {
       using folder = temporaryFolder()
       const port = freePort()
       const proc = spawnServer({ WORKERS: String(workers), DATABASE_URL: join(folder.path, "petstore.db") }, port)
+      // Drained, so that a worker writing to it never waits on a full pipe.
+      void new Response(proc.stderr).arrayBuffer()
       let output = ""
       void proc.stdout.pipeTo(
         new WritableStream({ write: (chunk) => void (output += new TextDecoder().decode(chunk)) })
