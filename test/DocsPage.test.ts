@@ -5,7 +5,7 @@ import type { NetAddress } from "effect/net"
 import { createHash } from "node:crypto"
 import { brotliDecompressSync, gunzipSync } from "node:zlib"
 import { AppConfig } from "../src/Config/AppConfig.js"
-import { chooseEncoding } from "../src/Http/Precompressed.js"
+import { chooseEncoding } from "../src/Http/Docs.js"
 import { createKey, send, TestServer } from "./support/TestServer.js"
 
 /**
