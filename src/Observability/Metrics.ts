@@ -87,19 +87,14 @@ export const readAtScrape = (
   description: string,
   attributes: Record<string, string>,
   read: () => number
-): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      const ignore = { update: () => {}, modify: () => {} }
-      return kind === "gauge"
-        ? Metric.registerUnsafe(Metric.gauge(name, { description, attributes }), defaultRegistry, {
-          get: () => ({ value: read() }),
-          ...ignore
-        })
-        : Metric.registerUnsafe(Metric.counter(name, { description, attributes }), defaultRegistry, {
-          get: () => ({ count: read(), incremental: true }),
-          ...ignore
-        })
-    }),
+): Effect.Effect<void, never, Scope.Scope> => {
+  const options = { description, attributes }
+  const series: Metric.Metric<number, unknown> = kind === "gauge"
+    ? Metric.gauge(name, options)
+    : Metric.counter(name, options)
+  const get = kind === "gauge" ? () => ({ value: read() }) : () => ({ count: read(), incremental: true })
+  return Effect.acquireRelease(
+    Effect.sync(() => Metric.registerUnsafe(series, defaultRegistry, { get, update: () => {}, modify: () => {} })),
     (registration) => Effect.sync(registration.remove)
   )
+}
