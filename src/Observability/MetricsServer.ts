@@ -79,12 +79,7 @@ export const serveWorkerMetrics = (folder: string, worker: number) =>
 type Snapshot = Metric.Metric.Snapshot
 
 const keyOf = (one: Snapshot) =>
-  JSON.stringify([
-    one.type,
-    one.id,
-    one.description,
-    Object.entries(one.attributes ?? {}).sort(([a], [b]) => a < b ? -1 : 1)
-  ])
+  JSON.stringify([one.type, one.id, one.description, Object.entries(one.attributes ?? {}).sort()])
 
 const sum = (a: Snapshot, b: Snapshot): Snapshot["state"] => {
   if (a.type === "Histogram" && b.type === "Histogram") {
@@ -116,22 +111,15 @@ const addUp = (groups: ReadonlyArray<ReadonlyArray<Snapshot>>): Array<Snapshot> 
 const render = (snapshots: ReadonlyArray<Snapshot>): string => {
   const registry: Metric.MetricRegistry = new Map()
   for (const snapshot of snapshots) {
-    const { state, ...metadata } = snapshot
+    // A worker's histogram arrives with its last bound, Infinity, as JSON's null.
+    const { state, ...metadata } = snapshot.type !== "Histogram" ? snapshot : {
+      ...snapshot,
+      state: { ...snapshot.state, buckets: snapshot.state.buckets.map(([le, n]) => [le ?? Infinity, n] as const) }
+    }
     registry.set(keyOf(snapshot), { ...metadata, hooks: { get: () => state, update: () => {}, modify: () => {} } })
   }
   return PrometheusMetrics.formatUnsafe(Context.make(Metric.MetricRegistry, registry))
 }
-
-/** A worker's snapshot as its JSON carried it: a histogram's last bound, Infinity, arrives as null. */
-const fromJson = (snapshot: Array<Snapshot>) =>
-  snapshot.map((one) =>
-    one.type === "Histogram"
-      ? {
-        ...one,
-        state: { ...one.state, buckets: one.state.buckets.map(([le, n]) => [le ?? Infinity, n]) }
-      } as Snapshot
-      : one
-  )
 
 const isTotal = (one: Snapshot) => one.type !== "Gauge"
 
@@ -153,7 +141,6 @@ export const serveGroupMetrics = (host: string, port: number, count: number) =>
     const scrape = (worker: number) =>
       fetch("http://worker/metrics", { unix: socketOf(folder, worker), signal: AbortSignal.timeout(2000) })
         .then((response) => response.json() as Promise<{ pid: number; snapshot: Array<Snapshot> }>)
-        .then(({ pid, snapshot }) => ({ pid, snapshot: fromJson(snapshot) }))
         .catch(() => undefined)
     const exposition = async () => {
       const answers = await Promise.all(slots.map((_, index) => scrape(index + 1)))
