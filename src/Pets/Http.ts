@@ -142,13 +142,10 @@ export const SunsetPolicyLive = Layer.effect(
       status: 410
     })
     const sunsetMillis = getPetSunsetAt.getTime()
-    const beforeSunset = <A, E, R>(httpEffect: Effect.Effect<A, E, R>, now: number): Effect.Effect<A, E | Gone, R> =>
-      now >= sunsetMillis ? Effect.fail(removed) : httpEffect
-    return SunsetPolicy.of((httpEffect) =>
-      Effect.andThen(
-        noteResponseHeaders(headers),
-        Effect.clockWith((clock) => beforeSunset(httpEffect, clock.currentTimeMillisUnsafe()))
-      )
+    const beforeSunset = Effect.andThen(
+      noteResponseHeaders(headers),
+      Effect.clockWith((clock) => clock.currentTimeMillisUnsafe() >= sunsetMillis ? Effect.fail(removed) : Effect.void)
     )
+    return SunsetPolicy.of((httpEffect) => Effect.andThen(beforeSunset, httpEffect))
   })
 )

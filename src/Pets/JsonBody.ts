@@ -68,13 +68,8 @@ export const readNewPet = Effect.flatMap(
       try {
         json = JSON.parse(text)
       } catch {
-        const empty = text.trim() === ""
-        return Effect.fail(
-          badRequest(
-            "malformed_json",
-            empty ? "body: is empty; a JSON object is required" : "body: is not valid JSON"
-          )
-        )
+        const message = text.trim() === "" ? "body: is empty; a JSON object is required" : "body: is not valid JSON"
+        return Effect.fail(badRequest("malformed_json", message))
       }
       const decoded = decodeNewPet(json)
       return Result.isSuccess(decoded)
