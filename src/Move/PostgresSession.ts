@@ -6,12 +6,12 @@ import type { Connection } from "effect/sql/SqlConnection"
 import {
   AuthenticationError,
   ConnectionError,
-  SqlError,
+  type SqlError,
   StatementTimeoutError,
   UnknownError
 } from "effect/sql/SqlError"
 import Pg from "pg"
-import { connectionError } from "../Sql/PostgresConnection.js"
+import { connectionError, sqlError } from "../Sql/DatabaseErrors.js"
 import { passwordFileLogin } from "./Libpq.js"
 
 /** How long the db command waits for PostgreSQL to connect and to answer, rather than as long as a silent socket stays open. */
@@ -47,22 +47,17 @@ export interface PostgresSession {
 /** A failure of `pg` classified as `effect/sql` does: by SQLSTATE, a failure with none being the connection's own. */
 export const pgFailure = (cause: unknown, operation: string): SqlError => {
   const code = cause instanceof Error && "code" in cause && typeof cause.code === "string" ? cause.code : undefined
-  const props = { cause, message: cause instanceof Error ? cause.message : String(cause), operation }
-  return new SqlError({
-    reason: code === undefined || code.startsWith("08") || code.startsWith("57P0")
-      ? new ConnectionError(props)
-      : code.startsWith("28")
-      ? new AuthenticationError(props)
-      : new UnknownError(props)
-  })
+  const Reason = code === undefined || code.startsWith("08") || code.startsWith("57P0")
+    ? ConnectionError
+    : code.startsWith("28")
+    ? AuthenticationError
+    : UnknownError
+  return sqlError(Reason, cause instanceof Error ? cause.message : String(cause), operation, cause)
 }
 
 const noAnswer = (millis: number, variable: string, operation: string) => {
   const cause = Object.assign(new Error(`no answer within ${millis / 1000} s (${variable})`), { code: "ETIMEDOUT" })
-  const props = { cause, message: cause.message, operation }
-  return new SqlError({
-    reason: operation === "connect" ? new ConnectionError(props) : new StatementTimeoutError(props)
-  })
+  return sqlError(operation === "connect" ? ConnectionError : StatementTimeoutError, cause.message, operation, cause)
 }
 
 const abandoned = connectionError("the session was closed: the command stopped waiting for it", "execute")

@@ -1,8 +1,18 @@
 import { Effect, Predicate } from "effect"
-import { SqlError, type SqlErrorReason, type UniqueViolation } from "effect/sql/SqlError"
+import { ConnectionError, SqlError, type SqlErrorReason, type UniqueViolation } from "effect/sql/SqlError"
 import { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 
 type Unavailability = DatabaseUnavailable["reason"]
+
+type Reason = new(
+  props: { readonly cause: unknown; readonly message: string; readonly operation: string }
+) => SqlErrorReason
+
+/** A failure as effect/sql reports one, for those the service finds itself (a timer run out, a check failed). */
+export const sqlError = (Reason: Reason, message: string, operation: string, cause: unknown = new Error(message)) =>
+  new SqlError({ reason: new Reason({ cause, message, operation }) })
+
+export const connectionError = (message: string, operation: string) => sqlError(ConnectionError, message, operation)
 
 /** The code the driver put on a failure: PostgreSQL's SQLSTATE, a socket's errno, or SQLite's result code. */
 export const driverCode = (error: SqlError): string | undefined => {

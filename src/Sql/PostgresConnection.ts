@@ -3,11 +3,11 @@ import { Duration, Effect, Exit, Fiber, Layer, Option, Predicate, Redacted, Sche
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
-import { ConnectionError, isSqlError, SqlError, UnknownError } from "effect/sql/SqlError"
+import { isSqlError, type SqlError, UnknownError } from "effect/sql/SqlError"
 import { AppConfig } from "../Config/AppConfig.js"
 import { readAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
-import { databaseWords, driverCode, isReadOnly } from "./DatabaseErrors.js"
+import { connectionError, databaseWords, driverCode, isReadOnly, sqlError } from "./DatabaseErrors.js"
 import { runMigrations } from "./Migrations.js"
 import { startStatementSpan, withTransactionSpans } from "./StatementSpans.js"
 import { statementDurations, statementFailures } from "./StatementTiming.js"
@@ -59,9 +59,6 @@ const writable = (sql: SqlClient.SqlClient) =>
     }
   )
 
-export const connectionError = (message: string, operation: string) =>
-  new SqlError({ reason: new ConnectionError({ cause: new Error(message), message, operation }) })
-
 const sqlErrorOf = (exit: Exit.Exit<unknown, unknown>): SqlError | undefined => {
   const error = Exit.findErrorOption(exit)
   return Option.isSome(error) && isSqlError(error.value) ? error.value : undefined
@@ -91,13 +88,10 @@ const spoils = (error: SqlError) => error.reason._tag === "StatementTimeoutError
 
 /** PostgreSQL answers a `COMMIT` of a transaction already failed with `ROLLBACK`: that is a failure. */
 const commit = (connection: Connection): Effect.Effect<void, SqlError> =>
-  Effect.flatMap(connection.executeRaw("COMMIT", []), (result) => {
-    if ((result as PgConnection.Result).command !== "ROLLBACK") return Effect.void
-    const message = "COMMIT rolled back an aborted transaction"
-    return Effect.fail(
-      new SqlError({ reason: new UnknownError({ cause: new Error(message), message, operation: "commit" }) })
-    )
-  })
+  Effect.flatMap(connection.executeRaw("COMMIT", []), (result) =>
+    (result as PgConnection.Result).command === "ROLLBACK"
+      ? Effect.fail(sqlError(UnknownError, "COMMIT rolled back an aborted transaction", "commit"))
+      : Effect.void)
 
 /**
  * A statement its caller can leave, interrupted or unanswered within `boundMillis`: interrupted in the
@@ -385,17 +379,16 @@ const migrate = (sql: SqlClient.SqlClient, startTimeout: Duration.Duration) =>
     const lockHolder = yield* sql.reserve
     const statement = (text: string) => lockHolder.execute(text, [], undefined)
     // Polled: one statement waiting for it would be cut by the statement timeout.
-    const tryLock = Effect.map(
-      statement(`SELECT pg_try_advisory_lock(${migrationLock}) AS locked`),
-      (rows) => rows[0]?.locked === true
-    )
-    const poll = (polls: number): Effect.Effect<void, SqlError> =>
-      Effect.flatMap(tryLock, (locked) =>
-        locked ? Effect.void : Effect.andThen(
-          polls % 20 === 0 ? Effect.logInfo("waiting for another instance to finish the migrations") : Effect.void,
-          Effect.delay(Effect.suspend(() => poll(polls + 1)), "250 millis")
-        ))
-    const lock = poll(0).pipe(
+    const tryLock = statement(`SELECT pg_try_advisory_lock(${migrationLock}) AS locked`)
+    const lock = Effect.map(tryLock, (rows) => rows[0]?.locked === true).pipe(
+      Effect.repeat(
+        Schedule.spaced("250 millis").pipe(
+          Schedule.while(({ input }) => input !== true),
+          Schedule.tap(({ attempt }) =>
+            attempt % 20 === 1 ? Effect.logInfo("waiting for another instance to finish the migrations") : Effect.void
+          )
+        )
+      ),
       Effect.timeoutOrElse({
         duration: startTimeout,
         orElse: () =>

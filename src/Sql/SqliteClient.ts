@@ -5,8 +5,9 @@ import { Context, Duration, Effect, identity, Latch, Layer, Schedule, Semaphore,
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as Client from "effect/sql/SqlClient"
 import type { Connection } from "effect/sql/SqlConnection"
-import { classifySqliteError, ConnectionError, SqlError } from "effect/sql/SqlError"
+import { classifySqliteError, SqlError } from "effect/sql/SqlError"
 import * as Statement from "effect/sql/Statement"
+import { connectionError } from "./DatabaseErrors.js"
 
 const TypeId = "~petstore/SqliteClient"
 
@@ -85,11 +86,7 @@ export const make = (
 
     const attempt = (sql: string, params: ReadonlyArray<unknown>, values: boolean): ReadonlyArray<any> | SqlError => {
       const reason = unusable?.()
-      if (reason !== undefined) {
-        return new SqlError({
-          reason: new ConnectionError({ cause: new Error(reason), message: reason, operation: "execute" })
-        })
-      }
+      if (reason !== undefined) return connectionError(reason, "execute")
       let kept = prepared.get(sql)
       try {
         if (kept === undefined) {

@@ -1,12 +1,12 @@
 import { Cause, Effect, Layer, Option, Predicate, Schedule } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
-import { isSqlError, SqlError, UnknownError } from "effect/sql/SqlError"
+import { isSqlError, type SqlError, UnknownError } from "effect/sql/SqlError"
 import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs"
 import { dirname } from "node:path"
 import { AppConfig, databaseUrlProblem, defaultDatabaseUrl, sqliteFilename } from "../Config/AppConfig.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
-import { databaseWords, driverCode, isCode } from "./DatabaseErrors.js"
+import { databaseWords, driverCode, isCode, sqlError } from "./DatabaseErrors.js"
 import { runMigrations } from "./Migrations.js"
 import * as SqliteClient from "./SqliteClient.js"
 import { startStatementSpan, withTransactionSpans } from "./StatementSpans.js"
@@ -59,7 +59,7 @@ const checkIntact = (sql: SqlClient.SqlClient) =>
     if (finding === "ok") return Effect.void
     const message = `database disk image is malformed: ${finding}`
     const cause = Object.assign(new Error(message), { code: "SQLITE_CORRUPT" })
-    return Effect.fail(new SqlError({ reason: new UnknownError({ cause, message, operation: "quick_check" }) }))
+    return Effect.fail(sqlError(UnknownError, message, "quick_check", cause))
   })
 
 const statOf = (filename: string) => {
