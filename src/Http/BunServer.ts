@@ -59,7 +59,14 @@ export const layer = (
           const requests = Scope.forkUnsafe(serveScope, "parallel")
           const httpEffect = HttpEffect.toHandled(httpApp, (request, response) =>
             Effect.withFiber((fiber) => {
-              Context.getUnsafe(fiber.context, Respond)(toWeb(request, response, services))
+              const withoutBody = request.method === "HEAD"
+              const sent = withoutBody ? response : HttpEffect.scopeTransferToStream(response)
+              Context.getUnsafe(fiber.context, Respond)(HttpServerResponse.toWeb(sent, {
+                withoutBody,
+                context: services,
+                // Only a streamed body reads it; asking makes it.
+                signal: response.body._tag === "Stream" ? (request.source as Request).signal : undefined
+              }))
               return Effect.void
             }), middleware)
 
@@ -69,11 +76,8 @@ export const layer = (
                 remoteAddress: Option.fromNullishOr(bun.requestIP(source)?.address)
               })
               // Added over the server's context, so the fiber keeps the references cache it built.
-              const context = Context.add(
-                Context.add(services, HttpServerRequest.HttpServerRequest, request),
-                Respond,
-                resolve
-              )
+              const context = Context.add(services, HttpServerRequest.HttpServerRequest, request)
+                .pipe(Context.add(Respond, resolve))
               const fiber = Effect.runForkWith(context)(httpEffect)
               // Answered already: Bun makes a request's abort signal only when asked for it.
               if (fiber.pollUnsafe() !== undefined) return
@@ -94,20 +98,6 @@ export const layer = (
 /** Where the server listens; a host named rather than given as an address (`localhost`) as the loopback. */
 const addressOf = (hostname: string, port: number) =>
   NetAddress.inetAddressUnsafe(Result.getOrElse(NetAddress.ipFromString(hostname), () => NetAddress.ipv4Loopback), port)
-
-const toWeb = (
-  request: HttpServerRequest.HttpServerRequest,
-  response: HttpServerResponse.HttpServerResponse,
-  context: Context.Context<never>
-): Response => {
-  const withoutBody = request.method === "HEAD"
-  return HttpServerResponse.toWeb(withoutBody ? response : HttpEffect.scopeTransferToStream(response), {
-    withoutBody,
-    context,
-    // Only a streamed body reads it; asking makes it.
-    signal: response.body._tag === "Stream" ? (request.source as Request).signal : undefined
-  })
-}
 
 /** A server on a free loopback port, and an `HttpClient` that calls it (for tests). */
 export const layerTest = HttpServer.layerTestClient.pipe(
