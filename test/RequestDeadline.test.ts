@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Fiber, Layer, Logger, References } from "effect"
+import { Clock, Deferred, Duration, Effect, Fiber, Layer, Logger, References } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
 import pg from "pg"
@@ -28,17 +28,23 @@ interface Answered {
 /**
  * A request that `app` serves under one deadline for all, run as the server runs a request: in a
  * fiber of its own, uninterruptibly but for what the deadline makes interruptible, its record
- * made where it enters; its answer, with when it came on the test clock.
+ * made where it enters, its answer handed on from within that fiber (as the server sends it); its
+ * answer, with when it came on the test clock.
  */
 const makeServe = Effect.gen(function*() {
   const deadline = yield* makeDeadline(Duration.millis(deadlineMillis))
   const observe = makeRequestObserver({ clientAddress: makeClientAddress([]), metrics: false, tracing: undefined })
   return (app: Effect.Effect<HttpServerResponse.HttpServerResponse>) =>
-    observe(HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets")), deadline(app)).pipe(
-      Effect.flatMap((response) => Effect.map(Clock.currentTimeMillis, (at): Answered => ({ response, at }))),
-      Effect.uninterruptible,
-      Effect.forkChild
-    )
+    Effect.gen(function*() {
+      const answer = yield* Deferred.make<Answered>()
+      yield* observe(HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets")), deadline(app)).pipe(
+        Effect.flatMap((response) => Effect.map(Clock.currentTimeMillis, (at): Answered => ({ response, at }))),
+        Effect.flatMap((answered) => Deferred.succeed(answer, answered)),
+        Effect.uninterruptible,
+        Effect.forkChild
+      )
+      return answer
+    })
 })
 
 const answered = ({ at, response }: Answered) => {
@@ -55,9 +61,9 @@ describe("the request deadline, on Effect's clock", () => {
       let interrupted = false
       const request = yield* serve(Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => (interrupted = true)))))
       yield* TestClock.adjust(deadlineMillis - 1)
-      expect(request.pollUnsafe()).toBeUndefined()
+      expect(yield* Deferred.isDone(request)).toBe(false)
       yield* TestClock.adjust(1)
-      expect(answered(yield* Fiber.join(request))).toEqual({
+      expect(answered(yield* Deferred.await(request))).toEqual({
         status: 503,
         retryAfter: "1",
         code: "request_timeout",
@@ -74,23 +80,25 @@ describe("the request deadline, on Effect's clock", () => {
       const second = yield* serve(Effect.never)
       const quick = yield* serve(Effect.as(Effect.sleep("20 millis"), HttpServerResponse.jsonUnsafe({ done: true })))
       yield* TestClock.adjust(deadlineMillis - laterMillis)
-      expect(answered(yield* Fiber.join(first))).toMatchObject({ status: 503, at: deadlineMillis })
-      expect(answered(yield* Fiber.join(quick))).toMatchObject({ status: 200, at: laterMillis + 20 })
+      expect(answered(yield* Deferred.await(first))).toMatchObject({ status: 503, at: deadlineMillis })
+      expect(answered(yield* Deferred.await(quick))).toMatchObject({ status: 200, at: laterMillis + 20 })
       // The second came later: its deadline is its own, not the first one's.
-      expect(second.pollUnsafe()).toBeUndefined()
+      expect(yield* Deferred.isDone(second)).toBe(false)
       yield* TestClock.adjust(laterMillis)
-      expect(answered(yield* Fiber.join(second))).toMatchObject({ status: 503, at: laterMillis + deadlineMillis })
+      expect(answered(yield* Deferred.await(second))).toMatchObject({ status: 503, at: laterMillis + deadlineMillis })
     }))
 
   it.effect("keeps deadlines after a quiet spell: a request that comes once every earlier one has ended still has one", () =>
     Effect.gen(function*() {
       const serve = yield* makeServe
-      expect(answered(yield* Fiber.join(yield* serve(Effect.succeed(HttpServerResponse.jsonUnsafe({ done: true }))))))
+      expect(
+        answered(yield* Deferred.await(yield* serve(Effect.succeed(HttpServerResponse.jsonUnsafe({ done: true })))))
+      )
         .toMatchObject({ status: 200, at: 0 })
       yield* TestClock.adjust(deadlineMillis + 50)
       const late = yield* serve(Effect.never)
       yield* TestClock.adjust(deadlineMillis)
-      expect(answered(yield* Fiber.join(late))).toMatchObject({ status: 503, at: 2 * deadlineMillis + 50 })
+      expect(answered(yield* Deferred.await(late))).toMatchObject({ status: 503, at: 2 * deadlineMillis + 50 })
     }))
 })
 
@@ -100,7 +108,7 @@ describe("a deadline that passes while the request waits on its database", () =>
       const serve = yield* makeServe
       const request = yield* serve(waitingOnDatabase(Effect.never))
       yield* TestClock.adjust(deadlineMillis)
-      expect(answered(yield* Fiber.join(request))).toEqual({
+      expect(answered(yield* Deferred.await(request))).toEqual({
         status: 503,
         retryAfter: "1",
         code: "database_unavailable",
@@ -113,7 +121,7 @@ describe("a deadline that passes while the request waits on its database", () =>
       const serve = yield* makeServe
       const request = yield* serve(Effect.andThen(waitingOnDatabase(Effect.sleep("20 millis")), Effect.never))
       yield* TestClock.adjust(deadlineMillis)
-      expect(answered(yield* Fiber.join(request))).toMatchObject({
+      expect(answered(yield* Deferred.await(request))).toMatchObject({
         status: 503,
         retryAfter: "1",
         code: "request_timeout"

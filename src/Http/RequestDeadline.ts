@@ -1,4 +1,4 @@
-import { Duration, Effect } from "effect"
+import { Cause, Clock, Duration, Effect, type Fiber, Latch } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import { retryAfterHeader, ServiceUnavailable } from "../Domain/ApiError.js"
 import { CurrentRequest } from "../Request/CurrentRequest.js"
@@ -15,26 +15,90 @@ const timedOut = errorResponse(
   retryAfterHeader("request_timeout")
 )
 
+/** A request being served, and when it is due. */
+interface Due {
+  readonly at: number
+  readonly fiber: Fiber.Fiber<unknown, unknown>
+  ended: boolean
+  /** Set when the deadline interrupted the request: whether it was waiting on a store then. */
+  onDatabase: boolean | undefined
+}
+
+/** Past this many ended requests at its head, the queue is compacted. */
+const compactAfter = 4096
+
 /**
  * Every request answers by `deadline` (under Bun's 10 s idle timeout): its work interrupted, 503 `database_unavailable`
- * when waiting on a store, else `request_timeout`. The server runs a request uninterruptibly but for its handler.
+ * when waiting on a store, else `request_timeout`. One fiber sleeps until the oldest request is due and interrupts the
+ * request's own fiber, which the server runs uninterruptibly but for its handler: no fiber or timer per request
+ * ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)). The deadline is the same for all, so the queue is FIFO.
  */
 export const makeDeadline = (deadline: Duration.Duration) =>
-  Effect.sync(() => {
+  Effect.gen(function*() {
+    const millis = Duration.toMillis(deadline)
     const databaseSilent = `The database did not answer within the request's deadline, ${
       Duration.format(deadline)
     } (REQUEST_TIMEOUT_SECONDS)`
+    const queue: Array<Due> = []
+    let head = 0
+    // Closed while nothing is queued; a request queued then opens it.
+    const queued = yield* Latch.make(false)
+    let idle = true
+
+    yield* Effect.forkScoped(Effect.gen(function*() {
+      while (true) {
+        while (head < queue.length && queue[head]!.ended) head++
+        if (head === queue.length) {
+          queue.length = head = 0
+          idle = true
+          queued.closeUnsafe()
+          yield* queued.await
+          continue
+        }
+        if (head > compactAfter) {
+          queue.splice(0, head)
+          head = 0
+        }
+        const next = queue[head]!
+        const wait = next.at - (yield* Clock.currentTimeMillis)
+        if (wait > 0) {
+          yield* Effect.sleep(wait)
+          continue
+        }
+        head++
+        // Read before the interruption: the store call ends with it.
+        next.onDatabase = (next.fiber.getRef(CurrentRequest)?.databaseWaits ?? 0) > 0
+        next.fiber.interruptUnsafe()
+      }
+    }))
+
     return <E, R>(
       app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> =>
-      CurrentRequest.use((record) =>
-        Effect.interruptible(Effect.raceFirst(
-          app,
-          // Where the work waits is read when the deadline passes, before its interruption ends the store call.
-          Effect.andThen(Effect.sleep(deadline), () =>
-            (record?.databaseWaits ?? 0) > 0
-              ? Effect.andThen(warnUnavailable(record?.id, databaseSilent), answeredEarly(databaseUnavailableResponse))
-              : answeredEarly(timedOut))
-        ))
-      )
+      Effect.withFiber((fiber) => {
+        const due: Due = {
+          at: fiber.getRef(Clock.Clock).currentTimeMillisUnsafe() + millis,
+          fiber,
+          ended: false,
+          onDatabase: undefined
+        }
+        queue.push(due)
+        if (idle) {
+          idle = false
+          queued.openUnsafe()
+        }
+        return Effect.matchCauseEffect(Effect.interruptible(app), {
+          onSuccess: (response) => {
+            due.ended = true
+            return Effect.succeed(response)
+          },
+          onFailure: (cause) => {
+            due.ended = true
+            if (due.onDatabase === undefined || !Cause.hasInterrupts(cause)) return Effect.failCause(cause)
+            if (!due.onDatabase) return answeredEarly(timedOut)
+            const id = fiber.getRef(CurrentRequest)?.id
+            return Effect.andThen(warnUnavailable(id, databaseSilent), answeredEarly(databaseUnavailableResponse))
+          }
+        })
+      })
   })
