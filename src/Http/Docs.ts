@@ -29,11 +29,11 @@ const renderScalarPage = (api: typeof PetStoreApi) =>
     }
   })
 
-const sha256 = (text: string) => `'sha256-${createHash("sha256").update(text).digest("base64")}'`
-
 /** The page runs only its own inline scripts and calls only its servers ("Test request"); no framing, no referrer. */
 const securityHeaders = (page: string, servers: ReadonlyArray<{ readonly url: string }>) => {
-  const scripts = [...page.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(([, script]) => sha256(script!))
+  const scripts = [...page.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(([, script]) =>
+    `'sha256-${createHash("sha256").update(script!).digest("base64")}'`
+  )
   const origins = [...new Set(servers.map(({ url }) => new URL(url).origin))]
   return {
     "content-security-policy": [
@@ -70,13 +70,6 @@ export const chooseEncoding = (acceptEncoding: string | undefined): Encoding => 
   const gz = Math.max(weightOf("gzip"), weights.get("x-gzip") ?? 0)
   return br > 0 && br >= gz ? "br" : gz > 0 ? "gzip" : "identity"
 }
-
-/** Whether an `If-None-Match` header names this entity tag (weak comparison, RFC 9110 §13.1.2). */
-const matchesEntityTag = (ifNoneMatch: string, etag: string) =>
-  ifNoneMatch.split(",").some((tag) => {
-    const trimmed = tag.trim()
-    return trimmed === "*" || trimmed.replace(/^W\//, "") === etag
-  })
 
 /**
  * `text` compressed at start, with an `ETag` per encoding and 304: what `HttpMiddleware.compression` lacks. Browsers
@@ -119,8 +112,9 @@ const precompressed = (text: string, contentType: string, headers: Record<string
       (request) =>
         Effect.map(Fiber.join(compressing), (representations) => {
           const { etag, notModified, ok } = representations[chooseEncoding(request.headers["accept-encoding"])]
-          const ifNoneMatch = request.headers["if-none-match"]
-          return ifNoneMatch !== undefined && matchesEntityTag(ifNoneMatch, etag) ? notModified : ok
+          // `If-None-Match` compares weakly (RFC 9110 §13.1.2).
+          const tags = request.headers["if-none-match"]?.split(",").map((tag) => tag.trim()) ?? []
+          return tags.some((tag) => tag === "*" || tag.replace(/^W\//, "") === etag) ? notModified : ok
         })
     )
   })
