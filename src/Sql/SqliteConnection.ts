@@ -26,7 +26,7 @@ export const SqliteConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConfig
   Effect.gen(function*() {
     const { databaseStatementTimeout, databaseUrl } = yield* AppConfig
     const filename = sqliteFilename(databaseUrl)
-    yield* Effect.try({ try: () => checkWritable(databaseUrl, filename), catch: (cause) => cause as Error })
+    yield* checkWritable(databaseUrl, filename)
     const observability = yield* Effect.serviceOption(ObservabilityConfig)
     const timed = Option.exists(observability, ({ metrics }) => Option.isSome(metrics))
     const traced = Option.exists(observability, ({ tracing }) => Option.isSome(tracing))
@@ -87,33 +87,27 @@ const watchFile = (filename: string, onLost: (reason: string) => void) => {
 
 const reason = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
 
+/** `check`, its failure told as `problem` and the system's words. */
+const checking = (problem: string, check: () => unknown) =>
+  Effect.try({ try: check, catch: (cause) => new Error(`${problem}: ${reason(cause)}`) })
+
 /** Refuses a database the service could read but not write; a missing folder other than the default's is a mistyped path. */
-const checkWritable = (databaseUrl: string, filename: string) => {
-  const folder = dirname(filename)
-  if (databaseUrl === defaultDatabaseUrl) {
-    try {
-      mkdirSync(folder, { recursive: true })
-    } catch (cause) {
-      throw new Error(`Cannot create the folder ${folder} of the database: ${reason(cause)}`)
-    }
-  } else {
-    // Again here: a configuration composed in code (AppConfig.make) is not read through its rule.
-    const problem = databaseUrlProblem(databaseUrl)
-    if (problem !== undefined) throw new Error(`DATABASE_URL ${problem}`)
-  }
-  try {
-    accessSync(folder, constants.W_OK)
-  } catch (cause) {
-    throw new Error(
-      `The folder ${folder} of the database is not writable (SQLite keeps its WAL beside the file): ${reason(cause)}`
+const checkWritable = (databaseUrl: string, filename: string) =>
+  Effect.gen(function*() {
+    const folder = dirname(filename)
+    // Again for a URL not the default's: a configuration composed in code (AppConfig.make) is not read through its rule.
+    const problem = databaseUrl === defaultDatabaseUrl ? undefined : databaseUrlProblem(databaseUrl)
+    if (problem !== undefined) return yield* Effect.fail(new Error(`DATABASE_URL ${problem}`))
+    const create = () => databaseUrl === defaultDatabaseUrl && mkdirSync(folder, { recursive: true })
+    yield* checking(`Cannot create the folder ${folder} of the database`, create)
+    yield* checking(
+      `The folder ${folder} of the database is not writable (SQLite keeps its WAL beside the file)`,
+      () => accessSync(folder, constants.W_OK)
     )
-  }
-  try {
-    if (existsSync(filename)) accessSync(filename, constants.R_OK | constants.W_OK)
-  } catch (cause) {
-    throw new Error(`The database ${filename} is read-only or unreadable; it was left untouched: ${reason(cause)}`)
-  }
-}
+    yield* checking(`The database ${filename} is read-only or unreadable; it was left untouched`, () => {
+      if (existsSync(filename)) accessSync(filename, constants.R_OK | constants.W_OK)
+    })
+  })
 
 const hints: ReadonlyArray<readonly [code: string, hint: string]> = [
   ["SQLITE_NOTADB", "it is not a SQLite database, or it is damaged"],
