@@ -5,14 +5,7 @@ import { readAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { waitingOnDatabase } from "../Request/Unavailable.js"
 import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
-import {
-  decision,
-  defaultMaxBuckets,
-  makeInMemory,
-  type RateLimitDecision,
-  RateLimiter,
-  type RateLimitPolicy
-} from "./RateLimiter.js"
+import { decision, defaultMaxBuckets, makeInMemory, RateLimiter, type RateLimitPolicy } from "./RateLimiter.js"
 import { RecentMap } from "./RecentMap.js"
 
 /** Tokens an instance leases from a shared bucket at once, a tenth of the burst: one request in this many writes. */
@@ -76,33 +69,29 @@ export const RateLimiterPostgres = (
         (lease, now) => lease.pending === undefined && lease.emptyUntil <= now && lease.tokens < 1
       )
 
-      const leaseFromDatabase = (policy: RateLimitPolicy, bucket: string, want: number, now: number) => {
-        const perMilli = policy.perSecond / 1000
-        // Only the policy's numbers are in the text: one prepared statement per policy.
-        const refilledText =
-          `LEAST(${policy.burst}::float8, b.tokens + GREATEST(0, excluded.updated_at - b.updated_at) * ${perMilli}::float8)`
-        const refilled = sql.literal(refilledText)
-        const granted = sql.literal(`LEAST(FLOOR(${refilledText}), ${want})::int`)
-        return sql<{ granted: number; tokens: number }>`
-          INSERT INTO rate_limit_buckets AS b (bucket, tokens, allowed, granted, updated_at, full_at)
-          VALUES (${bucket}, ${policy.burst - want}, true, ${want}, ${now}, ${now + Math.ceil(want / perMilli)})
-          ON CONFLICT (bucket) DO UPDATE SET
-            granted = ${granted},
-            tokens = ${refilled} - ${granted},
-            allowed = ${granted} >= 1,
-            updated_at = GREATEST(b.updated_at, excluded.updated_at),
-            full_at = ${now}::bigint + CEIL((${policy.burst} - (${refilled} - ${granted})) / ${perMilli}::float8)::bigint
-          RETURNING granted, tokens`.pipe(
-          Effect.map(([row]) => row!),
-          unavailableOrDie
-        )
-      }
-
       const refill = (policy: RateLimitPolicy, bucket: string, lease: Lease, now: number) =>
         Effect.gen(function*() {
+          const want = leaseSize(policy)
+          const perMilli = policy.perSecond / 1000
+          // Only the policy's numbers are in the text: one prepared statement per policy.
+          const refilledText =
+            `LEAST(${policy.burst}::float8, b.tokens + GREATEST(0, excluded.updated_at - b.updated_at) * ${perMilli}::float8)`
+          const refilled = sql.literal(refilledText)
+          const granted = sql.literal(`LEAST(FLOOR(${refilledText}), ${want})::int`)
           const done = yield* Deferred.make<void>()
           lease.pending = done
-          const row = yield* leaseFromDatabase(policy, bucket, leaseSize(policy), now).pipe(
+          const row = yield* sql<{ granted: number; tokens: number }>`
+            INSERT INTO rate_limit_buckets AS b (bucket, tokens, allowed, granted, updated_at, full_at)
+            VALUES (${bucket}, ${policy.burst - want}, true, ${want}, ${now}, ${now + Math.ceil(want / perMilli)})
+            ON CONFLICT (bucket) DO UPDATE SET
+              granted = ${granted},
+              tokens = ${refilled} - ${granted},
+              allowed = ${granted} >= 1,
+              updated_at = GREATEST(b.updated_at, excluded.updated_at),
+              full_at = ${now}::bigint + CEIL((${policy.burst} - (${refilled} - ${granted})) / ${perMilli}::float8)::bigint
+            RETURNING granted, tokens`.pipe(
+            Effect.map(([row]) => row!),
+            unavailableOrDie,
             Effect.ensuring(Effect.suspend(() => {
               lease.pending = undefined
               return Deferred.succeed(done, undefined)
@@ -118,11 +107,7 @@ export const RateLimiterPostgres = (
       const estimate = (policy: RateLimitPolicy, lease: Lease, now: number) =>
         Math.min(policy.burst, lease.tokens + lease.sharedTokens + ((now - lease.sharedAt) / 1000) * policy.perSecond)
 
-      const take = (
-        policy: RateLimitPolicy,
-        key: string,
-        now: number
-      ): Effect.Effect<RateLimitDecision, DatabaseUnavailable> => {
+      const take = (policy: RateLimitPolicy, key: string, now: number): ReturnType<RateLimiter["Service"]["take"]> => {
         if (now < localUntil) return local.take(policy, key)
         const bucket = `${policy.name}:${key}`
         let lease = leases.get(bucket)
