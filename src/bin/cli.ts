@@ -1,4 +1,4 @@
-import { Config, Console, Effect, Layer, Logger, Option, Redacted, Stream } from "effect"
+import { Config, Console, Effect, Logger, Option, Redacted, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
 import { PetStoreClient } from "../Client/PetStoreClient.js"
 import { newPetFromOptions, newPetOptionNames } from "../CommandLine/NewPetOptions.js"
@@ -19,20 +19,25 @@ const baseUrl = urlOption("base-url").pipe(
   Flag.optional
 )
 
-const print = (asJson: boolean, value: Pet | ReadonlyArray<Pet>) =>
-  Console.log(asJson ? JSON.stringify(value, null, 2) : petTable(Array.isArray(value) ? value : [value as Pet]))
-
-/** The client for `--base-url`, else `PETSTORE_BASE_URL`, else the local service, with `PETSTORE_API_KEY`. */
-const clientLayer = (url: Option.Option<string>) =>
-  Layer.unwrap(Effect.gen(function*() {
+/** Prints what `call` answers from the client for `url`, else `PETSTORE_BASE_URL`, else the local service. */
+const print = <E>(
+  url: Option.Option<string>,
+  asJson: boolean,
+  call: (client: PetStoreClient["Service"]) => Effect.Effect<Pet | ReadonlyArray<Pet>, E>
+) =>
+  Effect.gen(function*() {
     // An empty variable counts as unset, as a shell's `PETSTORE_BASE_URL= petstore …` means (Config reads it so).
     const baseUrl = Option.isSome(url)
       ? url.value
       : yield* httpUrl("PETSTORE_BASE_URL").pipe(Config.withDefault("http://localhost:3000"))
     const apiKey = yield* Config.option(Config.String("PETSTORE_API_KEY"))
     if (Option.isNone(apiKey)) return yield* Effect.fail(new Error("PETSTORE_API_KEY: must be set"))
-    return PetStoreClient.layer({ target: { baseUrl }, apiKey: Redacted.make(apiKey.value) })
-  }))
+    const client = PetStoreClient.layer({ target: { baseUrl }, apiKey: Redacted.make(apiKey.value) })
+    const value = yield* Effect.provide(PetStoreClient.use(call), client)
+    yield* Console.log(
+      asJson ? JSON.stringify(value, null, 2) : petTable(Array.isArray(value) ? value : [value as Pet])
+    )
+  })
 
 const list = Command.make(
   "list",
@@ -47,34 +52,25 @@ const list = Command.make(
     baseUrl
   },
   ({ all, baseUrl, json, limit, status }) =>
-    Effect.gen(function*() {
-      const client = yield* PetStoreClient
+    print(baseUrl, json, (client) => {
       const params = { status: Option.getOrUndefined(status), limit: Option.getOrUndefined(limit) }
-      const pets = all
-        ? yield* Stream.runCollect(client.listAll({ status: params.status, pageSize: params.limit }))
-        : (yield* client.listPets(params)).pets
-      yield* print(json, [...pets])
-    }).pipe(Effect.provide(clientLayer(baseUrl)))
+      return all
+        ? Stream.runCollect(client.listAll({ status: params.status, pageSize: params.limit }))
+        : Effect.map(client.listPets(params), ({ pets }) => pets)
+    })
 ).pipe(Command.withDescription("List animals"))
 
 const create = Command.make(
   "create",
   { name: Flag.String("name"), categoryId: integerOption("category-id"), status: statusOption, json, baseUrl },
   ({ baseUrl, categoryId, json, name, status }) =>
-    Effect.gen(function*() {
-      const pet = yield* (yield* PetStoreClient).createPet(newPetFromOptions({ name, categoryId, status }))
-      yield* print(json, pet)
-    }).pipe(Effect.provide(clientLayer(baseUrl)))
+    print(baseUrl, json, (client) => client.createPet(newPetFromOptions({ name, categoryId, status })))
 ).pipe(Command.withDescription("Add an animal"))
 
 const get = Command.make(
   "get",
   { id: integerArgument("id"), json, baseUrl },
-  ({ baseUrl, id, json }) =>
-    Effect.gen(function*() {
-      const pet = yield* (yield* PetStoreClient).getPet(id)
-      yield* print(json, pet)
-    }).pipe(Effect.provide(clientLayer(baseUrl)))
+  ({ baseUrl, id, json }) => print(baseUrl, json, (client) => client.getPet(id))
 ).pipe(Command.withDescription("Fetch one animal (deprecated endpoint)"))
 
 const petstore = Command.make("petstore").pipe(
