@@ -1,4 +1,4 @@
-import { Result } from "effect"
+import { Array as Arr, Result } from "effect"
 import { IpNetwork, NetAddress } from "effect/net"
 
 /** An entry of `TRUSTED_PROXIES`. */
@@ -24,13 +24,8 @@ const parseNetwork = (entry: string): IpRange | undefined => {
 }
 
 /** `TRUSTED_PROXIES`: comma-separated addresses and CIDR ranges; the bad entries, if any. */
-export const parseTrustedProxies = (
-  value: string
-): { readonly ranges: ReadonlyArray<IpRange>; readonly invalid: ReadonlyArray<string> } => {
+export const parseTrustedProxies = (value: string) => {
   const entries = value.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
-  const parsed = entries.map((entry) => [entry, parseNetwork(entry)] as const)
-  return {
-    ranges: parsed.flatMap(([, range]) => range === undefined ? [] : [range]),
-    invalid: parsed.flatMap(([entry, range]) => range === undefined ? [entry] : [])
-  }
+  const [ranges, invalid] = Arr.partition(entries, (entry) => Result.fromNullishOr(parseNetwork(entry), () => entry))
+  return { ranges, invalid }
 }
