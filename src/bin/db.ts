@@ -111,12 +111,7 @@ const db = Command.make("db").pipe(
   Command.withSubcommands([
     copyCommand,
     verifyCommand,
-    onDatabase(
-      "status",
-      {},
-      status,
-      "Show the database's engine, schema version, read-only mode and rows per table"
-    ),
+    onDatabase("status", {}, status, "Show the database's engine, schema version, read-only mode and rows per table"),
     onDatabase(
       "read-only",
       { state: Argument.ChoiceWithValue("on|off", [["on", true], ["off", false]]) },
