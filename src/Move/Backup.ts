@@ -7,30 +7,27 @@ import * as Ids from "./Ids.js"
 import { knownVersion, migrationsTable, tablesOf, versionOf } from "./SchemaVersion.js"
 import {
   codeOf,
+  companions,
   connect,
   describeStoreFailure,
   failingAs,
   interruption,
   MoveError,
   openSqlite,
+  removeWithCompanions,
   type Store
 } from "./Store.js"
 import { countRows, tables } from "./Tables.js"
-
-/** SQLite's files beside a database: a file put under its name must find none, or it takes them as its own. */
-const companions = ["-wal", "-shm", "-journal"]
-
-const removeWithCompanions = (file: string) => {
-  // Checked first: Bun's rmSync fails on a path through a file (EFAULT) even with `force`.
-  for (const path of ["", ...companions].map((suffix) => `${file}${suffix}`)) if (fs.existsSync(path)) fs.rmSync(path)
-}
 
 /** Removes, on a failure, what the command wrote beside the database, where it could write at all. */
 const removingOnFailure = (file: string) =>
   Effect.onError(() => Effect.ignore(Effect.try(() => removeWithCompanions(file))))
 
-const integrityOf = (sql: SqlClient.SqlClient) =>
-  Effect.map(sql<{ integrity_check: string }>`PRAGMA integrity_check`, ([check]) => check?.integrity_check)
+const checkIntegrity = (sql: SqlClient.SqlClient, what: string) =>
+  Effect.flatMap(sql<{ integrity_check: string }>`PRAGMA integrity_check`, ([row]) =>
+    row?.integrity_check === "ok"
+      ? Effect.void
+      : Effect.fail(new MoveError({ message: `${what} failed its integrity check: ${row?.integrity_check}` })))
 
 const rowCounts = (sql: SqlClient.SqlClient) =>
   Effect.flatMap(tablesOf(sql), (names) =>
@@ -73,14 +70,12 @@ export const backup = (store: Store, file: string) => {
           (error) => writeFailures.some((code) => codeOf(error).startsWith(code)) ? onBackup(error) : error
         )
     )).pipe(failingAs(store, "source"))
-    const counts = yield* Effect.scoped(Effect.gen(function*() {
-      const sql = yield* connect(written, { role: "backup", mode: "read" })
-      const check = yield* integrityOf(sql)
-      if (check !== "ok") {
-        return yield* new MoveError({ message: `backup ${file} failed its integrity check: ${check}` })
-      }
-      return yield* rowCounts(sql)
-    })).pipe(Effect.mapError(onBackup))
+    const counts = yield* connect(written, { role: "backup", mode: "read" }).pipe(
+      Effect.tap((sql) => checkIntegrity(sql, `backup ${file}`)),
+      Effect.flatMap(rowCounts),
+      Effect.scoped,
+      Effect.mapError(onBackup)
+    )
     yield* Effect.try({ try: () => fs.renameSync(partial, file), catch: onBackup })
     const seconds = (performance.now() - startedAt) / 1000
     return `backed up ${store.label} to ${file} in ${seconds.toFixed(1)} s (integrity check ok; ${counts.join(", ")})`
@@ -106,8 +101,7 @@ const fsyncPath = (path: string) => {
 const checkBackup = (copy: string, backupFile: string) =>
   Effect.gen(function*() {
     const sql = yield* open(copy)
-    const check = yield* integrityOf(sql)
-    if (check !== "ok") return yield* refused(`the backup ${backupFile} failed its integrity check: ${check}`)
+    yield* checkIntegrity(sql, `restore: the backup ${backupFile}`)
     const version = yield* versionOf(sql)
     const known = yield* knownVersion
     if (Option.isNone(version)) {

@@ -1,13 +1,13 @@
 import { Cause, Effect, Fiber, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { existsSync, rmSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { resolve } from "node:path"
 import { runMigrations } from "../Sql/Migrations.js"
 import { readOnlySince } from "../Sql/ReadOnlyMode.js"
 import * as Ids from "./Ids.js"
 import { Deadlines, endAbandoned, openSession, type PostgresSession } from "./PostgresSession.js"
 import { knownVersion, requireKnownVersion, settled, tablesOf, versionOf } from "./SchemaVersion.js"
-import { connect, engineName, failingAs, interruption, MoveError, type Store } from "./Store.js"
+import { connect, engineName, failingAs, interruption, MoveError, removeWithCompanions, type Store } from "./Store.js"
 import { type CopiedTable, countRows, forEachPage, movedRows, tables } from "./Tables.js"
 import { Checksum, checksums, columnsOnBothSides, compare, inSnapshot } from "./Verify.js"
 import { tableWriter, withoutSecondaryIndexes } from "./WriteRows.js"
@@ -46,11 +46,8 @@ const cleanUp = (
 ) =>
   Effect.gen(function*() {
     const asBefore = `interrupted: nothing was committed, and the target ${store.label} is as it was before`
-    if (store.engine === "sqlite" && created.file) {
-      for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(`${store.filename}${suffix}`, { force: true })
-      return void (interruption.line = asBefore)
-    }
-    if (created.tables.length === 0) return void (interruption.line = asBefore)
+    if (store.engine === "sqlite" && created.file) removeWithCompanions(store.filename)
+    if (created.file || created.tables.length === 0) return void (interruption.line = asBefore)
     const { connectMillis } = yield* Deadlines
     const removal = connect(store, { role: "target", mode: "write" }).pipe(
       Effect.tap((sql) => store.engine === "postgres" ? endAbandoned(sql, store.url) : Effect.void),

@@ -4,7 +4,7 @@ import { requireVersion, tablesOf } from "./SchemaVersion.js"
 import { MoveError, onStore, type Store } from "./Store.js"
 import { type Table, tables } from "./Tables.js"
 
-export type SequencedTable = Table & { readonly sequence: string }
+type SequencedTable = Table & { readonly sequence: string }
 
 /** The tables whose ids come from a sequence, which must stay above every id handed out. */
 export const sequencedTables = tables.filter((table): table is SequencedTable => table.sequence !== undefined)
@@ -34,13 +34,7 @@ export const nextId = (sql: SqlClient.SqlClient, table: SequencedTable) =>
       )
   })
 
-export const highestId = (sql: SqlClient.SqlClient, table: SequencedTable) =>
-  Effect.map(
-    sql.unsafe<{ id: string | number | null }>(`SELECT max(${table.sequence}) AS id FROM ${table.name}`),
-    ([row]) => Number(row?.id ?? 0)
-  )
-
-export const setNextId = (sql: SqlClient.SqlClient, table: SequencedTable, next: number) =>
+const setNextId = (sql: SqlClient.SqlClient, table: SequencedTable, next: number) =>
   sql.onDialectOrElse({
     pg: () => sql`SELECT setval(pg_get_serial_sequence(${table.name}, ${table.sequence}), ${next}, false)`,
     orElse: () =>
@@ -52,7 +46,11 @@ export const setNextId = (sql: SqlClient.SqlClient, table: SequencedTable, next:
 
 /** The highest id the table has handed out: its counter's last, or a row's above it (as a plain SQL load leaves it). */
 export const lastHandedOut = (sql: SqlClient.SqlClient, table: SequencedTable) =>
-  Effect.map(Effect.all([nextId(sql, table), highestId(sql, table)]), ([next, highest]) => Math.max(next - 1, highest))
+  Effect.zipWith(
+    nextId(sql, table),
+    sql.unsafe<{ id: string | number | null }>(`SELECT max(${table.sequence}) AS id FROM ${table.name}`),
+    (next, [highest]) => Math.max(next - 1, Number(highest?.id ?? 0))
+  )
 
 /** The highest id the store handed out, read before `pg_restore` brings back the backup's sequences. */
 export const lastId = (store: Store) =>

@@ -2,7 +2,7 @@ import { Data, Effect, Predicate, type Scope } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import type { SqlClient } from "effect/sql"
 import { isSqlError } from "effect/sql/SqlError"
-import { existsSync } from "node:fs"
+import { existsSync, rmSync } from "node:fs"
 import { databaseUrlProblem, defaultDatabaseUrl, isPostgresUrl, sqliteFilename } from "../Config/AppConfig.js"
 import { decode } from "../Sql/PostgresConnection.js"
 import * as SqliteClient from "../Sql/SqliteClient.js"
@@ -69,7 +69,7 @@ export const codeOf = (error: unknown): string => {
 /** How long a command waits for a serving instance's lock on a SQLite file, held for one transaction at a time. */
 const lockWaitMillis = 5_000
 
-/** What a driver's code means to an operator; an extended SQLite code (`SQLITE_CORRUPT_INDEX`) as its primary one. */
+/** What a driver's code or effect/sql's reason means to an operator; `SQLITE_CORRUPT_INDEX` as `SQLITE_CORRUPT`. */
 const hintsByCode: ReadonlyArray<readonly [string, string]> = [
   ["ECONNREFUSED", "nothing listens there"],
   ["ENOENT", "no such file or folder"],
@@ -79,32 +79,23 @@ const hintsByCode: ReadonlyArray<readonly [string, string]> = [
   ["ENOSPC SQLITE_FULL", "the disk is full"],
   ["EDQUOT", "the disk quota is used up"],
   ["ENOTFOUND EAI_AGAIN", "the host name is unknown"],
-  ["ETIMEDOUT", "it did not answer in time"],
+  ["ETIMEDOUT StatementTimeoutError", "it did not answer in time"],
   ["ECONNRESET EPIPE 57P01 57P02 57P03", "the connection was lost"],
   ["3D000", "it does not exist"],
-  ["28P01 28000", "the user name or password is wrong"],
+  ["28P01 28000 AuthenticationError", "the user name or password is wrong"],
   ["SQLITE_NOTADB SQLITE_CORRUPT", "it is not a SQLite database, or it is damaged"],
   ["SQLITE_CANTOPEN", "it cannot be opened"],
-  ["SQLITE_READONLY", "it is read-only"]
+  ["SQLITE_READONLY", "it is read-only"],
+  ["LockTimeoutError", `another process held its lock for more than ${lockWaitMillis / 1000} s`]
 ]
 
-/** What a failure means, from its code or else the kind of `SqlError` the driver classified it as. */
 const hintOf = (error: unknown): string | undefined => {
-  const code = codeOf(error)
-  const hint = hintsByCode.find(([codes]) => codes.split(" ").some((key) => code === key || code.startsWith(`${key}_`)))
+  const [code, reason] = [codeOf(error), isSqlError(error) ? error.reason : undefined]
+  const matches = (key: string) => key === reason?._tag || code === key || code.startsWith(`${key}_`)
+  const hint = hintsByCode.find(([keys]) => keys.split(" ").some(matches))
   if (hint !== undefined) return hint[1]
-  if (code.startsWith("08")) return "the connection was lost"
-  if (!isSqlError(error)) return undefined
-  switch (error.reason._tag) {
-    case "AuthenticationError":
-      return "the user name or password is wrong"
-    case "LockTimeoutError":
-      return `another process held its lock for more than ${lockWaitMillis / 1000} s`
-    case "StatementTimeoutError":
-      return "it did not answer in time"
-    case "ConnectionError":
-      return error.reason.operation === "connect" ? undefined : "the connection was lost"
-  }
+  const lost = code.startsWith("08") || (reason?._tag === "ConnectionError" && reason.operation !== "connect")
+  return lost ? "the connection was lost" : undefined
 }
 
 /** One line for a driver's failure on a store; words holding a password are left out whole (a mark would show its length). */
@@ -158,6 +149,14 @@ export const onStore = <A, E>(
   mode: "read" | "write",
   work: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>
 ) => Effect.flatMap(connect(store, { role: "the", mode }), work).pipe(failingAs(store, "the"), Effect.scoped)
+
+/** SQLite's files beside a database: a file put under its name must find none, or it takes them as its own. */
+export const companions = ["-wal", "-shm", "-journal"]
+
+export const removeWithCompanions = (file: string) => {
+  // Checked first: Bun's rmSync fails on a path through a file (EFAULT) even with `force`.
+  for (const path of ["", ...companions].map((suffix) => `${file}${suffix}`)) if (existsSync(path)) rmSync(path)
+}
 
 export const openSqlite = (options: SqliteClient.SqliteClientConfig) =>
   SqliteClient.make(options).pipe(Effect.catchDefect(Effect.fail), Effect.provide(Reactivity.layer))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Array as Arr, Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { once } from "node:events"
@@ -71,14 +71,11 @@ export const tableWriter = (
   const full = sqliteInsert(table, sqliteRowsPerStatement)
   const write = (rows: ReadonlyArray<CanonicalRow>) =>
     Effect.forEach(
-      Array.from({ length: Math.ceil(rows.length / sqliteRowsPerStatement) }, (_, i) =>
-        rows.slice(i * sqliteRowsPerStatement, (i + 1) * sqliteRowsPerStatement)),
+      Arr.chunksOf(rows, sqliteRowsPerStatement),
       (chunk) =>
         sql.unsafe(
           chunk.length === sqliteRowsPerStatement ? full : sqliteInsert(table, chunk.length),
-          chunk.flatMap((row) =>
-            row.map((value, i) => sqliteValue(table.columns[i]!, value))
-          )
+          chunk.flatMap((row) => row.map((value, i) => sqliteValue(table.columns[i]!, value)))
         ),
       { discard: true }
     )
