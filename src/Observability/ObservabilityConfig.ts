@@ -1,13 +1,8 @@
 import { Config, Context, Layer, Option, Schema, SchemaTransformation } from "effect"
 
-const samplerNames = [
-  "always_on",
-  "always_off",
-  "traceidratio",
-  "parentbased_always_on",
-  "parentbased_always_off",
-  "parentbased_traceidratio"
-] as const
+// OpenTelemetry's samplers: each root sampler, and its `parentbased_` form that follows a sampled parent.
+const rootSamplers = ["always_on", "always_off", "traceidratio"] as const
+const samplerNames = [...rootSamplers, ...rootSamplers.map((name) => `parentbased_${name}` as const)]
 
 export type SamplerName = typeof samplerNames[number]
 
@@ -50,11 +45,10 @@ const metricsPort = checked("METRICS_PORT", Schema.String, "must be off or a por
   .pipe(Config.map((value) => isOff(value) ? undefined : Number(value)), Config.withDefault(9464))
 
 /** The Prometheus listener's address and port (`METRICS_HOST`, `METRICS_PORT`); none with `METRICS_PORT=off`. */
-export const metricsListener: Config.Config<Option.Option<{ readonly host: string; readonly port: number }>> = Config
-  .all({
-    port: metricsPort,
-    host: Config.String("METRICS_HOST").pipe(Config.withDefault("127.0.0.1"))
-  }).pipe(Config.map(({ host, port }) => port === undefined ? Option.none() : Option.some({ host, port })))
+export const metricsListener = Config.all({
+  port: metricsPort,
+  host: Config.String("METRICS_HOST").pipe(Config.withDefault("127.0.0.1"))
+}).pipe(Config.map(({ host, port }) => port === undefined ? Option.none() : Option.some({ host, port })))
 
 const config = Config.all({
   metrics: metricsListener,
