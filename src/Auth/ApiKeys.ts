@@ -73,24 +73,20 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           }),
         list: Effect.sync(() => Array.from(keys.values(), ({ record }) => record)),
         revoke: (id) =>
-          Effect.suspend((): Effect.Effect<ApiKeyRecord, ApiKeyNotFound | ApiKeyAlreadyRevoked> => {
+          Effect.gen(function*() {
             const found = keys.get(id)
-            if (found === undefined) return Effect.fail(new ApiKeyNotFound({ id }))
-            if (Option.isSome(found.record.revokedAt)) {
-              return Effect.fail(new ApiKeyAlreadyRevoked({ record: found.record }))
-            }
+            if (found === undefined) return yield* new ApiKeyNotFound({ id })
+            if (Option.isSome(found.record.revokedAt)) return yield* new ApiKeyAlreadyRevoked({ record: found.record })
             const record = new ApiKeyRecord({ ...found.record, revokedAt: Option.some(new Date()) })
             keys.set(id, { ...found, record })
-            return Effect.succeed(record)
+            return record
           }),
         findActiveByHash: (hash) =>
           Effect.sync(() => {
-            const found = Array.from(keys.values()).find((entry) =>
-              entry.hash === hash && Option.isNone(entry.record.revokedAt)
-            )
-            return found === undefined
+            const record = Array.from(keys.values()).find((entry) => entry.hash === hash)?.record
+            return record === undefined || Option.isSome(record.revokedAt)
               ? Option.none()
-              : Option.some({ keyId: found.record.id, name: found.record.name })
+              : Option.some({ keyId: record.id, name: record.name })
           })
       })
     })

@@ -3,7 +3,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 import type { NewPet, Pet } from "../Domain/Pet.js"
 import { toUnavailable, unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import { newPetColumnNames, newPetValues, petColumnNames, petFromRow } from "../Sql/PetColumns.js"
-import { isSqliteClient } from "../Sql/SqliteClient.js"
+import { isSqliteClient, type SqliteClient } from "../Sql/SqliteClient.js"
 import { ClaimTakenOver, idempotencyRetentionMillis, type IdempotencyScope, type Reservation } from "./Idempotency.js"
 import type { PetRepository, Readiness } from "./PetRepository.js"
 
@@ -14,10 +14,7 @@ export const purgeExpiredKeys = Effect.flatMap(SqlClient.SqlClient, (sql) =>
     (now) => sql`DELETE FROM idempotency_keys WHERE created_at < ${now - idempotencyRetentionMillis}`
   ).pipe(Effect.ignoreCause({ log: "Debug" }), Effect.repeat(Schedule.spaced("1 minute")), Effect.forkScoped))
 
-/**
- * Pets in the `pets` table, on SQLite or PostgreSQL alike. A reservation is one statement (insert,
- * or take over an expired or abandoned record), so two instances racing for a key cannot both win.
- */
+/** Both engines alike; a reservation is one statement (insert or take over): two racing for a key cannot both win. */
 export const makeSqlPetRepository = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // The replay answers the pet as the create did: the same columns, from the joined row.
@@ -33,13 +30,9 @@ export const makeSqlPetRepository = Effect.gen(function*() {
   const insert = `INSERT INTO pets (${newPetColumnNames.join(", ")}) ` +
     `VALUES (${newPetColumnNames.map((_, i) => placeholder(i + 1)).join(", ")}) RETURNING ${petColumnNames.join(", ")}`
   // On SQLite they run on the connection itself, past effect/sql's statement (`executeDirect`).
-  const execute = isSqliteClient(sql)
+  const execute: SqliteClient["executeDirect"] = isSqliteClient(sql)
     ? sql.executeDirect
-    : <A>(
-      text: string,
-      params: ReadonlyArray<unknown>,
-      transform: (rows: ReadonlyArray<Record<string, unknown>>) => A
-    ) => Effect.map(sql.unsafe<Record<string, unknown>>(text, params), transform)
+    : (text, params, transform) => Effect.map(sql.unsafe<Record<string, unknown>>(text, params), transform)
   const insertPet = (pet: NewPet) => execute(insert, newPetValues(pet), (rows) => petFromRow(rows[0]!))
   const findRecord = ({ apiKeyId, key }: IdempotencyScope) =>
     sql<{ fingerprint: string | null; pet_id: unknown }>`
@@ -110,10 +103,8 @@ export const makeSqlPetRepository = Effect.gen(function*() {
     readiness: sql.onDialectOrElse({
       pg: () =>
         Effect.map(
-          sql<
-            { read_only: string }
-          >`SELECT current_setting('transaction_read_only') AS read_only, EXISTS (SELECT 1 FROM pets) AS probed`,
-          ([row]): Readiness => row?.read_only === "on" ? "read_only" : "ready"
+          sql`SELECT current_setting('transaction_read_only') AS read_only, EXISTS (SELECT 1 FROM pets) AS probed`,
+          ([row]): Readiness => row?.["read_only"] === "on" ? "read_only" : "ready"
         ),
       orElse: (): Effect.Effect<Readiness, SqlError.SqlError> =>
         Effect.catch(
