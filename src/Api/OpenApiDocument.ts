@@ -15,14 +15,9 @@ export const withResponseHeaders =
     for (const [status, response] of Object.entries<Json>(operation.responses)) {
       const declared = { ...headers["*"], ...headers[status] }
       if (Object.keys(declared).length === 0) continue
-      response.headers = {
-        ...response.headers,
-        ...Object.fromEntries(
-          Object.entries(declared).map(([name, [description, example]]) => [
-            name,
-            { description, schema: { type: "string" }, example }
-          ])
-        )
+      response.headers ??= {}
+      for (const [name, [description, example]] of Object.entries(declared)) {
+        response.headers[name] = { description, schema: { type: "string" }, example }
       }
     }
     return operation

@@ -34,10 +34,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
 
   static readonly InMemory = RateLimiter.inMemory()
 
-  /**
-   * For one of `workers` processes sharing a SQLite database: each enforces its share of every
-   * policy (a bucket in SQLite would make every request a write, queued on SQLite's lock).
-   */
+  /** A share of each policy per worker on one SQLite file: buckets in SQLite would make every request a write. */
   static readonly InMemoryShare = (workers: number) =>
     Layer.sync(RateLimiter, () => {
       const whole = makeInMemory()

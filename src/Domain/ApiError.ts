@@ -5,10 +5,7 @@ import { HttpApiSchema } from "effect/http-api"
 const oneOf = <const Codes extends readonly [string, ...Array<string>]>(codes: Codes): Schema.Codec<Codes[number]> =>
   codes.length === 1 ? Schema.Literal(codes[0]) : Schema.Literals(codes)
 
-/**
- * Every error answers with the interface's Error body, exactly `code`, `message` and `status`: one
- * tagged error per HTTP status, carrying the codes it may use; the tag stays off the wire.
- */
+/** A tagged error per HTTP status, with the codes it may use; its wire body is exactly `code`, `message`, `status`. */
 const ApiError =
   <Self>() =>
   <const Tag extends string, const Status extends number, const Codes extends readonly [string, ...Array<string>]>(

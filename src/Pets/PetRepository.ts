@@ -5,10 +5,7 @@ import type { ClaimTakenOver, IdempotencyScope, Reservation } from "./Idempotenc
 import { makeInMemoryPetRepository } from "./PetRepositoryInMemory.js"
 import { makeSqlPetRepository, purgeExpiredKeys } from "./PetRepositorySql.js"
 
-/**
- * The store answers and takes writes; answers nothing (down, hung, locked); refuses writes (a
- * standby); or cannot be used by this instance, the one fault that is its alone (its SQLite file gone or damaged).
- */
+/** Writable; silent (down, hung, locked); refusing writes (a standby); or its SQLite file is gone or damaged. */
 export type Readiness = "ready" | "unavailable" | "read_only" | "unusable"
 
 /** Ids from the store, ascending, never reused. Cannot serve now: `DatabaseUnavailable`; other failures: defects. */
