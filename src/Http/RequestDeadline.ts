@@ -15,11 +15,10 @@ const timedOut = errorResponse(
   retryAfterHeader("request_timeout")
 )
 
-/** A request being served, and when it is due. */
+/** A request being served, and when it is due: its fiber until it ends. */
 interface Due {
   readonly at: number
-  readonly fiber: Fiber.Fiber<unknown, unknown>
-  ended: boolean
+  fiber: Fiber.Fiber<unknown, unknown> | undefined
   /** Set when the deadline interrupted the request: whether it was waiting on a store then. */
   onDatabase: boolean | undefined
 }
@@ -47,7 +46,7 @@ export const makeDeadline = (deadline: Duration.Duration) =>
 
     yield* Effect.forkScoped(Effect.gen(function*() {
       while (true) {
-        while (head < queue.length && queue[head]!.ended) head++
+        while (head < queue.length && queue[head]!.fiber === undefined) head++
         if (head === queue.length) {
           queue.length = head = 0
           idle = true
@@ -67,8 +66,8 @@ export const makeDeadline = (deadline: Duration.Duration) =>
         }
         head++
         // Read before the interruption: the store call ends with it.
-        next.onDatabase = (next.fiber.getRef(CurrentRequest)?.databaseWaits ?? 0) > 0
-        next.fiber.interruptUnsafe()
+        next.onDatabase = (next.fiber!.getRef(CurrentRequest)?.databaseWaits ?? 0) > 0
+        next.fiber!.interruptUnsafe()
       }
     }))
 
@@ -79,7 +78,6 @@ export const makeDeadline = (deadline: Duration.Duration) =>
         const due: Due = {
           at: fiber.getRef(Clock.Clock).currentTimeMillisUnsafe() + millis,
           fiber,
-          ended: false,
           onDatabase: undefined
         }
         queue.push(due)
@@ -89,11 +87,11 @@ export const makeDeadline = (deadline: Duration.Duration) =>
         }
         return Effect.matchCauseEffect(Effect.interruptible(app), {
           onSuccess: (response) => {
-            due.ended = true
+            due.fiber = undefined
             return Effect.succeed(response)
           },
           onFailure: (cause) => {
-            due.ended = true
+            due.fiber = undefined
             if (due.onDatabase === undefined || !Cause.hasInterrupts(cause)) return Effect.failCause(cause)
             if (!due.onDatabase) return answeredEarly(timedOut)
             const id = fiber.getRef(CurrentRequest)?.id
