@@ -1,4 +1,4 @@
-import { Cause, Effect, Predicate } from "effect"
+import { Cause, Effect, Predicate, Result } from "effect"
 import { HttpServerError, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import { SqlError } from "effect/sql"
@@ -61,26 +61,17 @@ export const makeFailureAnswers = () => {
     if (error._tag === "Some") {
       if (HttpServerError.isHttpServerError(error.value) && error.value.reason._tag === "RouteNotFound") {
         const path = pathOf(request.url)
-        const allowed = allowedMethods(path)
+        const allow = allowedMethods(path).join(", ")
+        if (allow === "") return Effect.succeed(routeNotFound(path))
+        const message = `method: ${excerpt(request.method)} is not allowed on ${path}; use ${allow}`
         return Effect.succeed(
-          allowed.length === 0
-            ? routeNotFound(path)
-            : errorResponse(
-              new MethodNotAllowed({
-                code: "method_not_allowed",
-                message: `method: ${excerpt(request.method)} is not allowed on ${path}; use ${allowed.join(", ")}`,
-                status: 405
-              }),
-              { allow: allowed.join(", ") }
-            )
+          errorResponse(new MethodNotAllowed({ code: "method_not_allowed", message, status: 405 }), { allow })
         )
       }
       if (isApiError(error.value)) return Effect.succeed(errorResponse(error.value))
     }
-    const defect = Cause.findDefect(cause)
-    const unavailable = defect._tag === "Success" && SqlError.isSqlError(defect.success)
-      ? toUnavailable(defect.success)
-      : undefined
+    const defect = Result.getOrUndefined(Cause.findDefect(cause))
+    const unavailable = SqlError.isSqlError(defect) ? toUnavailable(defect) : undefined
     if (unavailable !== undefined) {
       return Effect.as(warnUnavailable(record.id, unavailable.message), databaseUnavailableResponse)
     }
@@ -95,11 +86,7 @@ export const SchemaErrorsLive = HttpApiMiddleware.layerSchemaErrorTransform(Sche
       Effect.andThen(logFailure(Cause.fail(error.cause), current?.id), Effect.fail(internalError))
     )
   }
-  return Effect.fail(
-    new BadRequest({
-      code: error.kind === "Headers" ? "invalid_header" : "invalid_parameter",
-      message: describeIssue(error.cause.issue, error.kind === "Payload" ? "body" : "request"),
-      status: 400
-    })
-  )
+  const code = error.kind === "Headers" ? "invalid_header" : "invalid_parameter"
+  const message = describeIssue(error.cause.issue, error.kind === "Payload" ? "body" : "request")
+  return Effect.fail(new BadRequest({ code, message, status: 400 }))
 })
