@@ -197,10 +197,8 @@ export class AppConfig extends Context.Service<AppConfig, Config.Success<typeof 
 }
 
 /** Whether two listen addresses take connections to one address: the same, or either every address. */
-const overlap = (a: string, b: string) => {
-  const every = (host: string) => host === "0.0.0.0" || host === "::"
-  return a.trim().toLowerCase() === b.trim().toLowerCase() || every(a.trim()) || every(b.trim())
-}
+const overlap = (a: string, b: string) =>
+  [a, b].some((host) => ["0.0.0.0", "::"].includes(host.trim())) || a.trim().toLowerCase() === b.trim().toLowerCase()
 
 /** One port on overlapping addresses refused at start naming both settings, not by Bun's "Is port … in use?". */
 export const listenersApart: Config.Config<void> = Config.all({
