@@ -9,7 +9,7 @@ import { Deadlines, endAbandoned, openSession, type PostgresSession } from "./Po
 import { knownVersion, requireKnownVersion, settled, tablesOf, versionOf } from "./SchemaVersion.js"
 import { connect, engineName, failingAs, interruption, MoveError, removeWithCompanions, type Store } from "./Store.js"
 import { type CopiedTable, countRows, forEachPage, movedRows, tables } from "./Tables.js"
-import { Checksum, checksums, columnsOnBothSides, compare, inSnapshot } from "./Verify.js"
+import { Checksum, checksums, columnsOnBothSides, compare, inSnapshot, type Side } from "./Verify.js"
 import { tableWriter, withoutSecondaryIndexes } from "./WriteRows.js"
 
 /** The copy's progress: on a terminal, one line rewritten at most five times a second; piped, nothing. */
@@ -113,12 +113,10 @@ const sourceState = (sql: SqlClient.SqlClient) =>
 
 /** Fills the target's tables in the transactions both sides have open: next ids past the copied ones, then checked. */
 const fillTarget = (
-  source: SqlClient.SqlClient,
-  target: SqlClient.SqlClient,
+  { sql: source, store: from }: Side,
+  { sql: target, store: to }: Side,
   session: PostgresSession | undefined,
-  copiedTables: ReadonlyArray<CopiedTable>,
-  from: Store,
-  to: Store
+  copiedTables: ReadonlyArray<CopiedTable>
 ) =>
   Effect.gen(function*() {
     const [onSource, onTarget] = [failingAs(from, "source"), failingAs(to, "target")]
@@ -177,7 +175,8 @@ export const copy = (from: Store, to: Store) => {
     const session = to.engine === "postgres" ? yield* onTarget(openSession(to.url)) : undefined
     const target = session?.sql ?? (yield* connect(to, { role: "target", mode: "create" }))
     created.tables = yield* onTarget(prepareTarget(target, to))
-    const copiedTables = yield* columnsOnBothSides({ sql: source, store: from }, { sql: target, store: to }, "copied")
+    const sides = [{ sql: source, store: from }, { sql: target, store: to }] as const
+    const copiedTables = yield* columnsOnBothSides(...sides, "copied")
 
     // Writes that passed the check just before the flag was set reach the source before the snapshot.
     const since = yield* onSource(readOnlySince(source))
@@ -189,7 +188,7 @@ export const copy = (from: Store, to: Store) => {
       inSnapshot(
         source,
         onTarget(Effect.catchDefect(
-          target.withTransaction(fillTarget(source, target, session, copiedTables, from, to)),
+          target.withTransaction(fillTarget(...sides, session, copiedTables)),
           Effect.fail
         ))
       ),

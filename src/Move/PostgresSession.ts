@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Config, Context, Effect, Schema, type Scope, Stream } from "effect"
+import { Config, Context, Effect, identity, Schema, type Scope, Stream } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
@@ -139,17 +139,15 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
         })
     )
 
-    const query = <A>(config: Pg.QueryConfig | Pg.QueryArrayConfig) =>
-      answer(() => client.query(config as Pg.QueryConfig) as Promise<A>)
-    const rows = (text: string, params: ReadonlyArray<unknown>) =>
-      Effect.map(query<Pg.QueryResult>({ text, values: [...params] }), (result) => result.rows)
+    const query = (text: string, params: ReadonlyArray<unknown>, rowMode?: "array") =>
+      answer(() => client.query({ text, values: [...params], rowMode } as Pg.QueryConfig))
+    const execute: Connection["execute"] = (text, params, transform = identity) =>
+      Effect.map(query(text, params), (result) => transform(result.rows))
     const values = (text: string, params: ReadonlyArray<unknown>) =>
-      Effect.map(query<Pg.QueryArrayResult>({ text, values: [...params], rowMode: "array" }), (result) => result.rows)
-    const execute: Connection["execute"] = (text, params, transform) =>
-      transform === undefined ? rows(text, params) : Effect.map(rows(text, params), transform)
+      Effect.map(query(text, params, "array"), (result) => result.rows)
     const connection: Connection = {
       execute,
-      executeRaw: (text, params) => query({ text, values: [...params] }),
+      executeRaw: query,
       executeValues: values,
       executeValuesUnprepared: values,
       executeUnprepared: execute,

@@ -87,7 +87,7 @@ const commonKind = (source: CatalogueColumn, target: CatalogueColumn): ColumnKin
   return { problem: `is ${source.type} on the source but ${target.type} on the target` }
 }
 
-type Side = { readonly sql: SqlClient.SqlClient; readonly store: Store }
+export type Side = { readonly sql: SqlClient.SqlClient; readonly store: Store }
 
 /** Every table the move copies, with every column both sides hold; a column only one holds, or not carried, refused. */
 export const columnsOnBothSides = (

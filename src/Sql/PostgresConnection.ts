@@ -155,6 +155,10 @@ const makeClient = (
     // its sessions, the next may wait for one to come back, unbounded in `PgPool`: it is timed then.
     type Sessions = { readonly pool: PgPool.PgPool; readonly scope: Scope.Closeable; borrowers: number }
     let borrowers = 0
+    const count = (sessions: Sessions, by: 1 | -1) => {
+      sessions.borrowers += by
+      borrowers += by
+    }
     const openPool = Effect.flatMap(
       Scope.fork(layerScope),
       (scope) =>
@@ -277,18 +281,11 @@ const makeClient = (
         let lent = false
         // Counted and its release added in one uninterruptible step, before the session's own release.
         const counted = Effect.andThen(
-          Effect.acquireRelease(
+          Effect.acquireRelease(Effect.sync(() => count(sessions, 1)), (_, exit) =>
             Effect.sync(() => {
-              sessions.borrowers++
-              borrowers++
-            }),
-            (_, exit) =>
-              Effect.sync(() => {
-                sessions.borrowers--
-                borrowers--
-                if (!lent) failedWith(exit)
-              })
-          ),
+              count(sessions, -1)
+              if (!lent) failedWith(exit)
+            })),
           taken
         )
         return Effect.flatMap(counted, (session) => {
@@ -309,8 +306,7 @@ const makeClient = (
           if (full(sessions) || unanswered) return Effect.scoped(Effect.flatMap(acquirer, f))
           // Uninterruptible from the count to its release's registration, as in `checkout`.
           return Effect.uninterruptibleMask((restore) => {
-            sessions.borrowers++
-            borrowers++
+            count(sessions, 1)
             let lent: PgConnection.PgConnection | undefined
             return Effect.onExit(
               restore(sessions.pool.use((session) => {
@@ -321,8 +317,7 @@ const makeClient = (
               })),
               (exit) =>
                 Effect.sync(() => {
-                  sessions.borrowers--
-                  borrowers--
+                  count(sessions, -1)
                   if (lent !== undefined) return usage?.give(lent)
                   failedWith(exit)
                   if (sqlErrorOf(exit)?.reason._tag === "ConnectionError") unanswered = true
