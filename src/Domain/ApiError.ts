@@ -78,13 +78,11 @@ export const codesOf = <Code extends string>(
 }
 
 /** The Error body without the tag, under its status; it decodes to the class, so clients get `instanceof NotFound`. */
-const ErrorBody = <
-  Self extends { readonly _tag: string; readonly code: string; readonly message: string; readonly status: number }
->(
+const ErrorBody = <Self extends { readonly code: string; readonly message: string; readonly status: number }>(
   error: Schema.Codec<Self, unknown> & {
     new(body: Pick<Self, "code" | "message" | "status">): Self
+    readonly identifier: string
     readonly fields: {
-      readonly _tag: Schema.tag<Self["_tag"]>
       readonly code: Schema.Codec<Self["code"]>
       readonly message: Schema.String
       readonly status: Schema.Literal<Self["status"]>
@@ -92,9 +90,9 @@ const ErrorBody = <
   },
   description: string
 ) => {
-  const { _tag, code, message, status } = error.fields
+  const { code, message, status } = error.fields
   const wire = Schema.Struct({ code, message, status }).annotate({
-    identifier: `${_tag.schema.literal}Error`,
+    identifier: `${error.identifier}Error`,
     description
   })
   return wire.pipe(
