@@ -63,11 +63,7 @@ export const statementFailureCounter = (system: string, errorType: string): () =
   )
 
 /** A SQL statement's duration in seconds; one on no table (`BEGIN`, `SELECT 1`) has no table label. */
-export const statementDurationOf = (
-  system: string,
-  operation: string,
-  table: string | undefined
-): (seconds: number) => void => {
+export const statementDurationOf = (system: string, operation: string, table: string | undefined) => {
   const series = Metric.histogram("db_client_operation_duration_seconds", {
     description: "Duration of SQL statements, by database system, operation and table",
     boundaries: statementBoundaries,
@@ -77,7 +73,7 @@ export const statementDurationOf = (
       ...(table === undefined ? {} : { db_collection_name: table })
     }
   })
-  return (seconds) => series.updateUnsafe(seconds, defaultRegistry)
+  return (seconds: number) => series.updateUnsafe(seconds, defaultRegistry)
 }
 
 /** Read at each scrape while the scope lasts: a count kept elsewhere (a pool's connections, the process's memory). */

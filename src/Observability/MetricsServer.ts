@@ -1,4 +1,4 @@
-import { Context, Effect, Metric } from "effect"
+import { Context, Duration, Effect, Metric } from "effect"
 import { PrometheusMetrics } from "effect/observability"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -26,13 +26,11 @@ const processMetrics = Effect.gen(function*() {
   })
   // Registered now, so that a scrape in the first 100 ms finds the histogram (with no sample yet).
   eventLoopDelay.valueUnsafe(defaultRegistry)
-  yield* Effect.suspend(() => {
-    const due = performance.now() + 100
-    return Effect.andThen(
-      Effect.sleep(100),
-      Effect.sync(() => eventLoopDelay.updateUnsafe(Math.max(0, performance.now() - due) / 1000, defaultRegistry))
-    )
-  }).pipe(Effect.forever, Effect.forkScoped)
+  yield* Effect.timed(Effect.sleep(100)).pipe(
+    Effect.map(([took]) => eventLoopDelay.updateUnsafe(Math.max(0, Duration.toSeconds(took) - 0.1), defaultRegistry)),
+    Effect.forever,
+    Effect.forkScoped
+  )
 })
 
 const serving = <E>(start: Effect.Effect<Bun.Server<undefined>, E>) =>
@@ -134,10 +132,8 @@ export const serveGroupMetrics = (host: string, port: number, count: number) =>
       (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
     )
     // Per worker: the process last seen, its last snapshot, and the totals of those it replaced.
-    const slots = Array.from(
-      { length: count },
-      () => ({ pid: 0, last: [] as ReadonlyArray<Snapshot>, retired: [] as ReadonlyArray<Snapshot> })
-    )
+    const none: ReadonlyArray<Snapshot> = []
+    const slots = Array.from({ length: count }, () => ({ pid: 0, last: none, retired: none }))
     const scrape = (worker: number) =>
       fetch("http://worker/metrics", { unix: socketOf(folder, worker), signal: AbortSignal.timeout(2000) })
         .then((response) => response.json() as Promise<{ pid: number; snapshot: Array<Snapshot> }>)
