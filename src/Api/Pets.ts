@@ -3,15 +3,21 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchem
 import { errorBodies } from "../Domain/ApiError.js"
 import { DecimalIntFromString, NewPet, newPetParseOptions, Pet, Pets, PetStatus } from "../Domain/Pet.js"
 import { Authentication } from "./Authentication.js"
+import { docsPath } from "./DocumentPaths.js"
 import { withParameterSchemas, withResponseHeaders } from "./OpenApiDocument.js"
 import { SchemaErrors } from "./SchemaErrors.js"
 
 /** When getPet was deprecated (RFC 9745 `Deprecation`) and when it is removed (RFC 8594 `Sunset`). */
-export const getPetDeprecatedAt = new Date("2026-01-01T00:00:00Z")
+const getPetDeprecatedAt = new Date("2026-01-01T00:00:00Z")
 export const getPetSunsetAt = new Date("2030-12-05T00:00:00Z")
 
-/** getPet's replacement, listPets, on the docs page: Scalar's `tag/<tag>/<method><path>`, method in lower case. */
-export const getPetReplacementFragment = "#tag/pets/get/v1/pets"
+/** getPet's headers; `Link` is listPets on the docs page: Scalar's `tag/<tag>/<method><path>`, method in lower case. */
+export const getPetSunsetHeaders = (baseUrl: string) => ({
+  deprecation: `@${Math.floor(getPetDeprecatedAt.getTime() / 1000)}`,
+  sunset: getPetSunsetAt.toUTCString(),
+  link: `<${baseUrl}${docsPath}#tag/pets/get/v1/pets>; rel="deprecation"; type="text/html"`
+})
+const exampleSunsetHeaders = getPetSunsetHeaders("https://petstore.example.com")
 
 /** `Deprecation`, `Sunset` and a `Link` to the replacement on every response; 410 from the sunset. */
 export class SunsetPolicy extends HttpApiMiddleware.Service<SunsetPolicy>()("SunsetPolicy", {
@@ -147,11 +153,11 @@ export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {
       }),
       withResponseHeaders({
         "*": {
-          Deprecation: ["When this endpoint was deprecated (RFC 9745).", "@1767225600"],
-          Sunset: ["When this endpoint is removed (RFC 8594).", "Thu, 05 Dec 2030 00:00:00 GMT"],
+          Deprecation: ["When this endpoint was deprecated (RFC 9745).", exampleSunsetHeaders.deprecation],
+          Sunset: ["When this endpoint is removed (RFC 8594).", exampleSunsetHeaders.sunset],
           Link: [
             "The documentation of the replacement, `GET /v1/pets` with the status filter.",
-            `<https://petstore.example.com/docs${getPetReplacementFragment}>; rel="deprecation"; type="text/html"`
+            exampleSunsetHeaders.link
           ]
         }
       })

@@ -3,14 +3,7 @@ import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
 import { CurrentCaller } from "../Api/Authentication.js"
-import { docsPath } from "../Api/DocumentPaths.js"
-import {
-  defaultLimit,
-  getPetDeprecatedAt,
-  getPetReplacementFragment,
-  getPetSunsetAt,
-  SunsetPolicy
-} from "../Api/Pets.js"
+import { defaultLimit, getPetSunsetAt, getPetSunsetHeaders, SunsetPolicy } from "../Api/Pets.js"
 import { AppConfig } from "../Config/AppConfig.js"
 import {
   Conflict,
@@ -131,11 +124,7 @@ export const SunsetPolicyLive = Layer.effect(
   SunsetPolicy,
   Effect.gen(function*() {
     const { publicBaseUrl } = yield* AppConfig
-    const headers = {
-      deprecation: `@${Math.floor(getPetDeprecatedAt.getTime() / 1000)}`,
-      sunset: getPetSunsetAt.toUTCString(),
-      link: `<${publicBaseUrl}${docsPath}${getPetReplacementFragment}>; rel="deprecation"; type="text/html"`
-    }
+    const headers = getPetSunsetHeaders(publicBaseUrl)
     const removed = new Gone({
       code: "endpoint_removed",
       message: `GET /v1/pets/{petId} was removed on ${headers.sunset}; use GET /v1/pets with the status filter`,
