@@ -79,6 +79,8 @@ export const databaseUrlSetting: Config.Config<Option.Option<{ readonly url: str
     }
   }))
 
+const environmentOf = (v: string): Environment | undefined => v === "production" || v === "staging" ? v : undefined
+
 /** `LOG_LEVEL`, in any case: the levels' names, `WARNING` for warn, `OFF` for none. */
 const logLevelOf = (value: string): LogLevel.LogLevel | undefined => {
   const name = value.trim().toUpperCase()
@@ -111,12 +113,7 @@ const config = Config.all({
         : invalidAt("DATABASE_URL_FILE", `the URL in ${file} ${problem}`)
     }
   }))),
-  environment: parsed<Environment>(
-    "PETSTORE_ENV",
-    "must be production or staging",
-    (v) => v === "production" || v === "staging" ? v : undefined,
-    "staging"
-  ),
+  environment: parsed("PETSTORE_ENV", "must be production or staging", environmentOf, "staging"),
   publicBaseUrl: Config.option(httpUrl("PUBLIC_BASE_URL")),
   productionUrl: httpUrl("PETSTORE_PRODUCTION_URL").pipe(Config.withDefault("https://petstore.example.com")),
   stagingUrl: httpUrl("PETSTORE_STAGING_URL").pipe(Config.withDefault("https://staging.petstore.example.com")),
