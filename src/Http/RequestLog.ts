@@ -12,10 +12,9 @@ export class RequestLines extends Context.Service<RequestLines, { readonly add: 
       Effect.gen(function*() {
         let buffer = ""
         const flush = () => {
-          if (buffer === "") return
           const chunk = buffer
           buffer = ""
-          write(chunk)
+          if (chunk !== "") write(chunk)
         }
         yield* Effect.addFinalizer(() => Effect.sync(flush))
         return {
