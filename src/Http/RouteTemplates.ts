@@ -23,9 +23,7 @@ export const makeRouteLabels = (exported = false) => {
     const key = `${method} ${route}`
     const found = made.get(key)
     if (found !== undefined) return found
-    const byStatus = new Map(
-      exported ? statuses.map((status) => [status, requestDurationOf(method, route, status)]) : []
-    )
+    const byStatus = new Map(statuses.map((status) => [status, requestDurationOf(method, route, status)]))
     const recordDuration = (status: number, seconds: number) => {
       let record = byStatus.get(status)
       if (record === undefined) byStatus.set(status, record = requestDurationOf(method, route, status))
