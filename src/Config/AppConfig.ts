@@ -228,10 +228,7 @@ export const sqliteFilename = (databaseUrl: string): string => databaseUrl.repla
 
 export const isPostgresUrl = (databaseUrl: string): boolean => /^postgres(ql)?:\/\//i.test(databaseUrl)
 
-/**
- * What makes a database URL unusable, worded to follow its name, or undefined, for the service, `keys` and `db`:
- * a URL is never quoted (it may hold a password); a missing folder would get a new, empty store.
- */
+/** Why a database URL is unusable, never quoting it (a password); a missing folder would get a new, empty store. */
 export const databaseUrlProblem = (value: string): string | undefined => {
   if (isPostgresUrl(value)) {
     // A password's unencoded `/ ? # @` ends the userinfo early: drivers then disagree on where the host begins.

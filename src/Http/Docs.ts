@@ -71,10 +71,7 @@ export const chooseEncoding = (acceptEncoding: string | undefined): Encoding => 
   return br > 0 && br >= gz ? "br" : gz > 0 ? "gzip" : "identity"
 }
 
-/**
- * `text` compressed at start, with an `ETag` per encoding and 304: what `HttpMiddleware.compression` lacks. Browsers
- * and proxies may keep it five minutes, then revalidate by ETag.
- */
+/** Compressed at start, an ETag per encoding and 304 (what `HttpMiddleware.compression` lacks); cached five minutes. */
 const precompressed = (text: string, contentType: string, headers: Record<string, string> = {}) =>
   Effect.gen(function*() {
     const body = new TextEncoder().encode(text)

@@ -121,10 +121,7 @@ const render = (snapshots: ReadonlyArray<Snapshot>): string => {
 
 const isTotal = (one: Snapshot) => one.type !== "Gauge"
 
-/**
- * The supervisor's listener, adding up its series and every worker's; a worker's counters outlive it, its gauges
- * leave with it. Answers the folder the workers are given (`PETSTORE_METRICS_FOLDER`).
- */
+/** The supervisor's listener: its series and its workers' added up, a gone worker's counters kept, its gauges not. */
 export const serveGroupMetrics = (host: string, port: number, count: number) =>
   Effect.gen(function*() {
     const folder = yield* Effect.acquireRelease(
