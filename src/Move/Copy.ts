@@ -57,10 +57,7 @@ const cleanUp = (
       }),
       Effect.scoped,
       // A target that answered a moment ago answers within it; interrupted, within the stop's bound.
-      Effect.timeoutOrElse({
-        duration: Cause.hasInterrupts(cause) ? 1_000 : Math.min(5_000, connectMillis),
-        orElse: () => Effect.fail("late")
-      }),
+      Effect.timeout(Cause.hasInterrupts(cause) ? 1_000 : Math.min(5_000, connectMillis)),
       Effect.as(true),
       Effect.orElseSucceed(() => false)
     )
@@ -122,10 +119,9 @@ const fillTarget = (
     const [onSource, onTarget] = [failingAs(from, "source"), failingAs(to, "target")]
     const [counts, sourceNext] = yield* onSource(sourceState(source))
     const copying = makeProgress("copying", counts.reduce((a, b) => a + b, 0))
-    const sourceSums = new Map<string, Checksum>()
+    const sourceSums = new Map(copiedTables.map((table) => [table.name, new Checksum()]))
     for (const table of copiedTables) {
-      const checksum = new Checksum()
-      sourceSums.set(table.name, checksum)
+      const checksum = sourceSums.get(table.name)!
       if (table.replaced === true) yield* onTarget(target.unsafe(`DELETE ${movedRows(table)}`))
       // The writer starts inside: a COPY in progress holds the session until it ends.
       const fill = Effect.flatMap(tableWriter(target, table, session), (writer) =>

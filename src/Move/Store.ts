@@ -126,8 +126,7 @@ export const connect = (
 ): Effect.Effect<SqlClient.SqlClient, MoveError, Scope.Scope> => {
   if (store.engine === "postgres") {
     return openSession(store.url).pipe(
-      Effect.tap(({ sql }) => sql`SELECT 1`),
-      Effect.map(({ sql }) => sql),
+      Effect.flatMap(({ sql }) => Effect.as(sql`SELECT 1`, sql)),
       failingAs(store, role)
     )
   }
