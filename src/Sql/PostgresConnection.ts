@@ -93,10 +93,7 @@ const commit = (connection: Connection): Effect.Effect<void, SqlError> =>
       ? Effect.fail(sqlError(UnknownError, "COMMIT rolled back an aborted transaction", "commit"))
       : Effect.void)
 
-/**
- * A statement its caller can leave, interrupted or unanswered within `boundMillis`: interrupted in the
- * background, `onLeft` discarding its session. A plain timer: `Effect.timeoutOrElse` races a fiber per statement.
- */
+/** A statement its caller leaves, interrupted or unanswered in `boundMillis`: it is interrupted in the background. */
 const leavable = <A>(
   statement: Effect.Effect<A, SqlError>,
   boundMillis: number,
@@ -111,6 +108,7 @@ const leavable = <A>(
           clearTimeout(timer)
           resume(exit)
         })
+        // A plain timer: `Effect.timeoutOrElse` races a fiber per statement.
         const timer = setTimeout(() => {
           stopWatching()
           const error = connectionError(
