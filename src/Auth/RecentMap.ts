@@ -8,10 +8,7 @@ export class RecentMap<V> {
   private readonly half: number
   private sweep: Iterator<[string, V]> = this.older.entries()
 
-  constructor(
-    readonly capacity: number,
-    private readonly isIdle: (value: V, now: number) => boolean
-  ) {
+  constructor(readonly capacity: number, private readonly isIdle: (value: V, now: number) => boolean) {
     if (!(capacity >= 2)) throw new RangeError(`a RecentMap holds at least 2 entries, not ${capacity}`)
     this.half = Math.floor(capacity / 2)
   }

@@ -164,7 +164,6 @@ const db = Command.make("db").pipe(
 run(
   Command.run(db, { version: "1.0.0" }).pipe(Effect.provideServiceEffect(Deadlines, deadlinesConfig)),
   {},
-  // The first Ctrl-C ends the command within 2 s, with its line, whatever it still waits for: the
-  // bound leaves room for the process to end on a loaded machine.
+  // The first Ctrl-C ends the command within 2 s with its line, whatever it waits for; 1.5 s leaves the exit room.
   { line: () => interruption.line, withinMillis: 1_500 }
 )
