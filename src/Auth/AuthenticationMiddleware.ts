@@ -22,10 +22,7 @@ type Answer<E> = Effect.Effect<
   HttpServerRequest.HttpServerRequest
 >
 
-/**
- * A refusal's response is made once, not failed through HttpApi, which would encode it at every
- * request by the union of the endpoint's errors. RFC 6750's challenge: the realm, and the error when a key was sent.
- */
+/** Made once, not failed through HttpApi, which would encode it at every request; with RFC 6750's challenge. */
 const refusal = (code: Unauthorized["code"], message: string) => ({
   code,
   response: errorResponse(new Unauthorized({ code, message, status: 401 }), {

@@ -23,10 +23,7 @@ import { fingerprint, type IdempotencyScope } from "./Idempotency.js"
 import { readNewPet } from "./JsonBody.js"
 import { PetRepository } from "./PetRepository.js"
 
-/**
- * A page is written directly, not encoded by the success schema, which costs more than the rest of
- * a long page's request: a Pet is its own wire form, and the repository has checked every row.
- */
+/** As JSON directly: the success schema's encoding costs more than the rest of the request, and rows are checked. */
 const page = (pets: ReadonlyArray<Pet>, headers?: Record<string, string>) =>
   HttpServerResponse.jsonUnsafe(pets, headers === undefined ? undefined : { headers })
 
