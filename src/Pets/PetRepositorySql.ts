@@ -23,10 +23,9 @@ export const makeSqlPetRepository = Effect.gen(function*() {
   const placeholder = (n: number) => sql.onDialectOrElse({ pg: () => `$${n}`, orElse: () => "?" })
   const selectPets = `SELECT ${petColumnNames.join(", ")} FROM pets`
   const byId = `${selectPets} WHERE id = ${placeholder(1)}`
-  const page = `${selectPets} WHERE id > ${placeholder(1)} ORDER BY id LIMIT ${placeholder(2)}`
-  const pageByStatus = `${selectPets} WHERE status = ${placeholder(1)} AND id > ${placeholder(2)} ORDER BY id LIMIT ${
-    placeholder(3)
-  }`
+  const pageFrom = (n: number) => `id > ${placeholder(n)} ORDER BY id LIMIT ${placeholder(n + 1)}`
+  const page = `${selectPets} WHERE ${pageFrom(1)}`
+  const pageByStatus = `${selectPets} WHERE status = ${placeholder(1)} AND ${pageFrom(2)}`
   const insert = `INSERT INTO pets (${newPetColumnNames.join(", ")}) ` +
     `VALUES (${newPetColumnNames.map((_, i) => placeholder(i + 1)).join(", ")}) RETURNING ${petColumnNames.join(", ")}`
   // On SQLite they run on the connection itself, past effect/sql's statement (`executeDirect`).
