@@ -69,9 +69,8 @@ export const databaseUrlSetting: Config.Config<Option.Option<{ readonly url: str
     if (Option.isSome(url)) return invalidAt("DATABASE_URL_FILE", "is set as well as DATABASE_URL: set one of them")
     try {
       // Without the newline that ends its last line (`echo`'s, an editor's).
-      return Config.succeed(
-        Option.some({ url: readFileSync(file.value, "utf8").replace(/\r?\n$/, ""), file: file.value })
-      )
+      const contents = readFileSync(file.value, "utf8").replace(/\r?\n$/, "")
+      return Config.succeed(Option.some({ url: contents, file: file.value }))
     } catch (cause) {
       // Some messages end with the path ("…, open '/etc/…'"), which the line names once, before them.
       const reason = cause instanceof Error ? cause.message.replace(/, \w+ '.*'$/, "") : String(cause)
@@ -247,8 +246,7 @@ export const databaseUrlProblem = (value: string): string | undefined => {
       ? undefined
       : `names a file in ${folder}, which is not a folder: correct the path`
   } catch (cause) {
-    return `names a file in ${folder}, which cannot be reached (${
-      cause instanceof Error ? cause.message : String(cause)
-    })`
+    const reason = cause instanceof Error ? cause.message : String(cause)
+    return `names a file in ${folder}, which cannot be reached (${reason})`
   }
 }
