@@ -51,8 +51,7 @@ export const failedAuthenticationCounter = (reason: string): () => void =>
     reason
   })
 
-export const petsCreatedCounter = (): () => void =>
-  counterOf("petstore_pets_created_total", "Animals added to the catalogue")
+export const petsCreatedCounter = () => counterOf("petstore_pets_created_total", "Animals added to the catalogue")
 
 /** Counts SQL statements that failed, by `error_type` (effect/sql's reason), each type at 0 from the start. */
 export const statementFailureCounter = (system: string, errorType: string): () => void =>
