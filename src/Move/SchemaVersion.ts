@@ -69,14 +69,13 @@ export const status = (store: Store) =>
         .sort()
       const since = names.includes("settings") ? yield* readOnlySince(sql) : Option.none()
       const counts = yield* Effect.forEach(names, (name) => countRows(sql, { name }))
+      const readOnly = Option.match(since, { onNone: () => "off", onSome: (at) => `on since ${at.toISOString()}` })
       return [
         `engine          ${engineName(store)}`,
         `database        ${store.label}`,
         `schema version  ${Option.getOrElse(Option.map(version, String), () => "none (not a Pet Store database)")} ` +
         `(this build: ${known})`,
-        `read-only       ${
-          Option.match(since, { onNone: () => "off", onSome: (at) => `on since ${at.toISOString()}` })
-        }`,
+        `read-only       ${readOnly}`,
         "",
         `${"table".padEnd(20)}${"rows".padStart(12)}`,
         ...names.map((name, i) => `${name.padEnd(20)}${String(counts[i]).padStart(12)}`)

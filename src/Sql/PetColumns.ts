@@ -17,9 +17,7 @@ type PetColumns = {
 const integer: ColumnCodec<number> = {
   write: (value) => value,
   read: (value) => {
-    const number = typeof value === "number"
-      ? value
-      : typeof value === "bigint" || typeof value === "string"
+    const number = typeof value === "number" || typeof value === "bigint" || typeof value === "string"
       ? Number(value)
       : NaN
     return Number.isSafeInteger(number) ? number : undefined
