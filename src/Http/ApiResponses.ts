@@ -51,10 +51,7 @@ const logFailure = (cause: Cause.Cause<unknown>, requestId: string | undefined) 
 /** The Error body of what no endpoint answered: 404, 405 (`Allow`), 503, else 500, logged; not a client gone. */
 export const makeFailureAnswers = () => {
   const allowedMethods = makeAllowedMethods()
-  return (
-    cause: Cause.Cause<unknown>,
-    record: RequestRecord
-  ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> => {
+  return (cause: Cause.Cause<unknown>, record: RequestRecord) => {
     const { request } = record
     if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
     const error = Cause.findErrorOption(cause)
