@@ -30,10 +30,7 @@ export class RequestLines extends Context.Service<RequestLines, { readonly add: 
   static readonly Stdout = RequestLines.layer((chunk) => process.stdout.write(chunk))
 }
 
-/**
- * A JSON line per request, no header or query. Only method and path need escaping (the rest is checked or the service's
- * own); not Effect's `Logger` ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
- */
+/** A request's JSON line, no header or query; not `Logger` ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)). */
 export const makeRequestLog = (log: (line: string) => void) => {
   let lastMillis = -1
   let lastTimestamp = ""
@@ -49,6 +46,7 @@ export const makeRequestLog = (log: (line: string) => void) => {
     // A span the export could not hold has all-zero ids, which name no trace.
     const span = record.trace?.sampled === true ? record.trace : undefined
     const durationMs = Math.round((performance.now() - record.startedAt) * 100) / 100
+    // Only method and path need escaping: the rest is checked or the service's own.
     log(
       `{"message":"request","logLevel":"INFO","timestamp":"${timestampAt(Date.now())}","annotations":{` +
         `"method":${JSON.stringify(request.method)},"path":${JSON.stringify(pathOf(request.url))},"route":"${route}",` +

@@ -14,10 +14,7 @@ const durationBoundaries = Metric.boundariesFromIterable(
   [0.001, 0.0025, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10]
 )
 
-/**
- * A request's duration in its series by method, route and status, exported at 0 from now: a metric per series, not
- * `Metric.withAttributes` ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
- */
+/** A metric per series, not `Metric.withAttributes` ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)). */
 export const requestDurationOf = (method: string, route: string, status: number): (seconds: number) => void => {
   const series = exported(Metric.histogram("http_server_request_duration_seconds", {
     description: "Duration of HTTP server requests, by method, route template and status code",
