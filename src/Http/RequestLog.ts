@@ -30,7 +30,7 @@ export class RequestLines extends Context.Service<RequestLines, { readonly add: 
   static readonly Stdout = RequestLines.layer((chunk) => process.stdout.write(chunk))
 }
 
-/** A request's JSON line, no header or query; not `Logger` ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)). */
+/** A JSON line, no header or query; not `Logger` ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)). */
 export const makeRequestLog = (log: (line: string) => void) => {
   let lastMillis = -1
   let lastTimestamp = ""
