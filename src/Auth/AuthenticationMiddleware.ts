@@ -2,7 +2,7 @@ import { Context, Effect, Exit, Layer, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Authentication, CurrentCaller } from "../Api/Authentication.js"
 import { AppConfig } from "../Config/AppConfig.js"
-import { codesOf, type ServiceUnavailable, TooManyRequests, Unauthorized } from "../Domain/ApiError.js"
+import { codesOf, TooManyRequests, Unauthorized } from "../Domain/ApiError.js"
 import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { failedAuthenticationCounter, rateLimitedCounter } from "../Observability/Metrics.js"
 import { inSampledSpan } from "../Observability/Tracing.js"
@@ -93,23 +93,21 @@ export const AuthenticationLive = Layer.effect(
     const authenticate = (
       request: HttpServerRequest.HttpServerRequest,
       current: RequestRecord | undefined
-    ): Answer<ServiceUnavailable> => {
+    ): Answer<DatabaseUnavailable> => {
       const client = () => current?.clientAddress ?? clientAddressOf(request)
       const header = request.headers.authorization
-      if (header === undefined || header.trim() === "") return orUnavailable(refuse(client(), missingKey))
+      if (header === undefined || header.trim() === "") return refuse(client(), missingKey)
       const token = bearer.exec(header)?.[1]
-      if (token === undefined) return orUnavailable(refuse(client(), malformedKey))
-      return orUnavailable(
-        Effect.flatMap(keys.findActiveByHash(hashKey(token)), (holder): Answer<DatabaseUnavailable> => {
-          if (Option.isNone(holder)) return refuse(client(), unknownKey)
-          return Effect.flatMap(limiter.take(perKey, String(holder.value.keyId)), (decision): Answer<never> => {
-            const headers = rateLimitHeaders(decision)
-            if (decision.allowed) return Effect.as(noteResponseHeaders(headers), holder.value)
-            countOverRate()
-            return Effect.succeed(HttpServerResponse.setHeaders(overRate, headers))
-          })
+      if (token === undefined) return refuse(client(), malformedKey)
+      return Effect.flatMap(keys.findActiveByHash(hashKey(token)), (holder): Answer<DatabaseUnavailable> => {
+        if (Option.isNone(holder)) return refuse(client(), unknownKey)
+        return Effect.flatMap(limiter.take(perKey, String(holder.value.keyId)), (decision): Answer<never> => {
+          const headers = rateLimitHeaders(decision)
+          if (decision.allowed) return Effect.as(noteResponseHeaders(headers), holder.value)
+          countOverRate()
+          return Effect.succeed(HttpServerResponse.setHeaders(overRate, headers))
         })
-      )
+      })
     }
 
     return Authentication.of({
@@ -119,7 +117,7 @@ export const AuthenticationLive = Layer.effect(
           const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
           const current = fiber.getRef(CurrentRequest)
           // A sampled request's authentication is a span of its trace; never the key, nor the header.
-          return Effect.flatMap(inAuthenticationSpan(authenticate(request, current)), (answer) =>
+          return Effect.flatMap(inAuthenticationSpan(orUnavailable(authenticate(request, current))), (answer) =>
             HttpServerResponse.isHttpServerResponse(answer)
               ? Effect.succeed(answer)
               : Effect.provideService(httpEffect, CurrentCaller, answer))
