@@ -146,20 +146,18 @@ export const checksums = (
   copied: ReadonlyArray<CopiedTable>,
   onRows: (rows: number) => void = () => {}
 ) =>
-  Effect.map(
-    Effect.forEach(copied, (table) => {
-      const checksum = new Checksum()
-      return Effect.as(
-        forEachPage(sql, table, (rows) =>
-          Effect.sync(() => {
-            checksum.add(rows)
-            onRows(rows.length)
-          })),
-        [table.name, checksum] as const
-      )
-    }),
-    (entries) => new Map(entries)
-  )
+  Effect.gen(function*() {
+    const sums = new Map(copied.map((table) => [table.name, new Checksum()]))
+    for (const table of copied) {
+      const checksum = sums.get(table.name)!
+      yield* forEachPage(sql, table, (rows) =>
+        Effect.sync(() => {
+          checksum.add(rows)
+          onRows(rows.length)
+        }))
+    }
+    return sums
+  })
 
 /** The per-table comparison, as the table the command prints, and the tables whose count or checksum differ. */
 export const compare = (source: ReadonlyMap<string, Checksum>, target: ReadonlyMap<string, Checksum>) => {
