@@ -20,12 +20,9 @@ import { stopWhenOrphaned, supervise, workerVariable } from "../Service/Workers.
 /** How long a stop may run past its grace and drain: closing the server, the database and the trace export. */
 const stopMargin = Duration.seconds(2)
 let stopBound = stopMargin
-let stopArmed = false
 
-// The first signal arms a timer ending the process past the stop's bound: a finalizer cannot be interrupted.
+// Each signal arms a timer ending the process past the stop's bound, the first's first: finalizers are uninterruptible.
 const armStopDeadline = () => {
-  if (stopArmed) return
-  stopArmed = true
   // A little before the bound, for the exit itself; unref'd, so a stop that ends in time exits with its own code.
   setTimeout(() => {
     const message = `stopping took longer than ${Duration.format(stopBound)}; exiting without waiting further`
