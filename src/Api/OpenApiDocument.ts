@@ -2,10 +2,7 @@ type Json = Record<string, any>
 
 /** The schema of a parameter that is text on the wire but not in value (an integer in the path or query). */
 export const withParameterSchemas = (schemas: Record<string, Json>) => (operation: Json): Json => {
-  for (const parameter of operation.parameters ?? []) {
-    const schema = schemas[parameter.name]
-    if (schema !== undefined) parameter.schema = schema
-  }
+  for (const parameter of operation.parameters ?? []) parameter.schema = schemas[parameter.name] ?? parameter.schema
   return operation
 }
 
@@ -50,11 +47,7 @@ const withCommonHeaders = withResponseHeaders({
 export const finishDocument = (spec: Json): Json => {
   for (const operations of Object.values<Json>(spec.paths)) {
     for (const operation of Object.values<Json>(operations)) {
-      for (const parameter of operation.parameters ?? []) {
-        if (parameter.description === undefined && parameter.schema?.description !== undefined) {
-          parameter.description = parameter.schema.description
-        }
-      }
+      for (const parameter of operation.parameters ?? []) parameter.description ??= parameter.schema?.description
       withCommonHeaders(operation)
     }
   }
