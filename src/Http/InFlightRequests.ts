@@ -9,22 +9,20 @@ const refused = errorResponse(shuttingDown, { connection: "close", ...retryAfter
 
 type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
-export interface StopOptions {
-  /** How long everything but `/readyz` is still served: a load balancer's time to take the instance out. */
-  readonly grace: Duration.Input
-  /** How long the requests in flight may take to finish once the listener is closed. */
-  readonly drain: Duration.Input
-  /** Stops accepting connections and closes the idle ones; those with a request in flight close after it. */
-  readonly closeListener: Effect.Effect<void>
-}
-
 /** Counts the requests in flight and runs the stop a load balancer expects: grace, listener closed, drain. */
 export class InFlightRequests extends Context.Service<InFlightRequests, {
   /** Where requests enter: counted while they run, and told to close their connection once the stop begins. */
   readonly middleware: <E, R>(app: App<E, R>) => App<E, R>
   /** A route's handler, refusing once the listener is closed: after routing, so labelled by its route. */
   readonly refusingWhenClosed: <E, R>(handler: App<E, R>) => App<E, R>
-  readonly stop: (options: StopOptions) => Effect.Effect<void>
+  readonly stop: (options: {
+    /** How long everything but `/readyz` is still served: a load balancer's time to take the instance out. */
+    readonly grace: Duration.Input
+    /** How long the requests in flight may take to finish once the listener is closed. */
+    readonly drain: Duration.Input
+    /** Stops accepting connections and closes the idle ones; those with a request in flight close after it. */
+    readonly closeListener: Effect.Effect<void>
+  }) => Effect.Effect<void>
 }>()("petstore/InFlightRequests") {
   /** The service, and `Stopping` for the readiness probe. */
   static readonly layer = Layer.effectContext(Effect.sync(() => {
