@@ -16,10 +16,7 @@ export const isCanonicalPath = (url: string): boolean => canonicalPath.test(url)
 const canonicalPath = /^(?:\/|(?:\/[\w.~!$&'()*+,=:@-]+)+)(?:\?|$)/
 
 /** The path of a request target, as sent (`new URL` would read `//v1` as a host). */
-export const pathOf = (url: string): string => {
-  const queryAt = url.indexOf("?")
-  return queryAt === -1 ? url : url.slice(0, queryAt)
-}
+export const pathOf = (url: string): string => url.split("?", 1)[0]!
 
 /** Every route (its path in the router's syntax, its statuses): the API's endpoints, then the documents. */
 export const routes = (() => {
