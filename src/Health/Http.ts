@@ -1,4 +1,4 @@
-import { Effect, Fiber } from "effect"
+import { type Context, Effect, Fiber } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
 import { ServiceUnavailable } from "../Domain/ApiError.js"
@@ -12,10 +12,7 @@ const probeTimeout = "750 millis"
 const freshWait = "100 millis"
 
 /** One probe of the store at a time, its finding kept for the checks that do not wait; run as no request's. */
-const makeProbe = (
-  check: Effect.Effect<Readiness>,
-  fork: (probe: Effect.Effect<Readiness>) => Fiber.Fiber<Readiness>
-) => {
+const makeProbe = (check: Effect.Effect<Readiness>, context: Context.Context<never>) => {
   let last: Readiness = "ready"
   let running: Fiber.Fiber<Readiness> | undefined
   const probe = check.pipe(
@@ -25,7 +22,7 @@ const makeProbe = (
   )
   const started = Effect.sync(() => {
     if (running !== undefined) return running
-    const fiber = fork(probe)
+    const fiber = Effect.runForkWith(context)(probe)
     // One already ended (a store answering at once) is not kept for the next check.
     if (fiber.pollUnsafe() === undefined) running = fiber
     return fiber
@@ -45,7 +42,7 @@ const unusable = new ServiceUnavailable({
 
 export const HealthHttpLive = HttpApiBuilder.group(PetStoreApi, "health", (handlers) =>
   Effect.gen(function*() {
-    const probe = makeProbe((yield* PetRepository).readiness, Effect.runForkWith(yield* Effect.context<never>()))
+    const probe = makeProbe((yield* PetRepository).readiness, yield* Effect.context<never>())
     const stopping = yield* Stopping
     return handlers
       .handle("livez", () => Effect.succeed({ status: "ok" as const }))
