@@ -57,9 +57,8 @@ type Encoding = "br" | "gzip" | "identity"
 
 /** The encoding for `Accept-Encoding` (RFC 9110 §12.5.3): br or gzip by weight, br on a tie, else none. */
 export const chooseEncoding = (acceptEncoding: string | undefined): Encoding => {
-  if (acceptEncoding === undefined) return "identity"
   const weights = new Map<string, number>()
-  for (const item of acceptEncoding.toLowerCase().split(",")) {
+  for (const item of (acceptEncoding ?? "").toLowerCase().split(",")) {
     const [coding = "", ...parameters] = item.split(";").map((part) => part.trim())
     const q = parameters.find((parameter) => parameter.startsWith("q="))
     const weight = q === undefined ? 1 : Number(q.slice(2))
