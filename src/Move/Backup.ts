@@ -85,7 +85,7 @@ export const backup = (store: Store, file: string) => {
 const refused = (message: string) => new MoveError({ message: `restore: ${message}` })
 
 /** One connection on a SQLite file that waits for no other process's lock, and leaves its journal mode as it is. */
-const open = (filename: string) => openSqlite({ filename, readwrite: true, create: false, disableWAL: true })
+const open = (filename: string) => openSqlite({ filename, create: false, disableWAL: true })
 
 /** Writes a file's (or a folder's entries') data to the disk before the rename is relied on. */
 const fsyncPath = (path: string) => {

@@ -136,7 +136,6 @@ export const connect = (
   return openSqlite({
     filename: store.filename,
     readonly: mode === "read",
-    readwrite: mode !== "read",
     create: mode === "create",
     disableWAL: mode === "read",
     lockWait: lockWaitMillis

@@ -15,8 +15,6 @@ import { statementDurations, statementFailures } from "./StatementTiming.js"
 const maxConnections = 20
 /** A pooled connection unused this long is closed. */
 const idleTimeout = Duration.seconds(10)
-/** A transaction left idle this long is ended by the server, freeing its locks and connection. */
-const idleInTransactionMillis = 10_000
 /** The migrations' advisory lock: any number, the same on every instance. */
 const migrationLock = 7_346_270_001
 
@@ -69,12 +67,6 @@ const notAnswering = () =>
   Effect.fail(
     connectionError("PostgreSQL is not answering; one connection at a time is tried until it does", "connect")
   )
-
-/** Refused, or up but not yet accepting sessions: worth another try while the database starts. */
-const isRefused = (error: SqlError) => {
-  const code = driverCode(error)
-  return code === "ECONNREFUSED" || code === "57P03"
-}
 
 /** A session's failure that leaves it unusable: lost, or ended by the server (a `FATAL` error). */
 const isLost = ({ reason }: SqlError) => {
@@ -143,7 +135,8 @@ const makeClient = (
       applicationName: "petstore",
       startupParameters: {
         statement_timeout: String(Duration.toMillis(config.databaseStatementTimeout)),
-        idle_in_transaction_session_timeout: String(idleInTransactionMillis)
+        // A transaction left idle this long is ended by the server, freeing its locks and connection.
+        idle_in_transaction_session_timeout: "10000"
       }
     }
     // A statement unanswered past its timeout and half a second has a server that answers nothing.
@@ -196,7 +189,8 @@ const makeClient = (
 
     yield* current.pool.use((session) => session.query("SELECT 1")).pipe(
       Effect.retry({
-        while: isRefused,
+        // Refused, or up but not yet accepting sessions (57P03): worth another try while the database starts.
+        while: (error) => ["ECONNREFUSED", "57P03"].includes(driverCode(error) ?? ""),
         schedule: Schedule.min([Schedule.exponential("200 millis"), Schedule.spaced("2 seconds")]).pipe(
           Schedule.upTo({ duration: config.databaseStartTimeout }),
           Schedule.tap(({ input }) =>

@@ -43,7 +43,5 @@ export const readOnlySince = (sql: SqlClient.SqlClient): Effect.Effect<Option.Op
 /** Turns the store's read-only mode on (keeping the time it was first turned on) or off. */
 export const setReadOnly = (sql: SqlClient.SqlClient, on: boolean) =>
   on
-    ? sql`INSERT INTO settings (name, value) VALUES ('read_only', ${
-      new Date().toISOString()
-    }) ON CONFLICT (name) DO NOTHING`
+    ? sql`INSERT INTO settings (name, value) VALUES ('read_only', ${new Date().toISOString()}) ON CONFLICT DO NOTHING`
     : sql`DELETE FROM settings WHERE name = 'read_only'`

@@ -28,7 +28,6 @@ export interface SqliteClientConfig {
   readonly filename: string
   readonly readonly?: boolean | undefined
   readonly create?: boolean | undefined
-  readonly readwrite?: boolean | undefined
   readonly disableWAL?: boolean | undefined
   /** How a transaction begins (`BEGIN IMMEDIATE` takes the write lock at once); `BEGIN` by default. */
   readonly beginTransaction?: string | undefined
@@ -70,7 +69,7 @@ export const make = (
         try: () =>
           new Database(options.filename, {
             readonly: options.readonly,
-            readwrite: options.readwrite ?? options.readonly !== true,
+            readwrite: options.readonly !== true,
             create: options.create ?? options.readonly !== true
           }),
         catch: (cause) => sqliteError(cause, "open")

@@ -109,11 +109,10 @@ const checkWritable = (databaseUrl: string, filename: string) =>
     })
   })
 
-const hints: ReadonlyArray<readonly [code: string, hint: string]> = [
-  ["SQLITE_NOTADB", "it is not a SQLite database, or it is damaged"],
-  ["SQLITE_CORRUPT", "it is not a SQLite database, or it is damaged"],
-  ["SQLITE_FULL", "the disk is full"],
-  ["SQLITE_READONLY", "it is read-only"]
+const hints: ReadonlyArray<readonly [codes: ReadonlyArray<string>, hint: string]> = [
+  [["SQLITE_NOTADB", "SQLITE_CORRUPT"], "it is not a SQLite database, or it is damaged"],
+  [["SQLITE_FULL"], "the disk is full"],
+  [["SQLITE_READONLY"], "it is read-only"]
 ]
 
 /** The SQLite failure beneath the one met (a migration's failure carries its statement's). */
@@ -128,7 +127,7 @@ const sqlErrorIn = (error: unknown): SqlError | undefined => {
 const cannotUse = (filename: string, failure: unknown) => {
   const error = sqlErrorIn(failure)
   const code = error === undefined ? undefined : driverCode(error)
-  const hint = hints.find(([known]) => isCode(code, known))?.[1]
+  const hint = hints.find(([codes]) => codes.some((known) => isCode(code, known)))?.[1]
   return new Error(
     `Cannot use the database ${filename}${hint === undefined ? "" : ` (${hint})`}: ${
       error === undefined ? reason(failure) : databaseWords(error)
