@@ -43,7 +43,7 @@ describe("failed authentications per client address", () => {
       // The next ones wait 200 ms, then 400 ms, then 600 ms.
       for (const wait of [200, 400, 600]) {
         const attempt = yield* Effect.forkChild(send("GET", "/v1/pets", { headers: wrong }))
-        yield* answeredOrWaiting(attempt)
+        yield* answeredOrWaiting(attempt, "2 seconds", "request")
         yield* TestClock.adjust(wait - 1)
         // Fixed: the answer must stay away for a while in real time, one tick short of its wait.
         yield* Effect.promise(() => Bun.sleep(50))
@@ -66,11 +66,11 @@ describe("failed authentications per client address", () => {
       const wrong = { authorization: "Bearer ps_test_guess" }
       for (let i = 0; i < 2; i++) {
         const attempt = yield* Effect.forkChild(send("GET", "/v1/pets", { headers: wrong }))
-        yield* answeredOrWaiting(attempt)
+        yield* answeredOrWaiting(attempt, "2 seconds", "request")
         expect(attempt.pollUnsafe(), `failure ${i + 1} answered without waiting`).not.toBeUndefined()
       }
       const third = yield* Effect.forkChild(send("GET", "/v1/pets", { headers: wrong }))
-      yield* answeredOrWaiting(third)
+      yield* answeredOrWaiting(third, "2 seconds", "request")
       expect(third.pollUnsafe()).toBeUndefined()
       yield* TestClock.adjust(200)
       expect((yield* Fiber.join(third)).status).toBe(401)
@@ -88,7 +88,7 @@ describe("failed authentications behind a trusted proxy", () => {
       const attacker = from("203.0.113.9", wrong)
       for (let i = 0; i < 4; i++) {
         const attempt = yield* Effect.forkChild(send("GET", "/v1/pets", { headers: attacker }))
-        yield* answeredOrWaiting(attempt)
+        yield* answeredOrWaiting(attempt, "2 seconds", "request")
         yield* TestClock.adjust("2 seconds")
         expect((yield* Fiber.join(attempt)).status).toBe(401)
       }
@@ -105,7 +105,7 @@ describe("failed authentications behind a trusted proxy", () => {
         const attempt = yield* Effect.forkChild(
           send("GET", "/v1/pets", { headers: from(`2001:db8:1:2::${i + 1}`, wrong) })
         )
-        yield* answeredOrWaiting(attempt)
+        yield* answeredOrWaiting(attempt, "2 seconds", "request")
         yield* TestClock.adjust("2 seconds")
         expect((yield* Fiber.join(attempt)).status).toBe(401)
       }
@@ -117,7 +117,7 @@ describe("failed authentications behind a trusted proxy", () => {
     Effect.gen(function*() {
       for (let i = 0; i < 4; i++) {
         const attempt = yield* Effect.forkChild(send("GET", "/v1/pets", { headers: from(`203.0.113.${i}`, wrong) }))
-        yield* answeredOrWaiting(attempt)
+        yield* answeredOrWaiting(attempt, "2 seconds", "request")
         yield* TestClock.adjust("2 seconds")
         expect((yield* Fiber.join(attempt)).status).toBe(401)
       }

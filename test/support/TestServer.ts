@@ -12,12 +12,16 @@ import { HttpLive } from "../../src/Http/Server.js"
 import { ObservabilityConfig } from "../../src/Observability/ObservabilityConfig.js"
 import { Cursors } from "../../src/Pets/Cursors.js"
 import { PetRepository } from "../../src/Pets/PetRepository.js"
+import { CurrentRequest } from "../../src/Request/CurrentRequest.js"
 import { waitForEffect } from "./WaitFor.js"
 
 export const publicBaseUrl = "http://petstore.test"
 
-/** When each sleep on the test server's clock that has not ended yet ends (its clock's time). */
-const pendingSleeps = new Map<object, number>()
+/** When each sleep on the test server's clock that has not ended yet ends (its clock's time), and whose it is. */
+const pendingSleeps = new Map<object, { readonly end: number; readonly sleeper: Sleeper }>()
+
+/** A request being served (a failed authentication slowed), or the service itself (the deadline's sweeper, a stop). */
+type Sleeper = "request" | "service"
 
 /**
  * The clock the test runs on (a TestClock), with its sleeps noted in `pendingSleeps`: the test
@@ -28,9 +32,10 @@ const NotedSleeps = Layer.effectContext(Effect.withFiber((fiber) => {
   // The same clock (a TestClock keeps its `adjust`), but for its sleeps.
   const noted: Clock.Clock = Object.assign(Object.create(clock), {
     sleep: (duration: Duration.Duration) =>
-      Effect.suspend(() => {
+      Effect.withFiber((fiber) => {
         const entry = {}
-        pendingSleeps.set(entry, clock.currentTimeMillisUnsafe() + Duration.toMillis(duration))
+        const sleeper = fiber.getRef(CurrentRequest) === undefined ? "service" : "request"
+        pendingSleeps.set(entry, { end: clock.currentTimeMillisUnsafe() + Duration.toMillis(duration), sleeper })
         return Effect.ensuring(clock.sleep(duration), Effect.sync(() => pendingSleeps.delete(entry)))
       })
   })
@@ -112,19 +117,24 @@ export const send = (
   })
 
 /**
- * Waits, in real time, until `fiber` (a request sent on the test server) has its answer, or until
- * something sleeps on the test clock to end within `within` (a slowed answer waiting: 2 s at most,
- * short of every request's deadline, which sleeps on the same clock). Moving the clock before the
- * request has reached its sleep would leave it sleeping for good, however long the request takes
- * to get there on a loaded machine.
+ * Waits, in real time, until `fiber` (a request sent on the test server) has its answer, or until `sleeper` sleeps on
+ * the test clock to end within `within`: a request (a slowed answer, 2 s at most, short of every deadline) or the
+ * service (the deadline's sweeper, a stop's grace). Moving the clock before the sleep has begun would leave it
+ * sleeping for good, however long it takes to get there on a loaded machine.
  */
-export const answeredOrWaiting = (fiber: Fiber.Fiber<unknown, unknown>, within: Duration.Input = "2 seconds") => {
+export const answeredOrWaiting = (
+  fiber: Fiber.Fiber<unknown, unknown>,
+  within: Duration.Input = "2 seconds",
+  sleeper: Sleeper = "service"
+) => {
   const horizon = Duration.toMillis(Duration.fromInputUnsafe(within))
   return waitForEffect(
     Effect.map(
       Clock.currentTimeMillis,
-      (now) => fiber.pollUnsafe() !== undefined || [...pendingSleeps.values()].some((end) => end <= now + horizon)
+      (now) =>
+        fiber.pollUnsafe() !== undefined ||
+        [...pendingSleeps.values()].some((sleep) => sleep.sleeper === sleeper && sleep.end <= now + horizon)
     ),
-    { what: `the request answered, or asleep on the test clock to wake within ${within}`, interval: 5 }
+    { what: `the request answered, or the ${sleeper} asleep on the test clock to wake within ${within}`, interval: 5 }
   ).pipe(Effect.asVoid)
 }
