@@ -99,26 +99,21 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
     const bounded = <A>(operation: "connect" | "execute", start: () => Promise<A>) =>
       Effect.callback<A, SqlError>((resume) => {
         if (closed !== undefined) return resume(Effect.fail(closed))
-        let waiting = true
-        const stop = () => {
-          const was = waiting
-          waiting = false
-          clearTimeout(timer)
-          return was
-        }
         const [millis, variable] = operation === "connect"
           ? [deadlines.connectMillis, "DB_CONNECT_TIMEOUT_SECONDS"]
           : [deadlines.statementMillis, "DB_STATEMENT_TIMEOUT_SECONDS"]
         const timer = setTimeout(() => {
           close(noAnswer(millis, variable, operation))
-          if (stop()) resume(Effect.fail(closed!))
+          resume(Effect.fail(closed!))
         }, millis)
+        // `resume` takes the first of the timer, the answer and an interruption (which comes only while waiting).
         start().then(
-          (value) => stop() && resume(Effect.succeed(value)),
-          (error) => stop() && resume(Effect.fail(closed ?? pgFailure(error, operation)))
-        )
+          (value) => resume(Effect.succeed(value)),
+          (error) => resume(Effect.fail(closed ?? pgFailure(error, operation)))
+        ).finally(() => clearTimeout(timer))
         return Effect.sync(() => {
-          if (stop()) close(abandoned)
+          clearTimeout(timer)
+          close(abandoned)
         })
       })
     const answer = <A>(start: () => Promise<A>) => bounded("execute", start)
