@@ -1,8 +1,9 @@
-import { Cause, type Clock, Context, Effect, Exit, Option, References, Tracer } from "effect"
+import { Cause, Context, Effect, Exit, Option, References, Tracer } from "effect"
 import { HttpServerError, type HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { adjustActiveRequests } from "../Observability/Metrics.js"
 import type { Sampler } from "../Observability/Sampler.js"
 import { callerSpanOf } from "../Observability/TraceContext.js"
+import { untimed } from "../Observability/Tracing.js"
 import type { ClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest, RequestRecord } from "../Request/CurrentRequest.js"
 import { pathOf } from "./Routes.js"
@@ -29,7 +30,7 @@ export const makeRequestObserver = ({ clientAddress, ended, metrics, tracing }: 
   readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress
   readonly metrics: boolean
   readonly tracing:
-    | { readonly sample: Sampler; readonly tracer: Tracer.Tracer; readonly clock: Clock.Clock }
+    | { readonly sample: Sampler; readonly tracer: Tracer.Tracer }
     | undefined
   readonly ended?: ((record: RequestRecord, route: string, status: number) => void) | undefined
 }) => {
@@ -46,7 +47,7 @@ export const makeRequestObserver = ({ clientAddress, ended, metrics, tracing }: 
       parent: Option.fromUndefinedOr(caller),
       annotations: Context.empty(),
       links: [],
-      startTime: tracing.clock.currentTimeNanosUnsafe(),
+      startTime: untimed,
       kind: "server",
       root: caller === undefined,
       // The sampler's choice holds even when the caller's flag said no.
@@ -77,7 +78,7 @@ export const makeRequestObserver = ({ clientAddress, ended, metrics, tracing }: 
     span.attribute("http.response.status_code", status)
     if (status >= 500) span.attribute("error.type", String(status))
     span.end(
-      tracing.clock.currentTimeNanosUnsafe(),
+      untimed,
       status >= 500 && Exit.isSuccess(exit) ? Exit.fail(new Error(`HTTP ${status}`)) : exit
     )
   }
@@ -99,6 +100,9 @@ export const makeRequestObserver = ({ clientAddress, ended, metrics, tracing }: 
     if (!observed) return served
     if (metrics) adjustActiveRequests(1)
     // However the request ends, its client gone included.
-    return Effect.onExit(served, (exit) => Effect.sync(() => answered(current, exit)))
+    return Effect.onExitPrimitive(served, (exit) => {
+      answered(current, exit)
+      return undefined
+    })
   }
 }

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, LogLevel, Option, Tracer } from "effect"
+import { Context, Effect, Layer, LogLevel, Option, Tracer } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
@@ -87,13 +87,12 @@ export const serverMiddleware = Effect.gen(function*() {
   const { logLevel, requestTimeout, trustedProxies } = yield* AppConfig
   const { metrics, tracing } = yield* ObservabilityConfig
   const tracer = yield* Tracer.Tracer
-  const clock = yield* Clock.Clock
   const observe = makeRequestObserver({
     clientAddress: makeClientAddress(trustedProxies),
     metrics: Option.isSome(metrics),
     tracing: Option.match(tracing, {
       onNone: () => undefined,
-      onSome: ({ ratio, sampler }) => ({ sample: makeSampler(sampler, ratio), tracer, clock })
+      onSome: ({ ratio, sampler }) => ({ sample: makeSampler(sampler, ratio), tracer })
     }),
     ended: LogLevel.isGreaterThan(logLevel, "Info") ? undefined : makeRequestLog((yield* RequestLines).add)
   })

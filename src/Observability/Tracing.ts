@@ -1,6 +1,5 @@
 import {
   Cause,
-  Clock,
   Context,
   Effect,
   Exit,
@@ -51,12 +50,30 @@ const transparent = (span: Tracer.Span): Tracer.Span => ({
   sampled: span.sampled
 })
 
+/** A `performance.now()` time as OTLP's nanoseconds since the epoch, to the microsecond (exact in a double). */
+const unixNanos = (time: number) => `${Math.round((performance.timeOrigin + time) * 1000)}000`
+
 const kinds = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const
 
 /** A sampled span as the export holds it: made OTLP's form only when its batch is sent. */
 class ExportedSpan extends Tracer.NativeSpan {
+  // A plain object, not the library's Map behind its status check: the service sets a few attributes on every span.
+  private readonly values: Record<string, unknown> = {}
+  private open = true
+  // Timed here, as numbers: Effect's timing (bigint nanoseconds, made and written out) is off with the tracer.
+  private readonly startedAt = performance.now()
+  private endedAt = 0
+
   constructor(options: SpanOptions, private readonly ended: (span: ExportedSpan) => void) {
     super(options)
+  }
+
+  override attribute(key: string, value: unknown): void {
+    if (this.open) this.values[key] = value
+  }
+
+  override get attributes(): Map<string, unknown> {
+    return new Map(Object.entries(this.values))
   }
 
   // The service publishes no events (a log's, held until the batch is sent) or links.
@@ -64,7 +81,9 @@ class ExportedSpan extends Tracer.NativeSpan {
   override addLinks(): void {}
 
   override end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
-    if (this.status._tag === "Ended") return
+    if (!this.open) return
+    this.open = false
+    this.endedAt = performance.now()
     // Only a failure is exported: a success's value is not held until the batch is sent.
     super.end(endTime, Exit.isSuccess(exit) ? Exit.void : exit)
     this.ended(this)
@@ -72,11 +91,11 @@ class ExportedSpan extends Tracer.NativeSpan {
 
   /** As OTLP carries it, with the library's status and exception events; a server span named by method and route. */
   toOtlp(): OtlpSpan {
-    const attributes = OtlpResource.entriesToAttributes(this.attributes)
+    const attributes = OtlpResource.entriesToAttributes(Object.entries(this.values))
     const { status: ended } = this
-    const endTime = ended._tag === "Ended" ? ended.endTime : ended.startTime
+    const endTime = unixNanos(this.endedAt)
     const failure = ended._tag === "Ended" && Exit.isFailure(ended.exit) ? ended.exit : undefined
-    const route = this.attributes.get("http.route")
+    const route = this.values["http.route"]
     let status: OtlpSpan["status"] = { code: 1 }
     const events: OtlpSpan["events"] = []
     if (failure !== undefined && Cause.hasInterruptsOnly(failure.cause)) {
@@ -87,7 +106,7 @@ class ExportedSpan extends Tracer.NativeSpan {
         if (status.code !== 2) status = { code: 2, message: error.message }
         events.push({
           name: "exception",
-          timeUnixNano: String(endTime),
+          timeUnixNano: endTime,
           droppedAttributesCount: 0,
           attributes: OtlpResource.entriesToAttributes([
             ["exception.type", error.name],
@@ -104,8 +123,8 @@ class ExportedSpan extends Tracer.NativeSpan {
       parentSpanId: Option.isSome(this.parent) ? this.parent.value.spanId : undefined,
       name: this.kind === "server" && typeof route === "string" ? `${this.name} ${route}` : this.name,
       kind: kinds[this.kind],
-      startTimeUnixNano: String(ended.startTime),
-      endTimeUnixNano: String(endTime),
+      startTimeUnixNano: unixNanos(this.startedAt),
+      endTimeUnixNano: endTime,
       attributes,
       ...(events.length > 0 && { events }),
       status
@@ -289,27 +308,34 @@ export const TracingLive: Layer.Layer<never, never, ObservabilityConfig> = Layer
     const off = Layer.succeed(References.TracerEnabled)(false)
     return Option.match(tracing, {
       onNone: () => off,
-      onSome: (tracing) => Layer.merge(off, Layer.effect(Tracer.Tracer)(exportingTracer(tracing)))
+      onSome: (tracing) =>
+        Layer.mergeAll(
+          off,
+          Layer.succeed(References.TracerTimingEnabled)(false),
+          Layer.effect(Tracer.Tracer)(exportingTracer(tracing))
+        )
     })
   })
 )
+
+/** The time given to a span: the exported spans time themselves, as with Effect's `TracerTimingEnabled` off. */
+export const untimed = BigInt(0)
 
 /** A span named `name` below `fiber`'s current one, started now, in a sampled request; undefined otherwise. */
 export const startChildSpan = (fiber: Fiber.Fiber<unknown, unknown>, name: string, kind: Tracer.SpanKind) => {
   const parent = fiber.cache.span
   if (!fiber.cache.tracerEnabled || parent === undefined) return undefined
-  const clock = fiber.getRef(Clock.Clock)
   const span = fiber.getRef(Tracer.Tracer).span({
     name,
     parent: Option.some(parent),
     annotations: Context.empty(),
     links: [],
-    startTime: clock.currentTimeNanosUnsafe(),
+    startTime: untimed,
     kind,
     root: false,
     sampled: parent.sampled
   })
-  return { span, end: (exit: Exit.Exit<unknown, unknown>) => span.end(clock.currentTimeNanosUnsafe(), exit) }
+  return { span, end: (exit: Exit.Exit<unknown, unknown>) => span.end(untimed, exit) }
 }
 
 /**
@@ -327,9 +353,9 @@ export const inSampledSpan = (
       const child = startChildSpan(fiber, name, "internal")
       if (child === undefined) return effect
       for (const [key, value] of entries) child.span.attribute(key, value)
-      return Effect.onExit(
-        Effect.provideService(effect, Tracer.ParentSpan, child.span),
-        (exit) => Effect.sync(() => child.end(exitOf(exit)))
-      )
+      return Effect.onExitPrimitive(Effect.provideService(effect, Tracer.ParentSpan, child.span), (exit) => {
+        child.end(exitOf(exit))
+        return undefined
+      })
     })
 }
