@@ -57,10 +57,8 @@ const writable = (sql: SqlClient.SqlClient) =>
     }
   )
 
-const sqlErrorOf = (exit: Exit.Exit<unknown, unknown>): SqlError | undefined => {
-  const error = Exit.findErrorOption(exit)
-  return Option.isSome(error) && isSqlError(error.value) ? error.value : undefined
-}
+const sqlErrorOf = (exit: Exit.Exit<unknown, unknown>): SqlError | undefined =>
+  Option.getOrUndefined(Option.filter(Exit.findErrorOption(exit), isSqlError))
 
 /** While PostgreSQL is not answering, a checkout that another is already trying for. */
 const notAnswering = () =>
