@@ -12,9 +12,7 @@ const reference = Context.Reference<ReadOnlyMode>("petstore/ReadOnlyMode", {
 })
 
 /** A move's write stop (a `read_only` setting), read once a second so a request reads memory; a failed read keeps the last. */
-export const ReadOnlyMode: typeof reference & {
-  readonly layer: Layer.Layer<never, never, SqlClient.SqlClient>
-} = Object.assign(reference, {
+export const ReadOnlyMode = Object.assign(reference, {
   layer: Layer.effect(
     reference,
     Effect.gen(function*() {
