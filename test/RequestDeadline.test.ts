@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Deferred, Duration, Effect, Fiber, Layer, Logger, References } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
 import pg from "pg"
 import { makeDeadline } from "../src/Http/RequestDeadline.js"
@@ -99,6 +99,45 @@ describe("the request deadline, on Effect's clock", () => {
       const late = yield* serve(Effect.never)
       yield* TestClock.adjust(deadlineMillis)
       expect(answered(yield* Deferred.await(late))).toMatchObject({ status: 503, at: 2 * deadlineMillis + 50 })
+    }))
+})
+
+describe("the request deadline, under load and beside a client that goes away", () => {
+  it.effect("keeps every deadline when thousands of requests fall due at once, many ending on their own as they do", () =>
+    Effect.gen(function*() {
+      const serve = yield* makeServe
+      const done = HttpServerResponse.jsonUnsafe({ done: true })
+      for (let i = 0; i < 3000; i++) {
+        yield* serve(i % 2 === 0 ? Effect.as(Effect.sleep(deadlineMillis), done) : Effect.never)
+      }
+      yield* TestClock.adjust(deadlineMillis)
+      const late = yield* serve(Effect.never)
+      yield* TestClock.adjust(deadlineMillis)
+      expect(answered(yield* Deferred.await(late))).toMatchObject({ status: 503, at: 2 * deadlineMillis })
+    }))
+
+  it.effect("a client gone before the deadline is logged as its own doing (499), however long its request's clean-up", () =>
+    Effect.gen(function*() {
+      const deadline = yield* makeDeadline(Duration.millis(deadlineMillis))
+      const statuses: Array<number> = []
+      const observe = makeRequestObserver({
+        clientAddress: makeClientAddress([]),
+        metrics: false,
+        tracing: undefined,
+        ended: (_record, _route, status) => void statuses.push(status)
+      })
+      // Interrupted, the work cleans up for longer than the deadline (a rollback on a slow database).
+      const work = Effect.never.pipe(Effect.onInterrupt(() => Effect.sleep(deadlineMillis * 2)))
+      const request = yield* observe(
+        HttpServerRequest.fromWeb(new Request("http://petstore.test/v1/pets")),
+        deadline(work)
+      )
+        .pipe(Effect.uninterruptible, Effect.forkChild)
+      yield* TestClock.adjust(20)
+      request.interruptUnsafe(undefined, HttpServerError.ClientAbort.annotation)
+      yield* TestClock.adjust(deadlineMillis * 3)
+      yield* Fiber.await(request)
+      expect(statuses).toEqual([499])
     }))
 })
 

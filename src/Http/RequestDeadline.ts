@@ -5,6 +5,7 @@ import { CurrentRequest } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
 import { databaseUnavailableResponse, warnUnavailable } from "../Request/Unavailable.js"
 import { answeredEarly } from "./ApiResponses.js"
+import { isClientAbort } from "./RequestObserver.js"
 
 const timedOut = errorResponse(
   new ServiceUnavailable({
@@ -17,7 +18,8 @@ const timedOut = errorResponse(
 
 /** A request being served, and when it is due: its fiber until it ends. */
 interface Due {
-  readonly at: number
+  /** On the clock's monotonic time, in nanoseconds: a step of the wall clock moves no deadline. */
+  readonly at: bigint
   fiber: Fiber.Fiber<unknown, unknown> | undefined
   /** Set when the deadline interrupted the request: whether it was waiting on a store then. */
   onDatabase: boolean | undefined
@@ -34,7 +36,9 @@ const compactAfter = 4096
  */
 export const makeDeadline = (deadline: Duration.Duration) =>
   Effect.gen(function*() {
-    const millis = Duration.toMillis(deadline)
+    const nanos = Duration.toNanosUnsafe(deadline)
+    // Read where it is used, with no yield between a request's check and its interruption.
+    const clock = yield* Clock.Clock
     const databaseSilent = `The database did not answer within the request's deadline, ${
       Duration.format(deadline)
     } (REQUEST_TIMEOUT_SECONDS)`
@@ -59,7 +63,7 @@ export const makeDeadline = (deadline: Duration.Duration) =>
           head = 0
         }
         const next = queue[head]!
-        const wait = next.at - (yield* Clock.currentTimeMillis)
+        const wait = Number(next.at - clock.monotonicTimeNanosUnsafe()) / 1e6
         if (wait > 0) {
           yield* Effect.sleep(wait)
           continue
@@ -75,11 +79,7 @@ export const makeDeadline = (deadline: Duration.Duration) =>
       app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> =>
       Effect.withFiber((fiber) => {
-        const due: Due = {
-          at: fiber.getRef(Clock.Clock).currentTimeMillisUnsafe() + millis,
-          fiber,
-          onDatabase: undefined
-        }
+        const due: Due = { at: clock.monotonicTimeNanosUnsafe() + nanos, fiber, onDatabase: undefined }
         queue.push(due)
         if (idle) {
           idle = false
@@ -92,7 +92,10 @@ export const makeDeadline = (deadline: Duration.Duration) =>
           },
           onFailure: (cause) => {
             due.fiber = undefined
-            if (due.onDatabase === undefined || !Cause.hasInterrupts(cause)) return Effect.failCause(cause)
+            // A client gone meanwhile ends its request as its own doing (499), its clean-up past the deadline or not.
+            if (due.onDatabase === undefined || !Cause.hasInterrupts(cause) || isClientAbort(cause)) {
+              return Effect.failCause(cause)
+            }
             if (!due.onDatabase) return answeredEarly(timedOut)
             const id = fiber.getRef(CurrentRequest)?.id
             return Effect.andThen(warnUnavailable(id, databaseSilent), answeredEarly(databaseUnavailableResponse))

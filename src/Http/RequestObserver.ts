@@ -12,7 +12,7 @@ import { makeRouteLabels, methodLabel, unmatchedRoute } from "./RouteTemplates.j
 type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
 /** Whether a request ended because its client went away (the server marks that interruption). */
-const isClientAbort = (cause: Cause.Cause<unknown>): boolean =>
+export const isClientAbort = (cause: Cause.Cause<unknown>): boolean =>
   cause.reasons.some((reason) =>
     Cause.isInterruptReason(reason) &&
     Context.getOrUndefined(Cause.reasonAnnotations(reason), HttpServerError.ClientAbort) === true
