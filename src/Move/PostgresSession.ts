@@ -32,18 +32,6 @@ export const deadlinesConfig: Config.Config<typeof defaults> = Config.all({
   statementMillis: seconds("DB_STATEMENT_TIMEOUT_SECONDS", defaults.statementMillis)
 })
 
-/**
- * One session on `pg`, which COPY needs, as a `SqlClient`. A wait past its deadline, or given up,
- * closes the session and fails every later use: a statement left running would hold every later one.
- */
-export interface PostgresSession {
-  readonly sql: SqlClient.SqlClient
-  /** The driver client, for COPY within the transaction `sql` has open. */
-  readonly client: Pg.Client
-  /** Waits, bounded as every statement is, for what `start` began on `client`. */
-  readonly answer: <A>(start: () => Promise<A>) => Effect.Effect<A, SqlError>
-}
-
 /** A failure of `pg` classified as `effect/sql` does: by SQLSTATE, a failure with none being the connection's own. */
 export const pgFailure = (cause: unknown, operation: string): SqlError => {
   const code = cause instanceof Error && "code" in cause && typeof cause.code === "string" ? cause.code : undefined
@@ -76,8 +64,14 @@ export const endAbandoned = (sql: SqlClient.SqlClient, url: string) => {
 /** How long a healthy server gets to acknowledge the end of a session before its socket is closed. */
 const endMillis = 1_000
 
-/** Opens the session: the URL's login completed from libpq's environment (`Libpq.ts`). */
-export const openSession = (url: string): Effect.Effect<PostgresSession, SqlError, Scope.Scope> =>
+/** `sql` on one session of `pg`, whose `client` COPY runs on and whose `answer` bounds a wait for what it began. */
+export type PostgresSession = Effect.Success<ReturnType<typeof openSession>>
+
+/**
+ * Opens the session, the URL's login completed from libpq's environment (`Libpq.ts`). A wait past its deadline,
+ * or given up, closes it and fails every later use: a statement left running would hold every later one.
+ */
+export const openSession = (url: string) =>
   Effect.gen(function*() {
     const deadlines = yield* Deadlines
     const withLogin = new URL(url)
@@ -157,4 +151,4 @@ export const openSession = (url: string): Effect.Effect<PostgresSession, SqlErro
       spanAttributes: [["db.system.name", "postgresql"]]
     }).pipe(Effect.provide(Reactivity.layer))
     return { sql, client, answer }
-  })
+  }) satisfies Effect.Effect<unknown, SqlError, Scope.Scope>
