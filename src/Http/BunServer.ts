@@ -12,9 +12,8 @@ import { NetAddress } from "effect/net"
 
 // Stand-in for `@effect/platform-bun`'s `BunHttpServer` (no release loads on effect 4.1.0), with what the service uses.
 
-// Where each request's web response goes (the promise `Bun.serve` awaits), kept by its request rather than in its
-// context: every service added deepens the context a request's fiber copies as it grows, and a traced request adds more.
-const responders = new WeakMap<HttpServerRequest.HttpServerRequest, (response: Response) => void>()
+/** Where a request's web response goes: the promise `Bun.serve` awaits. */
+class Respond extends Context.Service<Respond, (response: Response) => void>()("petstore/BunServer/Respond") {}
 
 /** The listening socket, closed by a graceful stop: idle connections close at once, the others after their answer. */
 export class Listener extends Context.Service<Listener, { readonly close: Effect.Effect<void> }>()(
@@ -59,15 +58,16 @@ export const layer = (
           const serveScope = Context.getUnsafe(services, Scope.Scope)
           const requests = Scope.forkUnsafe(serveScope, "parallel")
           const httpEffect = HttpEffect.toHandled(httpApp, (request, response) =>
-            Effect.sync(() => {
+            Effect.withFiber((fiber) => {
               const withoutBody = request.method === "HEAD"
               const sent = withoutBody ? response : HttpEffect.scopeTransferToStream(response)
-              responders.get(request)!(HttpServerResponse.toWeb(sent, {
+              Context.getUnsafe(fiber.context, Respond)(HttpServerResponse.toWeb(sent, {
                 withoutBody,
                 context: services,
                 // Only a streamed body reads it; asking makes it.
                 signal: response.body._tag === "Stream" ? (request.source as Request).signal : undefined
               }))
+              return Effect.void
             }), middleware)
 
           const handler = (source: Request, bun: BunServer<undefined>) =>
@@ -77,7 +77,7 @@ export const layer = (
               })
               // Added over the server's context, so the fiber keeps the references cache it built.
               const context = Context.add(services, HttpServerRequest.HttpServerRequest, request)
-              responders.set(request, resolve)
+                .pipe(Context.add(Respond, resolve))
               const fiber = Effect.runForkWith(context)(httpEffect)
               // Answered already: Bun makes a request's abort signal only when asked for it.
               if (fiber.pollUnsafe() !== undefined) return
