@@ -52,10 +52,6 @@ const inAuthenticationSpan = inSampledSpan(
       : exit
 )
 
-/** Once half the allowed failures are spent, each further 401 waits 200 ms longer, up to 2 s. */
-const slowdown = (policy: RateLimitPolicy, remaining: number) =>
-  Math.min(2000, Math.max(0, Math.floor(policy.burst / 2) - remaining) * 200)
-
 /**
  * By the key's SHA-256 hash, never logging the key. A valid key counts against its own rate only; failures against the
  * client's address (peer, or the client a trusted proxy names): slowed, then 429, so keys cannot be guessed fast.
@@ -84,8 +80,9 @@ export const AuthenticationLive = Layer.effect(
           return Effect.succeed(HttpServerResponse.setHeaders(tooManyFailures, rateLimitHeaders(decision)))
         }
         countFailure.get(code)?.()
-        // The policy the limiter applied: a worker's share of it when several share a machine.
-        const wait = slowdown(decision.policy, decision.remaining)
+        // Once half the allowed failures are spent, each 401 waits 200 ms longer, up to 2 s; by the policy applied,
+        // a worker's share of it when several share a machine.
+        const wait = Math.min(2000, Math.max(0, Math.floor(decision.policy.burst / 2) - decision.remaining) * 200)
         return wait === 0 ? Effect.succeed(response) : Effect.as(Effect.sleep(wait), response)
       })
 

@@ -9,14 +9,7 @@ export interface RateLimitPolicy {
   readonly burst: number
 }
 
-/** The outcome of taking one request from a bucket: requests left, seconds until full, seconds until one is allowed. */
-export interface RateLimitDecision {
-  readonly allowed: boolean
-  readonly policy: RateLimitPolicy
-  readonly remaining: number
-  readonly resetSeconds: number
-  readonly retryAfterSeconds: number
-}
+export type RateLimitDecision = ReturnType<typeof decision>
 
 /** Buckets kept in one process per policy; past this many, the least recently used are forgotten. */
 export const defaultMaxBuckets = 100_000
@@ -50,16 +43,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
 export const makeInMemory = (options: { readonly maxBuckets?: number } = {}): RateLimiter["Service"] => {
   // A bucket is one number, when it is full again: no object per address.
   const byPolicy = new Map<string, RecentMap<number>>()
-  const bucketsOf = (policy: RateLimitPolicy) => {
+  const decide = (policy: RateLimitPolicy, key: string, now: number): RateLimitDecision => {
     let fullAt = byPolicy.get(policy.name)
     if (fullAt === undefined) {
       fullAt = new RecentMap<number>(options.maxBuckets ?? defaultMaxBuckets, (at, now) => at <= now)
       byPolicy.set(policy.name, fullAt)
     }
-    return fullAt
-  }
-  const decide = (policy: RateLimitPolicy, key: string, now: number): RateLimitDecision => {
-    const fullAt = bucketsOf(policy)
     const at = fullAt.get(key)
     let tokens = at === undefined || at <= now ? policy.burst : policy.burst - ((at - now) / 1000) * policy.perSecond
     const allowed = tokens >= 1
@@ -73,7 +62,8 @@ export const makeInMemory = (options: { readonly maxBuckets?: number } = {}): Ra
   }
 }
 
-export const decision = (policy: RateLimitPolicy, allowed: boolean, tokens: number): RateLimitDecision => ({
+/** The outcome of taking one request from a bucket: requests left, seconds until full, seconds until one is allowed. */
+export const decision = (policy: RateLimitPolicy, allowed: boolean, tokens: number) => ({
   allowed,
   policy,
   remaining: Math.floor(tokens),
