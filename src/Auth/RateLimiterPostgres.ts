@@ -20,9 +20,6 @@ interface Lease {
   pending: Deferred.Deferred<void> | undefined
 }
 
-/** How long an instance decides alone before it tries the shared buckets again. */
-const localRetryMillis = 1000
-
 /**
  * Shared buckets, no write per request: tokens leased in batches under a row lock, spent in memory, never past policy.
  * Writes refused (so reads too): each decides alone (logged, `petstore_rate_limit_local` 1), retrying each second.
@@ -49,7 +46,7 @@ export const RateLimiterPostgres = (
         )
       }
       const decideLocally = (error: DatabaseUnavailable, now: number) => {
-        localUntil = now + localRetryMillis
+        localUntil = now + 1000
         if (localSince !== undefined) return Effect.void
         localSince = now
         return Effect.logWarning("rate limits decided locally: the shared buckets cannot be written").pipe(
@@ -92,10 +89,9 @@ export const RateLimiterPostgres = (
             RETURNING granted, tokens`.pipe(
             Effect.map(([row]) => row!),
             unavailableOrDie,
-            Effect.ensuring(Effect.suspend(() => {
-              lease.pending = undefined
-              return Deferred.succeed(done, undefined)
-            }))
+            Effect.ensuring(
+              Effect.andThen(Effect.sync(() => (lease.pending = undefined)), Deferred.succeed(done, undefined))
+            )
           )
           lease.tokens += row.granted
           lease.sharedTokens = row.tokens
