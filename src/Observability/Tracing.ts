@@ -50,6 +50,8 @@ const transparent = (span: Tracer.Span): Tracer.Span => ({
   sampled: span.sampled
 })
 
+// Read once: `performance.timeOrigin` is a property read through to the runtime on every use.
+const originMicros = Math.round(performance.timeOrigin * 1000)
 let second = -1
 let secondText = ""
 
@@ -58,7 +60,7 @@ let secondText = ""
  * once a second (a 16-digit number written whole costs as much as the rest of a span's conversion).
  */
 const unixNanos = (time: number) => {
-  const micros = Math.round((performance.timeOrigin + time) * 1000)
+  const micros = originMicros + Math.round(time * 1000)
   const seconds = Math.floor(micros / 1e6)
   if (seconds !== second) {
     second = seconds
