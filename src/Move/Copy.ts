@@ -1,4 +1,4 @@
-import { Cause, Effect, Fiber, Option } from "effect"
+import { Cause, Console, Duration, Effect, Fiber, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { existsSync } from "node:fs"
 import { resolve } from "node:path"
@@ -178,19 +178,15 @@ export const copy = (from: Store, to: Store) => {
     const since = yield* onSource(readOnlySince(source))
     if (Option.isSome(since)) yield* settled(since.value)
 
-    const startedAt = performance.now()
     // A lost connection fails the rollback too, which `effect/sql` makes a defect: caught back into a failure.
-    const snapshot = yield* onSource(Effect.catchDefect(
-      inSnapshot(
-        source,
-        onTarget(Effect.catchDefect(
-          target.withTransaction(fillTarget(...sides, session, copiedTables)),
-          Effect.fail
-        ))
-      ),
-      Effect.fail
-    ))
-    const seconds = (performance.now() - startedAt) / 1000
+    const [took, snapshot] = yield* target.withTransaction(fillTarget(...sides, session, copiedTables)).pipe(
+      Effect.catchDefect(Effect.fail),
+      onTarget,
+      (fill) => inSnapshot(source, fill),
+      Effect.catchDefect(Effect.fail),
+      onSource,
+      Effect.timed
+    )
 
     // Writes after the snapshot are not on the target: fine for a rehearsal, a lost write at a switch.
     const [countsNow, nextNow] = yield* onSource(sourceState(source))
@@ -205,16 +201,15 @@ export const copy = (from: Store, to: Store) => {
           "an instance did not see the flag, and the target misses them; copy again into an empty target"
       })
     }
-    return {
-      lines: snapshot.comparison.lines,
-      summary:
-        `copied ${snapshot.copied.rows} rows from ${engineName(from)} ${from.label} to ${engineName(to)} ${to.label} ` +
-        `and verified them in ${seconds.toFixed(1)} s (copy ${snapshot.copied.seconds.toFixed(1)} s, verify ` +
-        `${snapshot.verified.seconds.toFixed(1)} s); ${snapshot.nextIds.join(", ")}`,
-      note: wrote
-        ? `note: the source took writes after the snapshot (${what}); they are not on the target. ` +
-          "Turn read-only on (npm run db -- read-only on) before the copy that precedes a switch"
-        : undefined
-    }
+    const note = `note: the source took writes after the snapshot (${what}); they are not on the target. ` +
+      "Turn read-only on (npm run db -- read-only on) before the copy that precedes a switch"
+    if (wrote) yield* Console.error(note)
+    return [
+      ...snapshot.comparison.lines,
+      `copied ${snapshot.copied.rows} rows from ${engineName(from)} ${from.label} to ${engineName(to)} ${to.label} ` +
+      `and verified them in ${Duration.toSeconds(took).toFixed(1)} s ` +
+      `(copy ${snapshot.copied.seconds.toFixed(1)} s, verify ${snapshot.verified.seconds.toFixed(1)} s); ` +
+      snapshot.nextIds.join(", ")
+    ]
   }).pipe(Effect.scoped, Effect.onError((cause) => cleanUp(to, created, cause)))
 }

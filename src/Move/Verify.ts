@@ -36,21 +36,24 @@ type DeclaredKind = ColumnKind | "time or text"
 /** A column as a catalogue has it: `kind` undefined for a type the move does not carry; `key` from 1 in the key. */
 type CatalogueColumn = Readonly<{ name: string; type: string; kind: DeclaredKind | undefined; key: number }>
 
-/** SQLite's rules for a declared type's affinity: INTEGER and TEXT are the ones the service's tables use. */
-const sqliteKind = (type: string): DeclaredKind | undefined =>
-  /INT/i.test(type) ? "integer" : /CHAR|CLOB|TEXT/i.test(type) ? "time or text" : undefined
-
 const postgresKinds: ReadonlyArray<readonly [RegExp, ColumnKind]> = [
   [/^(bigint|integer|smallint)$/, "integer"],
   [/^(text|character varying|character)\b/, "text"],
   [/^timestamp with time zone$/, "time"]
 ]
 
+/** A declared type's kind; SQLite's by its affinity rules, INTEGER and TEXT being the ones the service's tables use. */
+const declaredKind = (sql: SqlClient.SqlClient, type: string): DeclaredKind | undefined =>
+  sql.onDialectOrElse({
+    pg: () => postgresKinds.find(([pattern]) => pattern.test(type))?.[1],
+    orElse: () => /INT/i.test(type) ? "integer" : /CHAR|CLOB|TEXT/i.test(type) ? "time or text" : undefined
+  })
+
 /** A table's columns in their declared order, from the catalogue (PostgreSQL's: the table in the search path). */
 const columnsOf = (sql: SqlClient.SqlClient, table: string): Effect.Effect<ReadonlyArray<CatalogueColumn>, unknown> =>
-  sql.onDialectOrElse({
-    pg: () =>
-      Effect.map(
+  Effect.map(
+    sql.onDialectOrElse({
+      pg: () =>
         sql<{ name: string; type: string; key: number | string | null }>`
           SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
             (SELECT position FROM pg_index k, unnest(k.indkey::int2[]) WITH ORDINALITY AS p(attnum, position)
@@ -58,21 +61,12 @@ const columnsOf = (sql: SqlClient.SqlClient, table: string): Effect.Effect<Reado
           FROM pg_attribute a
           WHERE a.attrelid = ${table}::regclass AND a.attnum > 0 AND NOT a.attisdropped
           ORDER BY a.attnum`,
-        (rows) =>
-          rows.map(({ key, name, type }) => ({
-            name,
-            type,
-            kind: postgresKinds.find(([pattern]) => pattern.test(type))?.[1],
-            key: Number(key ?? 0)
-          }))
-      ),
-    orElse: () =>
-      Effect.map(
+      orElse: () =>
         sql<{ name: string; type: string; key: number }>`
-          SELECT name, type, pk AS key FROM pragma_table_info(${table}) ORDER BY cid`,
-        (rows) => rows.map(({ key, name, type }) => ({ name, type, kind: sqliteKind(type), key: Number(key) }))
-      )
-  })
+          SELECT name, type, pk AS key FROM pragma_table_info(${table}) ORDER BY cid`
+    }),
+    (rows) => rows.map(({ key, name, type }) => ({ name, type, kind: declaredKind(sql, type), key: Number(key ?? 0) }))
+  )
 
 /** The kind both sides' values are read and compared in, or why there is none. */
 const commonKind = (source: CatalogueColumn, target: CatalogueColumn): ColumnKind | { readonly problem: string } => {

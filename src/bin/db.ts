@@ -87,9 +87,7 @@ const onDatabase = <const Config extends Command.Command.Config>(
 const copyCommand = Command.make("copy", { from, to }, (options) =>
   Effect.gen(function*() {
     const source = yield* resolveSide("from", options.from)
-    const result = yield* copy(source, yield* resolveSide("to", options.to))
-    yield* Console.log([...result.lines, result.summary].join("\n"))
-    if (result.note !== undefined) process.stderr.write(`${result.note}\n`)
+    yield* Console.log((yield* copy(source, yield* resolveSide("to", options.to))).join("\n"))
   })).pipe(Command.withDescription(
     "Copy everything the service keeps into an empty database, built from this build's migrations, and verify it"
   ))
@@ -132,11 +130,7 @@ const db = Command.make("db").pipe(
           "Restore even where the replaced file is gone or cannot be read: ids it handed out since the backup may then be handed out again"
         ))
       },
-      (store, { file, idsMayRepeat }) =>
-        Effect.map(restore(store, file, { idsMayRepeat }), ({ summary, warning }) => {
-          if (warning !== undefined) process.stderr.write(`warning: ${warning}\n`)
-          return summary
-        }),
+      (store, { file, idsMayRepeat }) => restore(store, file, { idsMayRepeat }),
       "Put back a SQLite backup made by db backup, the service stopped; the next ids stay above every id the replaced file handed out"
     ),
     onDatabase(
