@@ -13,7 +13,6 @@ import {
   ServiceUnavailable,
   UnprocessableContent
 } from "../Domain/ApiError.js"
-import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import type { Pet, PetId } from "../Domain/Pet.js"
 import { noteResponseHeaders } from "../Request/CurrentRequest.js"
 import { orUnavailable } from "../Request/Unavailable.js"
@@ -62,29 +61,21 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
 
     /** A create under an idempotency key: reserved before the body is read, replayed to a retry with the same body. */
     const createOnce = (scope: IdempotencyScope) =>
-      Effect.flatMap(pets.reserve(scope, abandonedAfterMillis), (reservation): Effect.Effect<
-        Pet,
-        Effect.Error<typeof readNewPet> | Conflict | UnprocessableContent | DatabaseUnavailable,
-        Effect.Services<typeof readNewPet>
-      > => {
-        switch (reservation._tag) {
-          case "InProgress":
-            return Effect.fail(inProgress)
-          case "Completed":
-            return Effect.flatMap(readNewPet, (newPet) =>
-              fingerprint(newPet) === reservation.fingerprint ? created(reservation.pet) : Effect.fail(reused))
-          case "Reserved":
-            return readNewPet.pipe(
-              Effect.flatMap((newPet) =>
-                pets.createOnce(scope, reservation.claimedAt, fingerprint(newPet), newPet)
-              ),
-              Effect.catchTag("ClaimTakenOver", () => Effect.fail(inProgress)),
-              Effect.flatMap(created),
-              Effect.onExit((exit) =>
-                Exit.isSuccess(exit) ? Effect.void : Effect.ignore(pets.release(scope, reservation.claimedAt))
-              )
-            )
+      Effect.gen(function*() {
+        const reservation = yield* pets.reserve(scope, abandonedAfterMillis)
+        if (reservation._tag === "InProgress") return yield* inProgress
+        if (reservation._tag === "Completed") {
+          const newPet = yield* readNewPet
+          return yield* fingerprint(newPet) === reservation.fingerprint ? created(reservation.pet) : Effect.fail(reused)
         }
+        return yield* readNewPet.pipe(
+          Effect.flatMap((newPet) => pets.createOnce(scope, reservation.claimedAt, fingerprint(newPet), newPet)),
+          Effect.catchTag("ClaimTakenOver", () => Effect.fail(inProgress)),
+          Effect.flatMap(created),
+          Effect.onExit((exit) =>
+            Exit.isSuccess(exit) ? Effect.void : Effect.ignore(pets.release(scope, reservation.claimedAt))
+          )
+        )
       })
 
     return handlers
