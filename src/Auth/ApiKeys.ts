@@ -31,7 +31,6 @@ export class ApiKeyAlreadyRevoked extends Data.TaggedError("ApiKeyAlreadyRevoked
   }
 }
 
-/** Who holds a valid key: what authentication hands to handlers. */
 type KeyHolder = CurrentCaller["Service"]
 
 /** A new key: the environment's prefix and 256 random bits; its first 12 characters are shown to people. */
@@ -97,7 +96,6 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const { environment } = yield* AppConfig
       const sql = yield* SqlClient.SqlClient
       const columns = sql.literal("id, name, prefix, created_at, revoked_at")
-      const trustFoundKeysMillis = 500
       const recentlyFound = new RecentMap<{ readonly holder: Option.Option<KeyHolder>; readonly until: number }>(
         10_000,
         (entry, now) => entry.until <= now
@@ -145,7 +143,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
                 return Option.none()
               }
               const holder = Option.some({ keyId: Number(row.id), name: row.name })
-              recentlyFound.set(hash, { holder, until: now + trustFoundKeysMillis }, now)
+              recentlyFound.set(hash, { holder, until: now + 500 }, now)
               return holder
             })
           })

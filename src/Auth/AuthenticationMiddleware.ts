@@ -15,7 +15,6 @@ import { RateLimiter, rateLimitHeaders, type RateLimitPolicy } from "./RateLimit
 
 const bearer = /^bearer +([\x21-\x7e]+) *$/i
 
-/** Authentication's outcome: the key's holder, or the response refusing the request. */
 type Answer<E> = Effect.Effect<
   CurrentCaller["Service"] | HttpServerResponse.HttpServerResponse,
   E,

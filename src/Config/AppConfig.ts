@@ -15,7 +15,6 @@ const checked = <A>(schema: Schema.Codec<A, string>) => (name: string, message: 
 
 const text = checked(Schema.String)
 
-/** A variable read by `parse`, which answers undefined for a value it refuses. */
 const parsed = <A>(name: string, message: string, parse: (value: string) => A | undefined, fallback: A) =>
   text(name, message, (value) => parse(value) !== undefined).pipe(
     Config.map((value) => parse(value)!),
@@ -246,7 +245,6 @@ export const databaseUrlProblem = (value: string): string | undefined => {
       ? undefined
       : `names a file in ${folder}, which is not a folder: correct the path`
   } catch (cause) {
-    const reason = cause instanceof Error ? cause.message : String(cause)
-    return `names a file in ${folder}, which cannot be reached (${reason})`
+    return `names a file in ${folder}, which cannot be reached (${cause instanceof Error ? cause.message : cause})`
   }
 }

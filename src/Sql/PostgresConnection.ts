@@ -13,7 +13,6 @@ import { startStatementSpan, withTransactionSpans } from "./StatementSpans.js"
 import { statementDurations, statementFailures } from "./StatementTiming.js"
 
 const maxConnections = 20
-/** A pooled connection unused this long is closed. */
 const idleTimeout = Duration.seconds(10)
 /** The migrations' advisory lock: any number, the same on every instance. */
 const migrationLock = 7_346_270_001
@@ -60,7 +59,6 @@ const writable = (sql: SqlClient.SqlClient) =>
 const sqlErrorOf = (exit: Exit.Exit<unknown, unknown>): SqlError | undefined =>
   Option.getOrUndefined(Option.filter(Exit.findErrorOption(exit), isSqlError))
 
-/** While PostgreSQL is not answering, a checkout that another is already trying for. */
 const notAnswering = () =>
   Effect.fail(
     connectionError("PostgreSQL is not answering; one connection at a time is tried until it does", "connect")
@@ -155,14 +153,13 @@ const makeClient = (
     )
     const full = (sessions: Sessions) => sessions.borrowers >= maxConnections
     // Timed only when it may wait: the timeout races two fibers, which nearly every checkout need not pay for.
+    const connectTimeout = Duration.format(config.databaseConnectTimeout)
     const waitedFor = <A, R>(take: Effect.Effect<A, SqlError, R>) =>
       Effect.timeoutOrElse(take, {
         duration: config.databaseConnectTimeout,
         orElse: () =>
           Effect.fail(connectionError(
-            `No PostgreSQL connection came free within ${
-              Duration.format(config.databaseConnectTimeout)
-            } (DATABASE_CONNECT_TIMEOUT_SECONDS)`,
+            `No PostgreSQL connection came free within ${connectTimeout} (DATABASE_CONNECT_TIMEOUT_SECONDS)`,
             "connect"
           ))
       })

@@ -2,11 +2,7 @@ import { Context, Effect, Layer, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 
-export interface ReadOnlyMode {
-  readonly isOn: () => boolean
-}
-
-const reference = Context.Reference<ReadOnlyMode>("petstore/ReadOnlyMode", {
+const reference = Context.Reference<{ readonly isOn: () => boolean }>("petstore/ReadOnlyMode", {
   // Without a database behind it (the in-memory stores), the service is always writable.
   defaultValue: () => ({ isOn: () => false })
 })

@@ -9,10 +9,7 @@ import { classifySqliteError, SqlError } from "effect/sql/SqlError"
 import * as Statement from "effect/sql/Statement"
 import { connectionError } from "./DatabaseErrors.js"
 
-const TypeId = "~petstore/SqliteClient"
-
 export interface SqliteClient extends Client.SqlClient {
-  readonly [TypeId]: typeof TypeId
   /** `Effect.map(unsafe(sql, params), transform)` without effect/sql's statement around it, outside a transaction. */
   readonly executeDirect: <A>(
     sql: string,
@@ -22,7 +19,7 @@ export interface SqliteClient extends Client.SqlClient {
 }
 
 /** Whether a `SqlClient` is this one: a store given only the `SqlClient` may use what it adds. */
-export const isSqliteClient = (client: Client.SqlClient): client is SqliteClient => TypeId in client
+export const isSqliteClient = (client: Client.SqlClient): client is SqliteClient => "executeDirect" in client
 
 export interface SqliteClientConfig {
   readonly filename: string
@@ -209,7 +206,7 @@ export const make = (
           ? runNow(sql, params, false, true, transform)
           : Effect.map(client.unsafe<Record<string, unknown>>(sql, params), transform)
       )
-    return Object.assign(client, { [TypeId]: TypeId, executeDirect } as const)
+    return Object.assign(client, { executeDirect })
   })
 
 export const layer = (config: SqliteClientConfig): Layer.Layer<Client.SqlClient, SqlError> =>

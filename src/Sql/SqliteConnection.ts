@@ -87,7 +87,6 @@ const watchFile = (filename: string, onLost: (reason: string) => void) => {
 
 const reason = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
 
-/** `check`, its failure told as `problem` and the system's words. */
 const checking = (problem: string, check: () => unknown) =>
   Effect.try({ try: check, catch: (cause) => new Error(`${problem}: ${reason(cause)}`) })
 
