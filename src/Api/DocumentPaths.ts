@@ -4,8 +4,4 @@ export const docsPath = "/docs"
 export const rootPath = "/"
 
 /** The routes served beside the API (`Http/Docs.ts`), outside its definition so client and document stay the API's. */
-export const documentRoutes: ReadonlyArray<{ readonly method: "GET"; readonly path: string }> = [
-  { method: "GET", path: openApiPath },
-  { method: "GET", path: docsPath },
-  { method: "GET", path: rootPath }
-]
+export const documentRoutes = [openApiPath, docsPath, rootPath].map((path) => ({ method: "GET" as const, path }))
