@@ -36,14 +36,10 @@ export const RateLimiterPostgres = (
       let localUntil = 0
       let localSince: number | undefined
       const observability = yield* Effect.serviceOption(ObservabilityConfig)
+      const aloneHelp =
+        "1 while this instance decides rate limits alone because the shared buckets in PostgreSQL cannot be written, else 0"
       if (Option.exists(observability, ({ metrics }) => Option.isSome(metrics))) {
-        yield* readAtScrape(
-          "gauge",
-          "petstore_rate_limit_local",
-          "1 while this instance decides rate limits alone because the shared buckets in PostgreSQL cannot be written, else 0",
-          {},
-          () => localSince === undefined ? 0 : 1
-        )
+        yield* readAtScrape("gauge", "petstore_rate_limit_local", aloneHelp, {}, () => localSince === undefined ? 0 : 1)
       }
       const decideLocally = (error: DatabaseUnavailable, now: number) => {
         localUntil = now + 1000

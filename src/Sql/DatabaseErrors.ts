@@ -46,12 +46,10 @@ const unavailabilityOf = (error: SqlError): Unavailability | undefined => {
 export const isReadOnly = (error: SqlError): boolean => unavailabilityOf(error) === "read_only"
 
 /** The database's own words: the driver's error beneath the reason, else the reason's message. */
-export const databaseWords = (error: SqlError): string => {
-  const cause: unknown = error.reason.cause
-  if (Predicate.hasProperty(cause, "message") && typeof cause.message === "string" && cause.message !== "") {
-    return cause.message
-  }
-  return error.reason.message ?? error.reason._tag
+export const databaseWords = ({ reason }: SqlError): string => {
+  const cause: unknown = reason.cause
+  const words = Predicate.hasProperty(cause, "message") && typeof cause.message === "string" ? cause.message : ""
+  return words !== "" ? words : reason.message ?? reason._tag
 }
 
 export const toUnavailable = (error: SqlError): DatabaseUnavailable | undefined => {

@@ -360,6 +360,8 @@ const migrate = (sql: SqlClient.SqlClient, startTimeout: Duration.Duration) =>
   Effect.scoped(Effect.gen(function*() {
     const lockHolder = yield* sql.reserve
     const statement = (text: string) => lockHolder.execute(text, [], undefined)
+    const stuck = `Another instance held the migrations' lock for longer than ${Duration.format(startTimeout)} ` +
+      "(DATABASE_START_TIMEOUT_SECONDS); is a migration stuck?"
     // Polled: one statement waiting for it would be cut by the statement timeout.
     const tryLock = statement(`SELECT pg_try_advisory_lock(${migrationLock}) AS locked`)
     const lock = Effect.map(tryLock, (rows) => rows[0]?.locked === true).pipe(
@@ -371,16 +373,7 @@ const migrate = (sql: SqlClient.SqlClient, startTimeout: Duration.Duration) =>
           )
         )
       ),
-      Effect.timeoutOrElse({
-        duration: startTimeout,
-        orElse: () =>
-          Effect.fail(
-            new Error(
-              `Another instance held the migrations' lock for longer than ${Duration.format(startTimeout)} ` +
-                "(DATABASE_START_TIMEOUT_SECONDS); is a migration stuck?"
-            )
-          )
-      }),
+      Effect.timeoutOrElse({ duration: startTimeout, orElse: () => Effect.fail(new Error(stuck)) }),
       Effect.interruptible
     )
     yield* Effect.acquireRelease(lock, () => Effect.ignore(statement(`SELECT pg_advisory_unlock(${migrationLock})`)))
