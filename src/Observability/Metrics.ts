@@ -3,10 +3,10 @@ import { Context, Effect, Metric, type Scope } from "effect"
 /** The context whose registry is the default one, where every series is recorded outside any effect. */
 export const defaultRegistry: Context.Context<never> = Context.empty()
 
-/** `series` in the registry now, at 0: one that first appears with its first event is one whose `rate()` misses it. */
-const exported = <M extends Metric.Metric<any, any>>(series: M): M => {
+/** `series` in the registry now, at 0 (one that first appears with its first event is one whose `rate()` misses it). */
+export const exported = (series: Metric.Metric<number, unknown>): (value: number) => void => {
   series.valueUnsafe(defaultRegistry)
-  return series
+  return (value) => series.updateUnsafe(value, defaultRegistry)
 }
 
 /** Seconds: 1 ms to 10 s, the semantic conventions' advice for HTTP durations. */
@@ -15,14 +15,12 @@ const durationBoundaries = Metric.boundariesFromIterable(
 )
 
 /** A metric per series, not `Metric.withAttributes` ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)). */
-export const requestDurationOf = (method: string, route: string, status: number): (seconds: number) => void => {
-  const series = exported(Metric.histogram("http_server_request_duration_seconds", {
+export const requestDurationOf = (method: string, route: string, status: number): (seconds: number) => void =>
+  exported(Metric.histogram("http_server_request_duration_seconds", {
     description: "Duration of HTTP server requests, by method, route template and status code",
     boundaries: durationBoundaries,
     attributes: { http_request_method: method, http_route: route, http_response_status_code: String(status) }
   }))
-  return (seconds) => series.updateUnsafe(seconds, defaultRegistry)
-}
 
 const activeRequests = Metric.gauge("http_server_active_requests", { description: "HTTP server requests being served" })
 
@@ -34,8 +32,8 @@ const statementBoundaries = Metric.boundariesFromIterable(
 )
 
 const counterOf = (name: string, description: string, attributes?: Record<string, string>): () => void => {
-  const series = exported(Metric.counter(name, { description, incremental: true, ...(attributes && { attributes }) }))
-  return () => series.updateUnsafe(1, defaultRegistry)
+  const add = exported(Metric.counter(name, { description, incremental: true, ...(attributes && { attributes }) }))
+  return () => add(1)
 }
 
 /** Counts requests refused with 429 by the rate-limit policy named (`per-key`, `failed-authentication`). */
