@@ -15,10 +15,7 @@ const valueAt = (input: unknown, keys: ReadonlyArray<PropertyKey>): unknown =>
 
 const firstIssue = SchemaIssue.makeFormatterStandardSchemaV1()
 
-/**
- * One line naming the offending field and the rule it broke, from the first issue: the schemas' own
- * messages, else `Expected NewPet, actual []` from `input`; names and values cut short, never echoed whole.
- */
+/** The first issue's field and rule (the schema's message, else `Expected NewPet, actual []`), never quoted whole. */
 export const describeIssue = (issue: SchemaIssue.Issue, subject: string, input?: unknown): string => {
   const { message, path = [] } = firstIssue(issue).issues[0] ?? { message: "is invalid" }
   const keys = path.map((key) => typeof key === "object" ? key.key : key)

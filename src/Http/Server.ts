@@ -103,10 +103,7 @@ export const serverMiddleware = Effect.gen(function*() {
   }
 })
 
-/**
- * The whole HTTP service on `server`, built last: a server listening before the app is served answers 503 with no
- * body (with SO_REUSEPORT, to its share of every worker's clients).
- */
+/** The whole HTTP service on `server`, built last: listening before its app, it would answer its clients 503. */
 export const serveOn = <A, E, R>(server: Layer.Layer<A, E, R>) =>
   Layer.unwrap(
     Effect.gen(function*() {

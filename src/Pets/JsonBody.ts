@@ -51,10 +51,7 @@ const readText = (request: HttpServerRequest.HttpServerRequest) => {
 
 const decodeNewPet = SchemaParser.decodeUnknownResult(NewPet, { ...newPetParseOptions, errors: "first" })
 
-/**
- * 415 unless `application/json`, 413 past 64 KiB, 400 when it does not parse or breaks `NewPet`. Not HttpApi's payload
- * decoding: it answers a wrong media type with a body of its own and cannot bound depth before parsing.
- */
+/** 415, 413 past 64 KiB, else 400; not HttpApi's decoding, which answers 415 with its own body and parses any depth. */
 export const readNewPet = Effect.flatMap(
   HttpServerRequest.HttpServerRequest,
   (request): Effect.Effect<NewPet, UnsupportedMediaType | PayloadTooLarge | BadRequest> => {

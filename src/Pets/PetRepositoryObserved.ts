@@ -5,10 +5,7 @@ import { inSampledSpan } from "../Observability/Tracing.js"
 import { waitingOnDatabase } from "../Request/Unavailable.js"
 import { PetRepository } from "./PetRepository.js"
 
-/**
- * Calls counted as the request's waits on its database (a deadline passing in one is the database's fault), in child
- * spans when sampled; creates counted (`petstore_pets_created_total`) when metrics are on.
- */
+/** Calls as the request's waits on its database (a deadline passing in one is its fault), in spans; creates counted. */
 export const ObservedPetRepository = Layer.effect(
   PetRepository,
   Effect.gen(function*() {
