@@ -121,15 +121,13 @@ export const run = <E>(
     told = true
     process.stderr.write(`${interrupted.line()}\n`)
   }
-  if (interrupted !== undefined) {
-    // Unref'd: a stop that ends in time exits on its own, with its own code.
-    const arm = () =>
-      setTimeout(() => {
-        tell()
-        process.exit(1)
-      }, interrupted.withinMillis).unref()
-    process.once("SIGINT", arm)
-    process.once("SIGTERM", arm)
+  // Unref'd: a stop that ends in time exits on its own, with its own code.
+  const arm = () => {
+    if (interrupted === undefined) return
+    setTimeout(() => {
+      tell()
+      process.exit(1)
+    }, interrupted.withinMillis).unref()
   }
   const main = program.pipe(
     Effect.catchIf(isHelpOnly, () => Effect.void),
@@ -142,7 +140,7 @@ export const run = <E>(
     }),
     Effect.provide(environment)
   )
-  runMain(main, {
+  runMainOn(["SIGINT", "SIGTERM"], arm)(main, {
     disableErrorReporting: true,
     teardown: (exit, onExit) =>
       onExit(Exit.isSuccess(exit) || (Cause.hasInterruptsOnly(exit.cause) && interrupted === undefined) ? 0 : 1)
@@ -150,11 +148,12 @@ export const run = <E>(
 }
 
 /** The main fiber run until it ends or `signals` interrupt it, as the platform's `runMain` (which does not load). */
-export const runMainOn = (signals: ReadonlyArray<NodeJS.Signals>) =>
+export const runMainOn = (signals: ReadonlyArray<NodeJS.Signals>, onEachSignal: () => void) =>
   Runtime.makeRunMain(({ fiber, teardown }) => {
     let receivedSignal = false
     const onSignal = () => {
       receivedSignal = true
+      onEachSignal()
       fiber.interruptUnsafe(fiber.id)
     }
     fiber.addObserver((exit) => {
@@ -165,5 +164,3 @@ export const runMainOn = (signals: ReadonlyArray<NodeJS.Signals>) =>
     })
     for (const signal of signals) process.on(signal, onSignal)
   })
-
-const runMain = runMainOn(["SIGINT", "SIGTERM"])

@@ -99,14 +99,8 @@ const main = Effect.gen(function*() {
 )
 
 // SIGHUP too (a closed terminal, a reload); a repeated signal (npm forwards Ctrl-C) must not cut the drain short.
-const stopSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const
-for (const signal of stopSignals) process.on(signal, armStopDeadline)
 // Exits 0 when it stopped on a signal or ended, 1 when it could not start.
-runMainOn(stopSignals)(main, {
+runMainOn(["SIGINT", "SIGTERM", "SIGHUP"], armStopDeadline)(main, {
   disableErrorReporting: true,
-  teardown: (exit, onExit) => {
-    const code = Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? 0 : 1
-    onExit(code)
-    process.exit(code)
-  }
+  teardown: (exit) => process.exit(Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? 0 : 1)
 })
