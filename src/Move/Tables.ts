@@ -63,31 +63,27 @@ const canonicalValue = (kind: ColumnKind, value: unknown): string | null =>
 /** A table's pages of canonical rows in key order after the previous page's last row: an index range scan each. */
 const pageReader = (sql: SqlClient.SqlClient, table: CopiedTable) => {
   const dialect = sql.onDialectOrElse({ pg: () => "pg" as const, orElse: () => "sqlite" as const })
-  const placeholder = (i: number) => (dialect === "pg" ? `$${i}` : "?")
   const key = table.columns.slice(0, table.keyLength)
   const statement = (paged: boolean) => {
     const conditions: Array<string> = table.where === undefined ? [] : [table.where]
     if (paged) {
       const names = key.map((column) => quoted(column.name))
       const values = key.map((column, i) =>
-        dialect === "pg" && column.kind === "integer" ? `${placeholder(i + 1)}::bigint` : placeholder(i + 1)
+        dialect === "pg" ? `$${i + 1}${column.kind === "integer" ? "::bigint" : ""}` : "?"
       )
       conditions.push(`(${names.join(", ")}) > (${values.join(", ")})`)
     }
     return `SELECT ${table.columns.map((column) => selectColumn(dialect, column)).join(", ")} FROM ${table.name}` +
       (conditions.length === 0 ? "" : ` WHERE ${conditions.join(" AND ")}`) +
       // Qualified: PostgreSQL would otherwise order by the select list's `id::text`, which is also named id.
-      ` ORDER BY ${key.map((column) => `${table.name}.${quoted(column.name)}`).join(", ")} ` +
-      `LIMIT ${placeholder(paged ? key.length + 1 : 1)}`
+      ` ORDER BY ${key.map((column) => `${table.name}.${quoted(column.name)}`).join(", ")} LIMIT ${batchSize}`
   }
-  const first = statement(false)
-  const next = statement(true)
+  const [first, next] = [statement(false), statement(true)]
   const kinds = table.columns.map((column) => column.kind)
   return (after: CanonicalRow | undefined) => {
-    const params: Array<unknown> = after === undefined
+    const params = after === undefined
       ? []
       : key.map((column, i) => (column.kind === "integer" && dialect === "sqlite" ? Number(after[i]) : after[i]))
-    params.push(batchSize)
     // In place: a million rows copied into new arrays would double what the collector has to reclaim.
     return Effect.map(sql.unsafe(after === undefined ? first : next, params).values, (rows) => {
       const canonical = rows as Array<Array<unknown>>

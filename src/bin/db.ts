@@ -31,11 +31,9 @@ const resolveSide = (name: string, side: Side, fallback?: Effect.Effect<Store, u
       parseStore(side.value.value, `--${name}`),
       (store) =>
         store.engine === "postgres" && passwordOf(store.url) !== ""
-          ? Effect.sync(() =>
-            process.stderr.write(
-              `warning: --${name} holds a password, which other users see in ps while the command runs and the shell's ` +
-                `history keeps; put the URL in an environment variable and give its name with --${name}-env\n`
-            )
+          ? Console.error(
+            `warning: --${name} holds a password, which other users see in ps while the command runs and the shell's ` +
+              `history keeps; put the URL in an environment variable and give its name with --${name}-env`
           )
           : Effect.void
     )
