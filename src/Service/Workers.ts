@@ -4,14 +4,12 @@ import { type Duration, Effect, Exit, Schedule } from "effect"
 export const workerVariable = "PETSTORE_WORKER"
 const supervisorVariable = "PETSTORE_SUPERVISOR_PID"
 
-/** This same program's command line; in Bun's compiled executable argv[1] is its embedded entry (`/$bunfs/…`). */
-const thisProgram = () => [process.execPath, ...process.argv.slice(Bun.main.startsWith("/$bunfs/") ? 2 : 1)]
-
 /** One worker process, this program with `PETSTORE_WORKER` set; interrupted, it sends SIGTERM and waits. */
 const runWorker = (worker: number, env: Record<string, string>, stopTimeout: Duration.Input) =>
   Effect.acquireUseRelease(
     Effect.sync(() =>
-      Bun.spawn(thisProgram(), {
+      // This same program; in Bun's compiled executable argv[1] is its embedded entry (`/$bunfs/…`).
+      Bun.spawn([process.execPath, ...process.argv.slice(Bun.main.startsWith("/$bunfs/") ? 2 : 1)], {
         env: { ...process.env, ...env, [workerVariable]: String(worker), [supervisorVariable]: String(process.pid) },
         stdio: ["ignore", "inherit", "inherit"]
       })
