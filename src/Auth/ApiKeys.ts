@@ -3,7 +3,6 @@ import { SqlClient } from "effect/sql"
 import { hash, randomBytes } from "node:crypto"
 import type { CurrentCaller } from "../Api/Authentication.js"
 import { AppConfig, type Environment } from "../Config/AppConfig.js"
-import type { DatabaseUnavailable } from "../Domain/DatabaseUnavailable.js"
 import { waitingOnDatabase } from "../Request/Unavailable.js"
 import { unavailableOrDie } from "../Sql/DatabaseErrors.js"
 import { RecentMap } from "./RecentMap.js"
@@ -43,17 +42,68 @@ const generateKey = (environment: Environment) => {
 export const hashKey = (key: string): string => hash("sha256", key, "hex")
 
 /** The API keys that may call the service: a key is shown once, at its creation; the store keeps its SHA-256 hash. */
-export class ApiKeys extends Context.Service<ApiKeys, {
-  readonly create: (
-    name: string
-  ) => Effect.Effect<{ readonly key: Redacted.Redacted; readonly record: ApiKeyRecord }, DatabaseUnavailable>
-  readonly list: Effect.Effect<ReadonlyArray<ApiKeyRecord>, DatabaseUnavailable>
-  /** Revokes a key, once: a second revocation fails and keeps the first one's time. */
-  readonly revoke: (
-    id: number
-  ) => Effect.Effect<ApiKeyRecord, ApiKeyNotFound | ApiKeyAlreadyRevoked | DatabaseUnavailable>
-  readonly findActiveByHash: (hash: string) => Effect.Effect<Option.Option<KeyHolder>, DatabaseUnavailable>
-}>()("petstore/ApiKeys") {
+export class ApiKeys extends Context.Service<ApiKeys>()("petstore/ApiKeys", {
+  /** In `api_keys`; a key found is trusted 0.5 s, sparing a lookup per request: revoked elsewhere, refused in 1 s. */
+  make: Effect.gen(function*() {
+    const { environment } = yield* AppConfig
+    const sql = yield* SqlClient.SqlClient
+    const columns = sql.literal("id, name, prefix, created_at, revoked_at")
+    const recentlyFound = new RecentMap<{ readonly holder: Option.Option<KeyHolder>; readonly until: number }>(
+      10_000,
+      (entry, now) => entry.until <= now
+    )
+    return {
+      create: (name: string) => {
+        const { key, prefix } = generateKey(environment)
+        return unavailableOrDie(Effect.map(
+          sql`INSERT INTO api_keys (name, prefix, key_hash, created_at)
+            VALUES (${name}, ${prefix}, ${hashKey(key)}, ${new Date().toISOString()})
+            RETURNING ${columns}`,
+          (rows) => ({ key: Redacted.make(key), record: toRecord(rows[0]) })
+        ))
+      },
+      list: unavailableOrDie(
+        Effect.map(sql`SELECT ${columns} FROM api_keys ORDER BY id`, (rows) => rows.map(toRecord))
+      ),
+      revoke: (id: number) =>
+        Effect.gen(function*() {
+          // Only an unrevoked key is updated: of two revocations one succeeds, the other keeps the first one's time.
+          const [revoked] = yield* unavailableOrDie(
+            sql`UPDATE api_keys SET revoked_at = ${new Date().toISOString()} WHERE id = ${id} AND revoked_at IS NULL
+              RETURNING ${columns}`
+          )
+          if (revoked !== undefined) {
+            // Revocations are rare: forgetting every key found costs each holder one lookup.
+            recentlyFound.clear()
+            return toRecord(revoked)
+          }
+          const [found] = yield* unavailableOrDie(sql`SELECT ${columns} FROM api_keys WHERE id = ${id}`)
+          return yield* found === undefined
+            ? new ApiKeyNotFound({ id })
+            : new ApiKeyAlreadyRevoked({ record: toRecord(found) })
+        }),
+      findActiveByHash: (hash: string) =>
+        Effect.clockWith((clock) => {
+          const now = clock.currentTimeMillisUnsafe()
+          const known = recentlyFound.get(hash)
+          if (known !== undefined && known.until > now) return Effect.succeed(known.holder)
+          const active = sql<{ id: unknown; name: string }>`SELECT id, name FROM api_keys
+            WHERE key_hash = ${hash} AND revoked_at IS NULL`
+          return Effect.map(waitingOnDatabase(unavailableOrDie(active)), ([row]) => {
+            if (row === undefined) {
+              recentlyFound.delete(hash)
+              return Option.none()
+            }
+            const holder = Option.some({ keyId: Number(row.id), name: row.name })
+            recentlyFound.set(hash, { holder, until: now + 500 }, now)
+            return holder
+          })
+        })
+    }
+  })
+}) {
+  static readonly Sql = Layer.effect(ApiKeys, ApiKeys.make)
+
   static readonly InMemory = Layer.effect(
     ApiKeys,
     Effect.gen(function*() {
@@ -84,68 +134,6 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             return record === undefined || Option.isSome(record.revokedAt)
               ? Option.none()
               : Option.some({ keyId: record.id, name: record.name })
-          })
-      })
-    })
-  )
-
-  /** In `api_keys`; a key found is trusted 0.5 s, sparing a lookup per request: revoked elsewhere, refused in 1 s. */
-  static readonly Sql = Layer.effect(
-    ApiKeys,
-    Effect.gen(function*() {
-      const { environment } = yield* AppConfig
-      const sql = yield* SqlClient.SqlClient
-      const columns = sql.literal("id, name, prefix, created_at, revoked_at")
-      const recentlyFound = new RecentMap<{ readonly holder: Option.Option<KeyHolder>; readonly until: number }>(
-        10_000,
-        (entry, now) => entry.until <= now
-      )
-      return ApiKeys.of({
-        create: (name) => {
-          const { key, prefix } = generateKey(environment)
-          return unavailableOrDie(Effect.map(
-            sql`INSERT INTO api_keys (name, prefix, key_hash, created_at)
-              VALUES (${name}, ${prefix}, ${hashKey(key)}, ${new Date().toISOString()})
-              RETURNING ${columns}`,
-            (rows) => ({ key: Redacted.make(key), record: toRecord(rows[0]) })
-          ))
-        },
-        list: unavailableOrDie(
-          Effect.map(sql`SELECT ${columns} FROM api_keys ORDER BY id`, (rows) => rows.map(toRecord))
-        ),
-        revoke: (id) =>
-          Effect.gen(function*() {
-            // Only an unrevoked key is updated, so of two revocations exactly one succeeds.
-            const [revoked] = yield* unavailableOrDie(
-              sql`UPDATE api_keys SET revoked_at = ${new Date().toISOString()} WHERE id = ${id} AND revoked_at IS NULL
-                RETURNING ${columns}`
-            )
-            if (revoked !== undefined) {
-              // Revocations are rare: forgetting every key found costs each holder one lookup.
-              recentlyFound.clear()
-              return toRecord(revoked)
-            }
-            const [found] = yield* unavailableOrDie(sql`SELECT ${columns} FROM api_keys WHERE id = ${id}`)
-            return yield* found === undefined
-              ? new ApiKeyNotFound({ id })
-              : new ApiKeyAlreadyRevoked({ record: toRecord(found) })
-          }),
-        findActiveByHash: (hash) =>
-          Effect.clockWith((clock) => {
-            const now = clock.currentTimeMillisUnsafe()
-            const known = recentlyFound.get(hash)
-            if (known !== undefined && known.until > now) return Effect.succeed(known.holder)
-            const active = sql<{ id: unknown; name: string }>`SELECT id, name FROM api_keys
-              WHERE key_hash = ${hash} AND revoked_at IS NULL`
-            return Effect.map(waitingOnDatabase(unavailableOrDie(active)), ([row]) => {
-              if (row === undefined) {
-                recentlyFound.delete(hash)
-                return Option.none()
-              }
-              const holder = Option.some({ keyId: Number(row.id), name: row.name })
-              recentlyFound.set(hash, { holder, until: now + 500 }, now)
-              return holder
-            })
           })
       })
     })

@@ -115,11 +115,7 @@ const leavable = <A>(
   )
 
 /** `PgClient.make`'s client with a hand on each checkout (docs/architecture.md); the first connection retried while refused. */
-const makeClient = (
-  config: AppConfig["Service"],
-  observed: boolean,
-  traced: boolean
-): Effect.Effect<SqlClient.SqlClient, SqlError, Scope.Scope | Reactivity.Reactivity> =>
+const makeClient = (config: AppConfig["Service"], observed: boolean, traced: boolean) =>
   Effect.gen(function*() {
     const poolConfig: PgPool.Config = {
       url: Redacted.make(config.databaseUrl),
