@@ -64,9 +64,15 @@ const config = Config.all({
   ratio: checked("OTEL_TRACES_SAMPLER_ARG", Schema.NumberFromString, "must be a number from 0 to 1", isRatio).pipe(
     Config.withDefault(1)
   ),
-  maxQueueSize: positiveInteger("OTEL_BSP_MAX_QUEUE_SIZE").pipe(Config.withDefault(2048)),
-  maxExportBatchSize: positiveInteger("OTEL_BSP_MAX_EXPORT_BATCH_SIZE").pipe(Config.withDefault(512)),
-  scheduleDelayMillis: positiveInteger("OTEL_BSP_SCHEDULE_DELAY").pipe(Config.withDefault(5000)),
+  // Spans held at most (beyond it dropped), a full batch's size (as OpenTelemetry's SDK has it, never above the
+  // queue's), an ended span's longest wait.
+  batch: Config.all({
+    maxQueueSize: positiveInteger("OTEL_BSP_MAX_QUEUE_SIZE").pipe(Config.withDefault(2048)),
+    maxExportBatchSize: positiveInteger("OTEL_BSP_MAX_EXPORT_BATCH_SIZE").pipe(Config.withDefault(512)),
+    scheduleDelayMillis: positiveInteger("OTEL_BSP_SCHEDULE_DELAY").pipe(Config.withDefault(5000))
+  }).pipe(
+    Config.map((batch) => ({ ...batch, maxExportBatchSize: Math.min(batch.maxExportBatchSize, batch.maxQueueSize) }))
+  ),
   headers: keyValues("OTEL_EXPORTER_OTLP_HEADERS"),
   tracesHeaders: keyValues("OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
   timeout: positiveInteger("OTEL_EXPORTER_OTLP_TIMEOUT").pipe(Config.withDefault(10000)),
@@ -79,19 +85,12 @@ const config = Config.all({
     tracing: (Option.isNone(c.endpoint) && Option.isNone(c.tracesEndpoint)) || c.disabled || c.exporter === "none"
       ? Option.none()
       : Option.some({
-        // `petstore` unless `OTEL_SERVICE_NAME` or `OTEL_RESOURCE_ATTRIBUTES` names the service.
         defaultServiceName: Option.isNone(c.serviceName) && c.resourceAttributes["service.name"] === undefined
           ? "petstore"
           : undefined,
         sampler: c.sampler,
         ratio: c.ratio,
-        // Spans held at most (beyond it dropped), an ended span's longest wait, a full batch's size.
-        batch: {
-          maxQueueSize: c.maxQueueSize,
-          scheduleDelayMillis: c.scheduleDelayMillis,
-          // As OpenTelemetry's SDK does, a batch is never larger than the queue.
-          maxExportBatchSize: Math.min(c.maxExportBatchSize, c.maxQueueSize)
-        },
+        batch: c.batch,
         // OTLP/HTTP with JSON bodies; the headers are often a credential, never logged.
         exporter: {
           url: Option.getOrElse(c.tracesEndpoint, () => Option.getOrThrow(c.endpoint).replace(/\/?$/, "/v1/traces")),
