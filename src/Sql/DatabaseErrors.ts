@@ -66,10 +66,8 @@ const withDatabaseWords = (error: SqlError): SqlError => {
   // Remade by its own class, so that the log names the reason the driver gave.
   const Reason = reason.constructor as new(props: Partial<UniqueViolation>) => SqlErrorReason
   const constraint = reason._tag === "UniqueViolation" ? { constraint: reason.constraint } : {}
-  const message = `${said}: ${words}`
-  return new SqlError({
-    reason: new Reason({ cause: reason.cause, message, operation: reason.operation, ...constraint })
-  })
+  const { cause, operation } = reason
+  return new SqlError({ reason: new Reason({ cause, message: `${said}: ${words}`, operation, ...constraint }) })
 }
 
 /** A statement's failure as the stores report it: `DatabaseUnavailable`, or a defect (a fault of the statement). */

@@ -384,12 +384,10 @@ export const PostgresConnection: Layer.Layer<SqlClient.SqlClient, Error, AppConf
     const observability = yield* Effect.serviceOption(ObservabilityConfig)
     const traced = Option.exists(observability, ({ tracing }) => Option.isSome(tracing))
     const observed = Option.exists(observability, ({ metrics }) => Option.isSome(metrics))
-    const sql = yield* Effect.mapError(
-      makeClient(config, observed, traced),
-      cannotStart(config.databaseUrl, "connect to")
-    )
-    yield* Effect.mapError(writable(sql), cannotStart(config.databaseUrl, "start on"))
-    yield* Effect.mapError(migrate(sql, config.databaseStartTimeout), cannotStart(config.databaseUrl, "migrate"))
+    const { databaseUrl } = config
+    const sql = yield* Effect.mapError(makeClient(config, observed, traced), cannotStart(databaseUrl, "connect to"))
+    yield* Effect.mapError(writable(sql), cannotStart(databaseUrl, "start on"))
+    yield* Effect.mapError(migrate(sql, config.databaseStartTimeout), cannotStart(databaseUrl, "migrate"))
     return traced ? withTransactionSpans(sql, "postgresql") : sql
   })
 ).pipe(Layer.provide(Reactivity.layer))
