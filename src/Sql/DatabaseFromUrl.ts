@@ -1,4 +1,4 @@
-import { Effect, Layer } from "effect"
+import { Layer } from "effect"
 import type { SqlClient } from "effect/sql"
 import { AppConfig, isPostgresUrl } from "../Config/AppConfig.js"
 import { PostgresConnection } from "./PostgresConnection.js"
@@ -6,8 +6,5 @@ import { SqliteConnection } from "./SqliteConnection.js"
 
 /** The database `DATABASE_URL` names, SQLite file or PostgreSQL, migrated, as a `SqlClient`. */
 export const DatabaseLive: Layer.Layer<SqlClient.SqlClient, Error, AppConfig> = Layer.unwrap(
-  Effect.map(
-    Effect.service(AppConfig),
-    ({ databaseUrl }) => isPostgresUrl(databaseUrl) ? PostgresConnection : SqliteConnection
-  )
+  AppConfig.useSync(({ databaseUrl }) => isPostgresUrl(databaseUrl) ? PostgresConnection : SqliteConnection)
 )

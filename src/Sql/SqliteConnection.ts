@@ -115,13 +115,8 @@ const hints: ReadonlyArray<readonly [codes: ReadonlyArray<string>, hint: string]
 ]
 
 /** The SQLite failure beneath the one met (a migration's failure carries its statement's). */
-const sqlErrorIn = (error: unknown): SqlError | undefined => {
-  for (let depth = 0; depth < 5 && error !== undefined; depth++) {
-    if (isSqlError(error)) return error
-    error = Predicate.hasProperty(error, "cause") ? error.cause : undefined
-  }
-  return undefined
-}
+const sqlErrorIn = (error: unknown): SqlError | undefined =>
+  isSqlError(error) ? error : Predicate.hasProperty(error, "cause") && isSqlError(error.cause) ? error.cause : undefined
 
 const cannotUse = (filename: string, failure: unknown) => {
   const error = sqlErrorIn(failure)
