@@ -3,14 +3,8 @@ import { HttpServerError, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import { SqlError } from "effect/sql"
 import { SchemaErrors } from "../Api/SchemaErrors.js"
-import {
-  type ApiError,
-  BadRequest,
-  errorBodies,
-  InternalError,
-  MethodNotAllowed,
-  NotFound
-} from "../Domain/ApiError.js"
+import type { ApiError } from "../Domain/ApiError.js"
+import { BadRequest, errorBodies, InternalError, MethodNotAllowed, NotFound } from "../Domain/ApiError.js"
 import { describeIssue, excerpt } from "../Domain/ParseIssues.js"
 import { summarizeCause } from "../Observability/CauseSummary.js"
 import { CurrentRequest, type RequestRecord } from "../Request/CurrentRequest.js"

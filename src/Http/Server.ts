@@ -88,10 +88,9 @@ export const serverMiddleware = Effect.gen(function*() {
   const observe = makeRequestObserver({
     clientAddress: makeClientAddress(trustedProxies),
     metrics: Option.isSome(metrics),
-    tracing: Option.match(tracing, {
-      onNone: () => undefined,
-      onSome: ({ ratio, sampler }) => ({ sample: makeSampler(sampler, ratio), tracer })
-    }),
+    tracing: Option.isNone(tracing)
+      ? undefined
+      : { sample: makeSampler(tracing.value.sampler, tracing.value.ratio), tracer },
     ended: LogLevel.isGreaterThan(logLevel, "Info") ? undefined : makeRequestLog((yield* RequestLines).add)
   })
   const deadline = yield* makeDeadline(requestTimeout)
