@@ -34,7 +34,12 @@ export class RecentMap<V> {
     }
     const known = this.older.delete(key)
     this.add(key, value)
-    if (!known) this.sweepIdle(now)
+    if (known) return
+    for (let looked = 0; looked < 2; looked++) {
+      const next = this.sweep.next()
+      if (next.done) return
+      if (this.isIdle(next.value[1], now)) this.older.delete(next.value[0])
+    }
   }
 
   delete(key: string): void {
@@ -54,13 +59,5 @@ export class RecentMap<V> {
       this.sweep = this.older.entries()
     }
     this.recent.set(key, value)
-  }
-
-  private sweepIdle(now: number): void {
-    for (let looked = 0; looked < 2; looked++) {
-      const next = this.sweep.next()
-      if (next.done) return
-      if (this.isIdle(next.value[1], now)) this.older.delete(next.value[0])
-    }
   }
 }
