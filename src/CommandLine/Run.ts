@@ -106,10 +106,8 @@ export const describeFailure = (error: unknown, fields: Readonly<Record<string, 
 const isHelpOnly = (error: unknown) =>
   CliError.isCliError(error) && error._tag === "ShowHelp" && error.errors.length === 0
 
-/**
- * Runs a command line's program: each error one line on stderr and exit 1, help exit 0. With `interrupted`, a signal's
- * stop exits 1 with its line within `withinMillis`, whatever the program's clean-up still waits for.
- */
+// A command line's program run: each error one line on stderr and exit 1, help exit 0. With `interrupted`, a signal's
+// stop exits 1 with its line within `withinMillis`, whatever the program's clean-up still waits for.
 export const run = <E>(
   program: Effect.Effect<void, E, Command.Environment>,
   fields: Readonly<Record<string, string>> = {},

@@ -116,15 +116,11 @@ const checkBackup = (copy: string, backupFile: string) =>
     return yield* rowCounts(sql)
   })
 
-/** Why the replaced file's ids cannot be kept, in the one line a restore prints. */
 const idsUnknown = (why: string) => `${why}; the ids it handed out since the backup cannot be read, and may repeat`
 
 const withoutIds = (why: string) => refused(`${idsUnknown(why)}; give --ids-may-repeat to restore anyway`)
 
-/**
- * The ids the replaced file handed out, read under its exclusive lock, held until the restored file
- * has its name: a service on it (in WAL mode) holds a shared lock, so one running anywhere refuses it.
- */
+/** The replaced file's ids, read under its exclusive lock (held to the rename), refused while a service runs on it. */
 const holdReplaced = (store: Store & { readonly engine: "sqlite" }, idsMayRepeat: boolean) => {
   const unknown = (why: string) =>
     idsMayRepeat ? Effect.succeed({ handedOut: undefined, warning: idsUnknown(why) }) : Effect.fail(withoutIds(why))

@@ -30,7 +30,6 @@ const makeProgress = (what: string, total: number) => {
           `${Math.round(rate).toLocaleString("en")} rows/s, ${left.toFixed(0)} s left\x1b[K`
       )
     },
-    /** Clears the progress line; the rows and seconds, for the summary. */
     finish: () => {
       if (live && shownAt > 0) process.stderr.write("\r\x1b[K")
       return { rows: done, seconds: (performance.now() - startedAt) / 1000 }

@@ -67,10 +67,8 @@ const endMillis = 1_000
 /** `sql` on one session of `pg`, whose `client` COPY runs on and whose `answer` bounds a wait for what it began. */
 export type PostgresSession = Effect.Success<ReturnType<typeof openSession>>
 
-/**
- * Opens the session, the URL's login completed from libpq's environment (`Libpq.ts`). A wait past its deadline,
- * or given up, closes it and fails every later use: a statement left running would hold every later one.
- */
+// The login completed from libpq's environment (`Libpq.ts`). A wait past its deadline, or given up, closes the
+// session and fails every later use: a statement left running would hold every later one.
 export const openSession = (url: string) =>
   Effect.gen(function*() {
     const deadlines = yield* Deadlines

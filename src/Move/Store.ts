@@ -20,9 +20,7 @@ export type Store =
 export const engineName = (store: Store) => (store.engine === "sqlite" ? "SQLite" : "PostgreSQL")
 
 /** The line the db command prints when a signal stops it, kept true as the command goes. */
-export const interruption = {
-  line: "interrupted: nothing was left half-done (a copy's target is as it was before)"
-}
+export const interruption = { line: "interrupted: nothing was left half-done (a copy's target is as it was before)" }
 
 /** A `postgres://` URL without its password; a userinfo that could end early is left out whole, not guessed at. */
 export const withoutPassword = (value: string): string => {

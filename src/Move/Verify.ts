@@ -7,7 +7,7 @@ import { type CanonicalRow, type Column, type ColumnKind, type CopiedTable, forE
 /** Row count and sum mod 2^64 of row hashes: any read order, and equal rows do not cancel out as with XOR. */
 export class Checksum {
   rows = 0
-  private sum = 0n
+  sum = 0n
 
   add(rows: ReadonlyArray<CanonicalRow>): void {
     let sum = this.sum
@@ -19,14 +19,6 @@ export class Checksum {
     }
     this.sum = BigInt.asUintN(64, sum)
     this.rows += rows.length
-  }
-
-  get hex(): string {
-    return this.sum.toString(16).padStart(16, "0")
-  }
-
-  equals(that: Checksum): boolean {
-    return this.rows === that.rows && this.sum === that.sum
   }
 }
 
@@ -159,10 +151,12 @@ export const compare = (source: ReadonlyMap<string, Checksum>, target: ReadonlyM
     cells.map((cell, i) => (i === 0 ? cell.padEnd(18) : cell.padStart(i < 3 ? 12 : 18))).join("  ")
   const lines = [row(["table", "source rows", "target rows", "source checksum", "target checksum", "   "])]
   const differing: Array<string> = []
+  const hex = (checksum: Checksum) => checksum.sum.toString(16).padStart(16, "0")
   for (const { name } of tables) {
     const [a, b] = [source.get(name) ?? new Checksum(), target.get(name) ?? new Checksum()]
-    if (!a.equals(b)) differing.push(name)
-    lines.push(row([name, String(a.rows), String(b.rows), a.hex, b.hex, a.equals(b) ? " ok" : " DIFFERENT"]))
+    const same = a.rows === b.rows && a.sum === b.sum
+    if (!same) differing.push(name)
+    lines.push(row([name, String(a.rows), String(b.rows), hex(a), hex(b), same ? " ok" : " DIFFERENT"]))
   }
   return { lines, differing }
 }
