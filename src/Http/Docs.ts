@@ -59,10 +59,8 @@ type Encoding = "br" | "gzip" | "identity"
 export const chooseEncoding = (acceptEncoding: string | undefined): Encoding => {
   const weights = new Map<string, number>()
   for (const item of (acceptEncoding ?? "").toLowerCase().split(",")) {
-    const [coding = "", ...parameters] = item.split(";").map((part) => part.trim())
-    const q = parameters.find((parameter) => parameter.startsWith("q="))
-    const weight = q === undefined ? 1 : Number(q.slice(2))
-    weights.set(coding, Number.isFinite(weight) ? weight : 0)
+    const weight = Number(/;\s*q=([^;]*)/.exec(item)?.[1] ?? 1)
+    weights.set(item.split(";", 1)[0]!.trim(), Number.isFinite(weight) ? weight : 0)
   }
   const weightOf = (coding: string) => weights.get(coding) ?? weights.get("*") ?? 0
   const br = weightOf("br")

@@ -18,16 +18,15 @@ const canonicalPath = /^(?:\/|(?:\/[\w.~!$&'()*+,=:@-]+)+)(?:\?|$)/
 /** The path of a request target, as sent (`new URL` would read `//v1` as a host). */
 export const pathOf = (url: string): string => url.split("?", 1)[0]!
 
+const apiRoutes: Array<{ method: string; path: string; statuses: ReadonlyArray<number> }> = []
+HttpApi.reflect(PetStoreApi, {
+  onGroup: () => {},
+  onEndpoint: ({ endpoint, errors, successes }) =>
+    apiRoutes.push({ method: endpoint.method, path: endpoint.path, statuses: [...successes.keys(), ...errors.keys()] })
+})
+
 /** Every route (its path in the router's syntax, its statuses): the API's endpoints, then the documents. */
-export const routes = (() => {
-  const found: Array<{ method: string; path: string; statuses: ReadonlyArray<number> }> = []
-  HttpApi.reflect(PetStoreApi, {
-    onGroup: () => {},
-    onEndpoint: ({ endpoint, errors, successes }) =>
-      found.push({ method: endpoint.method, path: endpoint.path, statuses: [...successes.keys(), ...errors.keys()] })
-  })
-  return [...found, ...documentRoutes.map((route) => ({ ...route, statuses: [] }))]
-})()
+export const routes = [...apiRoutes, ...documentRoutes.map((route) => ({ ...route, statuses: [] }))]
 
 /** The methods a path answers (405's `Allow`), asked of the platform's matcher set as the router (`ExactRoutes`). */
 export const makeAllowedMethods = () => {
