@@ -6,13 +6,6 @@ import { from as copyFrom } from "pg-copy-streams"
 import { pgFailure, type PostgresSession } from "./PostgresSession.js"
 import { type CanonicalRow, type Column, type CopiedTable, quoted, sqliteTime } from "./Tables.js"
 
-export interface TableWriter {
-  readonly write: (rows: ReadonlyArray<CanonicalRow>) => Effect.Effect<void, SqlError>
-  readonly end: Effect.Effect<void, SqlError>
-  /** Stops a COPY (PostgreSQL then fails it), so that the transaction can roll back. */
-  readonly abort: Effect.Effect<void>
-}
-
 const columnList = (table: CopiedTable) => table.columns.map((column) => quoted(column.name)).join(", ")
 
 /** COPY's text format: tab between values, `\N` for null, backslash escapes. */
@@ -22,7 +15,7 @@ const copyValue = (value: string | null) =>
 const copyEscapes: Record<string, string> = { "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r" }
 
 /** A table filled by `COPY … FROM STDIN` on the target's session: about three times `INSERT … unnest`'s speed. */
-const copyIn = (session: PostgresSession, table: CopiedTable): Effect.Effect<TableWriter> =>
+const copyIn = (session: PostgresSession, table: CopiedTable) =>
   Effect.sync(() => {
     const stream = session.client.query(copyFrom(`COPY ${table.name} (${columnList(table)}) FROM STDIN`))
     let failure: Error | undefined
@@ -30,11 +23,11 @@ const copyIn = (session: PostgresSession, table: CopiedTable): Effect.Effect<Tab
       failure = error
     })
     // Each wait for the server to take rows is bounded as a statement is (`PostgresSession.ts`).
-    const settled = (event: "drain" | "finish") => once(stream, event).then(() => undefined)
+    const settled = (event: "drain" | "finish") => once(stream, event).then(() => {})
     const unlessFailed = <A>(effect: () => Effect.Effect<A, SqlError>) =>
       Effect.suspend(() => failure === undefined ? effect() : Effect.fail(pgFailure(failure, "copy")))
     return {
-      write: (rows) =>
+      write: (rows: ReadonlyArray<CanonicalRow>) =>
         unlessFailed(() => {
           let text = ""
           for (const row of rows) text += row.map(copyValue).join("\t") + "\n"
@@ -47,7 +40,8 @@ const copyIn = (session: PostgresSession, table: CopiedTable): Effect.Effect<Tab
           return finished
         })
       ),
-      abort: Effect.sync(() => stream.destroy(new Error("the copy stopped")))
+      // PostgreSQL then fails the COPY, so that the transaction can roll back.
+      abort: Effect.asVoid(Effect.sync(() => stream.destroy(new Error("the copy stopped"))))
     }
   })
 
@@ -66,7 +60,7 @@ export const tableWriter = (
   sql: SqlClient.SqlClient,
   table: CopiedTable,
   session: PostgresSession | undefined
-): Effect.Effect<TableWriter> => {
+): ReturnType<typeof copyIn> => {
   if (session !== undefined) return copyIn(session, table)
   const full = sqliteInsert(table, sqliteRowsPerStatement)
   const write = (rows: ReadonlyArray<CanonicalRow>) =>
