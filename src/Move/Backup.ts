@@ -179,26 +179,24 @@ export const restore = (store: Store, backupFile: string, options: { readonly id
     const counts = yield* Effect.scoped(checkBackup(copy, backupFile)).pipe(
       failingAs({ ...store, filename: copy, label: backupFile }, "restore: the backup")
     )
-    const { next, warning } = yield* Effect.scoped(Effect.gen(function*() {
-      const replaced = yield* holdReplaced(store, options.idsMayRepeat)
-      // The copy's next ids above its own and above every id the replaced file handed out.
-      const next = yield* Effect.flatMap(
-        open(copy),
-        (sql) => Ids.raiseNextIds(sql, (table) => replaced.handedOut?.get(table.name) ?? 0)
-      ).pipe(Effect.scoped, onCopy)
-      yield* onCopy(Effect.try(() => {
-        fsyncPath(copy)
-        for (const suffix of companions) fs.rmSync(`${target}${suffix}`, { force: true })
-        fs.renameSync(copy, target)
-        interruption.line = `interrupted: ${target} was restored from ${backupFile}`
-        fsyncPath(dirname(target))
-      }))
-      return { next, warning: replaced.warning }
+    // Its lock held by the restore's scope, past the rename.
+    const { handedOut, warning } = yield* holdReplaced(store, options.idsMayRepeat)
+    // The copy's next ids above its own and above every id the replaced file handed out.
+    const next = yield* Effect.flatMap(
+      open(copy),
+      (sql) => Ids.raiseNextIds(sql, (table) => handedOut?.get(table.name) ?? 0)
+    ).pipe(Effect.scoped, onCopy)
+    yield* onCopy(Effect.try(() => {
+      fsyncPath(copy)
+      for (const suffix of companions) fs.rmSync(`${target}${suffix}`, { force: true })
+      fs.renameSync(copy, target)
+      interruption.line = `interrupted: ${target} was restored from ${backupFile}`
+      fsyncPath(dirname(target))
     }))
     const seconds = (performance.now() - startedAt) / 1000
     const ids = warning === undefined ? "above every id the replaced file handed out" : "the backup's own"
     if (warning !== undefined) yield* Console.error(`warning: ${warning}`)
     return `restored ${target} from ${backupFile} in ${seconds.toFixed(1)} s (integrity check ok; ` +
       `${counts.join(", ")}); next ids ${next.map((id) => `${id.name} ${id.next}`).join(", ")}, ${ids}`
-  }).pipe(removingOnFailure(copy))
+  }).pipe(Effect.scoped, removingOnFailure(copy))
 }

@@ -23,15 +23,11 @@ export const engineName = (store: Store) => (store.engine === "sqlite" ? "SQLite
 export const interruption = { line: "interrupted: nothing was left half-done (a copy's target is as it was before)" }
 
 /** A `postgres://` URL without its password; a userinfo that could end early is left out whole, not guessed at. */
-export const withoutPassword = (value: string): string => {
-  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(value)?.[0] ?? ""
-  const rest = value.slice(scheme.length)
-  const at = rest.lastIndexOf("@")
-  if (at === -1) return value
-  const userinfo = rest.slice(0, at)
-  const user = userinfo.split(":")[0]!
-  return `${scheme}${/[/?#@]/.test(userinfo) || user === "" ? "" : `${user}@`}${rest.slice(at + 1)}`
-}
+export const withoutPassword = (value: string): string =>
+  value.replace(/^([a-z][a-z0-9+.-]*:\/\/)?(.*)@/is, (_, scheme: string | undefined, userinfo: string) => {
+    const user = userinfo.split(":")[0]!
+    return `${scheme ?? ""}${/[/?#@]/.test(userinfo) || user === "" ? "" : `${user}@`}`
+  })
 
 export const passwordOf = (url: string): string => decode(new URL(url).password)
 
