@@ -7,7 +7,7 @@ import { answeredEarly } from "./ApiResponses.js"
 
 const refused = errorResponse(shuttingDown, { connection: "close", ...retryAfterHeader("shutting_down") })
 
-type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+export type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
 /** Counts the requests in flight and runs the stop a load balancer expects: grace, listener closed, drain. */
 export class InFlightRequests extends Context.Service<InFlightRequests, {

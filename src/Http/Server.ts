@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, LogLevel, Option, Tracer } from "effect"
-import { HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest, type HttpServerResponse } from "effect/http"
+import { HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest } from "effect/http"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { PetStoreApi } from "../Api.js"
 import { AuthenticationLive } from "../Auth/AuthenticationMiddleware.js"
@@ -14,13 +14,11 @@ import { makeClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest } from "../Request/CurrentRequest.js"
 import { makeFailureAnswers, routeNotFound, SchemaErrorsLive, withResponseHeaders } from "./ApiResponses.js"
 import { DocsLive } from "./Docs.js"
-import { InFlightRequests } from "./InFlightRequests.js"
+import { type App, InFlightRequests } from "./InFlightRequests.js"
 import { makeDeadline } from "./RequestDeadline.js"
 import { makeRequestLog, RequestLines } from "./RequestLog.js"
 import { makeRequestObserver } from "./RequestObserver.js"
 import { ExactRoutes, isCanonicalPath, pathOf, routeMethods } from "./Routes.js"
-
-type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
 /** On every route: the matched route noted on the request's record for its labels, then the stop's refusal. */
 const RouteNoted = HttpRouter.middleware(

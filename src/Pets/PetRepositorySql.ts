@@ -87,9 +87,7 @@ export const makeSqlPetRepository = Effect.gen(function*() {
         Effect.catchTag("SqlError", (error) => unavailableOrDie(Effect.fail(error)))
       ),
     findById: (id) =>
-      unavailableOrDie(
-        execute(byId, [id], (rows) => rows.length === 0 ? Option.none() : Option.some(petFromRow(rows[0])))
-      ),
+      unavailableOrDie(execute(byId, [id], (rows) => Option.map(Option.fromUndefinedOr(rows[0]), petFromRow))),
     list: ({ afterId = 0, limit, status }) =>
       unavailableOrDie(
         // One row more than the page tells whether another page follows.
