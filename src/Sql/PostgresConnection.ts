@@ -65,11 +65,9 @@ const notAnswering = () =>
   )
 
 /** A session's failure that leaves it unusable: lost, or ended by the server (a `FATAL` error). */
-const isLost = ({ reason }: SqlError) => {
-  const cause: unknown = reason.cause
-  return reason._tag === "ConnectionError" ||
-    (Predicate.hasProperty(cause, "severity") && (cause.severity === "FATAL" || cause.severity === "PANIC"))
-}
+const isLost = ({ reason: { _tag, cause } }: SqlError) =>
+  _tag === "ConnectionError" ||
+  (Predicate.hasProperty(cause, "severity") && (cause.severity === "FATAL" || cause.severity === "PANIC"))
 
 /** Closed, not given back: a session still busy with a cancelled statement, or keeping its read-only default. */
 const spoils = (error: SqlError) => error.reason._tag === "StatementTimeoutError" || isReadOnly(error)

@@ -47,10 +47,8 @@ type Kept = Readonly<{ statement: Prepared; record: ((seconds: number) => void) 
 
 /** SQLite's failure classified by its code, its own words in the message a log shows. */
 const sqliteError = (cause: unknown, operation: string) => {
-  const words = cause instanceof Error ? cause.message : String(cause)
-  return new SqlError({
-    reason: classifySqliteError(cause, { message: `Failed to ${operation} statement: ${words}`, operation })
-  })
+  const message = `Failed to ${operation} statement: ${cause instanceof Error ? cause.message : String(cause)}`
+  return new SqlError({ reason: classifySqliteError(cause, { message, operation }) })
 }
 
 const isBusy = (error: SqlError) => error.reason._tag === "LockTimeoutError"

@@ -19,9 +19,7 @@ export const statementDurations = (system: DatabaseSystem): (sql: string) => (se
 }
 
 /** Every reason effect/sql gives a failed statement (`ConnectionError`, `LockTimeoutError`, `UniqueViolation`, …). */
-export const sqlErrorTypes: ReadonlyArray<SqlErrorReason["_tag"]> = SqlErrorReason.members.map((reason) =>
-  reason.fields._tag.schema.literal
-)
+export const sqlErrorTypes = SqlErrorReason.members.map((reason) => reason.fields._tag.schema.literal)
 
 /** Counts a failed statement (`db_client_operation_errors_total`) by its reason, each reason's series made at 0. */
 export const statementFailures = (system: DatabaseSystem): (error: SqlError) => void => {
