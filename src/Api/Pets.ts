@@ -62,7 +62,6 @@ export const GetPetPath = Schema.Struct({
   ).annotate({ description: petIdDescription })
 })
 
-/** `GET /v1/pets`: animals in id order, `limit` at a time, maybe of one `status`; the next page in `Link`. */
 export const listPets = HttpApiEndpoint.get("listPets", "/pets", {
   query: ListPetsParams,
   success: Pets,
@@ -100,7 +99,6 @@ export const listPets = HttpApiEndpoint.get("listPets", "/pets", {
       "the response carries `Link: <url>; rel=\"next\"` pointing at the next page."
   )
 
-/** `POST /v1/pets`: adds an animal and answers 201 with it and `Location: /v1/pets/{id}`. */
 export const createPet = HttpApiEndpoint.post("createPet", "/pets", {
   payload: NewPet,
   headers: CreatePetHeaders,
@@ -170,7 +168,6 @@ export const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {
       "from then on it answers 410 `endpoint_removed`."
   )
 
-/** The animal catalogue: every operation needs a bearer API key. */
 export class PetsApi extends HttpApiGroup.make("pets")
   .add(listPets, createPet, getPet)
   .middleware(SchemaErrors)

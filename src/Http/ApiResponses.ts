@@ -31,7 +31,6 @@ const internalError = new InternalError({
   status: 500
 })
 
-/** A path no route declares (or one spelled otherwise than declared): 404 `route_not_found`. */
 export const routeNotFound = (path: string) =>
   errorResponse(new NotFound({ code: "route_not_found", message: `path: no route ${excerpt(path)}`, status: 404 }))
 

@@ -3,7 +3,6 @@ import type { NewPet, Pet } from "../Domain/Pet.js"
 import { ClaimTakenOver, idempotencyRetentionMillis, type IdempotencyScope, type Reservation } from "./Idempotency.js"
 import type { PetRepository } from "./PetRepository.js"
 
-/** Pets in the process's memory: the repository tests swap in for the database. */
 export const makeInMemoryPetRepository = Effect.gen(function*() {
   const state = yield* Ref.make({ lastId: 0, pets: [] as ReadonlyArray<Pet> })
   const records = new Map<string, { fingerprint?: string; pet?: Pet; createdAt: number }>()
