@@ -15,10 +15,8 @@ export const sqlError = (Reason: Reason, message: string, operation: string, cau
 export const connectionError = (message: string, operation: string) => sqlError(ConnectionError, message, operation)
 
 /** The code the driver put on a failure: PostgreSQL's SQLSTATE, a socket's errno, or SQLite's result code. */
-export const driverCode = (error: SqlError): string | undefined => {
-  const cause: unknown = error.reason.cause
-  return Predicate.hasProperty(cause, "code") && typeof cause.code === "string" ? cause.code : undefined
-}
+export const driverCode = ({ reason: { cause } }: SqlError): string | undefined =>
+  Predicate.hasProperty(cause, "code") && typeof cause.code === "string" ? cause.code : undefined
 
 /** Whether `code` is `known` or one of SQLite's extended codes of it (`SQLITE_READONLY_DBMOVED`). */
 export const isCode = (code: string | undefined, known: string): boolean =>
