@@ -122,9 +122,7 @@ const cannotUse = (filename: string, failure: unknown) => {
   const error = sqlErrorIn(failure)
   const code = error === undefined ? undefined : driverCode(error)
   const hint = hints.find(([codes]) => codes.some((known) => isCode(code, known)))?.[1]
-  return new Error(
-    `Cannot use the database ${filename}${hint === undefined ? "" : ` (${hint})`}: ${
-      error === undefined ? reason(failure) : databaseWords(error)
-    }. Nothing in it was changed.`
-  )
+  const words = error === undefined ? reason(failure) : databaseWords(error)
+  const hinted = hint === undefined ? "" : ` (${hint})`
+  return new Error(`Cannot use the database ${filename}${hinted}: ${words}. Nothing in it was changed.`)
 }
