@@ -7,9 +7,6 @@ const maxExcerpt = 64
 export const excerpt = (text: string, max: number = maxExcerpt): string =>
   text.length <= max ? text : `${text.slice(0, max)}…`
 
-// A parsed JSON body or nothing: no value here that JSON cannot write.
-const formatValue = (value: unknown): string => JSON.stringify(value) ?? "undefined"
-
 const valueAt = (input: unknown, keys: ReadonlyArray<PropertyKey>): unknown =>
   keys.reduce<unknown>((value, key) => (value as Record<PropertyKey, unknown> | null | undefined)?.[key], input)
 
@@ -20,7 +17,7 @@ export const describeIssue = (issue: SchemaIssue.Issue, subject: string, input?:
   const { message, path = [] } = firstIssue(issue).issues[0] ?? { message: "is invalid" }
   const keys = path.map((key) => typeof key === "object" ? key.key : key)
   const where = keys.length === 0 ? subject : keys.map((key) => excerpt(String(key))).join(".")
-  // A value of the wrong type, where the schema words no rule, is shown as it came.
-  const actual = /^Expected \w+$/.test(message) ? `, actual ${formatValue(valueAt(input, keys))}` : ""
+  // A value of the wrong type, where the schema words no rule, is shown as it came (a parsed JSON body, or nothing).
+  const actual = /^Expected \w+$/.test(message) ? `, actual ${JSON.stringify(valueAt(input, keys)) ?? "undefined"}` : ""
   return `${where}: ${excerpt(message + actual, 4 * maxExcerpt)}`
 }

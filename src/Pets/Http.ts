@@ -110,8 +110,7 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
 /** getPet's sunset policy: `Deprecation`, `Sunset` and the replacement's `Link` on each answer; 410 from the sunset. */
 export const SunsetPolicyLive = Layer.effect(
   SunsetPolicy,
-  Effect.gen(function*() {
-    const { publicBaseUrl } = yield* AppConfig
+  AppConfig.useSync(({ publicBaseUrl }) => {
     const headers = getPetSunsetHeaders(publicBaseUrl)
     const removed = new Gone({
       code: "endpoint_removed",
