@@ -30,7 +30,7 @@ export class ApiKeyAlreadyRevoked extends Data.TaggedError("ApiKeyAlreadyRevoked
   }
 }
 
-type KeyHolder = CurrentCaller["Service"]
+type FoundKey = { readonly holder: Option.Option<CurrentCaller["Service"]>; readonly until: number }
 
 /** A new key: the environment's prefix and 256 random bits; its first 12 characters are shown to people. */
 const generateKey = (environment: Environment) => {
@@ -48,10 +48,7 @@ export class ApiKeys extends Context.Service<ApiKeys>()("petstore/ApiKeys", {
     const { environment } = yield* AppConfig
     const sql = yield* SqlClient.SqlClient
     const columns = sql.literal("id, name, prefix, created_at, revoked_at")
-    const recentlyFound = new RecentMap<{ readonly holder: Option.Option<KeyHolder>; readonly until: number }>(
-      10_000,
-      (entry, now) => entry.until <= now
-    )
+    const recentlyFound = new RecentMap<FoundKey>(10_000, (entry, now) => entry.until <= now)
     return {
       create: (name: string) => {
         const { key, prefix } = generateKey(environment)
