@@ -12,7 +12,7 @@ export const makeInMemoryPetRepository = Effect.gen(function*() {
       const pet: Pet = { id: lastId + 1, ...newPet }
       return [pet, { lastId: pet.id, pets: [...pets, pet] }]
     })
-  const repository: PetRepository["Service"] = {
+  return {
     create,
     reserve: (scope, abandonedAfterMillis) =>
       Effect.map(Clock.currentTimeMillis, (now): Reservation => {
@@ -51,6 +51,5 @@ export const makeInMemoryPetRepository = Effect.gen(function*() {
         return { pets: matching.slice(0, limit), hasMore: matching.length > limit }
       }),
     readiness: Effect.succeed("ready")
-  }
-  return repository
+  } satisfies PetRepository["Service"]
 })

@@ -15,8 +15,7 @@ export const purgeExpiredKeys = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   ).pipe(Effect.ignoreCause({ log: "Debug" }), Effect.repeat(Schedule.spaced("1 minute")), Effect.forkScoped))
 
 /** Both engines alike; a reservation is one statement (insert or take over): two racing for a key cannot both win. */
-export const makeSqlPetRepository = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
+export const makeSqlPetRepository = Effect.map(SqlClient.SqlClient, (sql) => {
   // The replay answers the pet as the create did: the same columns, from the joined row.
   const replayColumns = sql.literal(petColumnNames.map((name) => `p.${name}`).join(", "))
   // The statements most requests make, written once with the dialect's placeholders, not compiled at every call.
@@ -65,7 +64,7 @@ export const makeSqlPetRepository = Effect.gen(function*() {
     for (let i = 0; i < rows.length && i < limit; i++) pets.push(petFromRow(rows[i]))
     return { pets, hasMore: rows.length > limit }
   }
-  const repository: PetRepository["Service"] = {
+  return {
     create: (pet) => unavailableOrDie(insertPet(pet)),
     reserve: (scope, abandonedAfterMillis) =>
       unavailableOrDie(Effect.flatMap(Clock.currentTimeMillis, (now) => reserve(scope, now, abandonedAfterMillis))),
@@ -109,6 +108,5 @@ export const makeSqlPetRepository = Effect.gen(function*() {
           (error) => Effect.succeed(toUnavailable(error)?.reason === "busy" ? "unavailable" : "unusable")
         )
     }).pipe(Effect.catchCause(() => Effect.succeed<Readiness>("unavailable")))
-  }
-  return repository
+  } satisfies PetRepository["Service"]
 })
