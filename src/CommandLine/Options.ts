@@ -2,8 +2,6 @@ import { Effect } from "effect"
 import { Argument, CliError, Flag } from "effect/cli"
 import { isHttpUrl } from "../Config/AppConfig.js"
 
-/** The command lines' options and arguments, checked with messages that name the field and the rule. */
-
 const excerpt = (value: string) => JSON.stringify(value.length > 20 ? `${value.slice(0, 20)}…` : value)
 
 /** The value when `valid`, else the error `field: rule (got "value")`. */

@@ -1,6 +1,5 @@
 import { Pet } from "../Domain/Pet.js"
 
-/** The table's columns: every field of the Pet schema, in its order, headed by its name in the JSON. */
 const fields = Object.keys(Pet.fields) as ReadonlyArray<keyof Pet>
 
 /** A field's value in a cell: `-` when absent or empty, a list's items joined by commas. */
@@ -15,10 +14,7 @@ const cell = (value: unknown): string =>
 
 /** Pets as the command line prints them without `--json`: a header line, then a line per pet, in aligned columns. */
 export const petTable = (pets: ReadonlyArray<Pet>): string => {
-  const rows: ReadonlyArray<ReadonlyArray<string>> = [
-    fields,
-    ...pets.map((pet) => fields.map((field) => cell(pet[field])))
-  ]
+  const rows = [fields, ...pets.map((pet) => fields.map((field) => cell(pet[field])))]
   const widths = fields.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
   return rows.map((row) => row.map((text, column) => text.padEnd(widths[column]!)).join("  ").trimEnd()).join("\n")
 }

@@ -59,11 +59,6 @@ const environment = Layer.mergeAll(
 
 const oneLine = (text: string) => text.replace(/\s+/g, " ").trim()
 
-const firstIssue = (issue: SchemaIssue.Issue) =>
-  SchemaIssue.makeFormatterStandardSchemaV1({
-    leafHook: (leaf) => leaf._tag === "MissingKey" ? "must be set" : SchemaIssue.defaultLeafHook(leaf)
-  })(issue).issues[0]
-
 // A missing option worded as the command lines have always said it.
 const describeCliError = (error: CliError.CliError): string =>
   error._tag === "ShowHelp"
@@ -78,7 +73,9 @@ export const describeFailure = (error: unknown, fields: Readonly<Record<string, 
   // Named by the variable, not by an option.
   if (error instanceof Config.ConfigError) return describeFailure(error.cause, {})
   if (Schema.isSchemaError(error)) {
-    const issue = firstIssue(error.issue)
+    const issue = SchemaIssue.makeFormatterStandardSchemaV1({
+      leafHook: (leaf) => leaf._tag === "MissingKey" ? "must be set" : SchemaIssue.defaultLeafHook(leaf)
+    })(error.issue).issues[0]
     if (issue === undefined) return oneLine(error.message)
     const [head, ...within] = issue.path ?? []
     if (head === undefined) return issue.message

@@ -166,7 +166,6 @@ export const copy = (from: Store, to: Store) => {
     const source = yield* connect(from, { role: "source", mode: "read" })
     yield* onSource(requireKnownVersion(source, from, "source"))
     created.file = to.engine === "sqlite" && !existsSync(to.filename)
-    // On PostgreSQL, a session of its own whose client COPY runs on.
     const session = to.engine === "postgres" ? yield* onTarget(openSession(to.url)) : undefined
     const target = session?.sql ?? (yield* connect(to, { role: "target", mode: "create" }))
     created.tables = yield* onTarget(prepareTarget(target, to))

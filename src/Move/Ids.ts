@@ -74,7 +74,6 @@ export const raiseNextIds = (sql: SqlClient.SqlClient, above: (table: SequencedT
       })))
   })
 
-/** `db restore-ids --above N`: every id sequence of the store set above N. */
 export const restoreIds = (store: Store, above: number) =>
   !Number.isSafeInteger(above) || above < 0
     ? Effect.fail(new MoveError({ message: `--above: must be an id, 0 or more (got ${above})` }))

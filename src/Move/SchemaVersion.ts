@@ -7,12 +7,10 @@ import { countRows } from "./Tables.js"
 
 export const migrationsTable = "effect_sql_migrations"
 
-/** The schema version this build's migrations give either engine: the highest migration id. */
 export const knownVersion: Effect.Effect<number> = Effect.orDie(
   Effect.map(migrations, (all) => Math.max(0, ...all.map(([id]) => id)))
 )
 
-/** The tables in the store's schema (PostgreSQL: the connection's current schema). */
 export const tablesOf = (sql: SqlClient.SqlClient): Effect.Effect<ReadonlySet<string>, unknown> =>
   Effect.map(
     sql.onDialectOrElse({
@@ -22,7 +20,6 @@ export const tablesOf = (sql: SqlClient.SqlClient): Effect.Effect<ReadonlySet<st
     (rows) => new Set(rows.map(({ name }) => name))
   )
 
-/** The store's schema version (its highest applied migration), or none when the service never migrated it. */
 export const versionOf = (sql: SqlClient.SqlClient): Effect.Effect<Option.Option<number>, unknown> =>
   Effect.flatMap(tablesOf(sql), (tables) =>
     tables.has(migrationsTable)
@@ -40,7 +37,6 @@ export const requireVersion = (sql: SqlClient.SqlClient, store: Store, role: str
       })
     ))
 
-/** Refuses a store whose schema is not the one this build's migrations make, naming both versions. */
 export const requireKnownVersion = (sql: SqlClient.SqlClient, store: Store, role: string) =>
   Effect.gen(function*() {
     const known = yield* knownVersion

@@ -145,7 +145,6 @@ export const checksums = (
     return sums
   })
 
-/** The per-table comparison, as the table the command prints, and the tables whose count or checksum differ. */
 export const compare = (source: ReadonlyMap<string, Checksum>, target: ReadonlyMap<string, Checksum>) => {
   const row = (cells: ReadonlyArray<string>) =>
     cells.map((cell, i) => (i === 0 ? cell.padEnd(18) : cell.padStart(i < 3 ? 12 : 18))).join("  ")
