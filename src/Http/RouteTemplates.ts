@@ -2,7 +2,6 @@ import type { HttpRouter } from "effect/http"
 import { requestDurationOf } from "../Observability/Metrics.js"
 import { routes } from "./Routes.js"
 
-/** A request's route template (`/v1/pets/{petId}`, `unmatched`) and its duration's series by status. */
 type RouteLabels = { readonly route: string; readonly recordDuration: (status: number, seconds: number) => void }
 
 export const unmatchedRoute = "unmatched"
