@@ -1,4 +1,4 @@
-import { Cause, Effect, Layer, Option, Predicate, Schedule } from "effect"
+import { Cause, Effect, Layer, Option, Predicate, Result, Schedule } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError, UnknownError } from "effect/sql/SqlError"
@@ -62,13 +62,7 @@ const checkIntact = (sql: SqlClient.SqlClient) =>
     return Effect.fail(sqlError(UnknownError, message, "quick_check", cause))
   })
 
-const statOf = (filename: string) => {
-  try {
-    return statSync(filename)
-  } catch {
-    return undefined
-  }
-}
+const statOf = (filename: string) => Result.getOrUndefined(Result.try(() => statSync(filename)))
 
 /** Deleted, renamed or replaced, the open file would take writes no later start reads: refused from then on (503). */
 const watchFile = (filename: string, onLost: (reason: string) => void) => {
