@@ -1,4 +1,4 @@
-import { Option } from "effect"
+import { Option, Record } from "effect"
 import { NewPet } from "../Domain/Pet.js"
 
 /** The option that sets each field of `NewPet`, its name in kebab case: an error about the field names it. */
@@ -13,11 +13,5 @@ export type NewPetOptions = {
 }
 
 /** The new pet `pets create` sends; an optional field left out when not given. */
-export const newPetFromOptions = (options: NewPetOptions): NewPet => {
-  const pet: Record<string, unknown> = {}
-  for (const [field, value] of Object.entries(options) as Array<[string, unknown]>) {
-    if (!Option.isOption(value)) pet[field] = value
-    else if (Option.isSome(value)) pet[field] = value.value
-  }
-  return pet as NewPet
-}
+export const newPetFromOptions = (options: NewPetOptions): NewPet =>
+  Record.getSomes(Record.map(options, (value) => (Option.isOption(value) ? value : Option.some(value)))) as NewPet
