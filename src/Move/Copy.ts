@@ -171,11 +171,9 @@ export const copy = (from: Store, to: Store) => {
     created.tables = yield* onTarget(prepareTarget(target, to))
     const sides = [{ sql: source, store: from }, { sql: target, store: to }] as const
     const copiedTables = yield* columnsOnBothSides(...sides, "copied")
-
     // Writes that passed the check just before the flag was set reach the source before the snapshot.
     const since = yield* onSource(readOnlySince(source))
     if (Option.isSome(since)) yield* settled(since.value)
-
     // A lost connection fails the rollback too, which `effect/sql` makes a defect: caught back into a failure.
     const [took, snapshot] = yield* target.withTransaction(fillTarget(...sides, session, copiedTables)).pipe(
       Effect.catchDefect(Effect.fail),
@@ -185,7 +183,6 @@ export const copy = (from: Store, to: Store) => {
       onSource,
       Effect.timed
     )
-
     // Writes after the snapshot are not on the target: fine for a rehearsal, a lost write at a switch.
     const [countsNow, nextNow] = yield* onSource(sourceState(source))
     const changed = tables.flatMap((table, i) =>

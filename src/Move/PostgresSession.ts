@@ -86,7 +86,6 @@ export const openSession = (url: string) =>
       if (pid != null) abandonedBackends.set(url, (abandonedBackends.get(url) ?? new Set()).add(pid))
       client.connection.stream.destroy()
     }
-
     // Own timers, not `Effect.timeout`: a `ROLLBACK` runs in a finalizer, which an Effect timeout cannot interrupt.
     const bounded = <A>(operation: "connect" | "execute", start: () => Promise<A>) =>
       Effect.callback<A, SqlError>((resume) => {
@@ -109,7 +108,6 @@ export const openSession = (url: string) =>
         })
       })
     const answer = <A>(start: () => Promise<A>) => bounded("execute", start)
-
     // Interruptible, unlike an acquisition's default: a connection given up on is closed at once.
     yield* Effect.acquireRelease(
       Effect.interruptible(bounded("connect", () => client.connect())),
@@ -125,7 +123,6 @@ export const openSession = (url: string) =>
           else done()
         })
     )
-
     const query = (text: string, params: ReadonlyArray<unknown>, rowMode?: "array") =>
       answer(() => client.query({ text, values: [...params], rowMode } as Pg.QueryConfig))
     const execute: Connection["execute"] = (text, params, transform = identity) =>
