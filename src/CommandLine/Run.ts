@@ -22,18 +22,6 @@ import { summarizeCause } from "../Observability/CauseSummary.js"
 /** Colours only on a terminal, and never with NO_COLOR set (https://no-color.org). */
 const colours = process.stdout.isTTY === true && (process.env["NO_COLOR"] ?? "") === ""
 
-const formatter = CliOutput.defaultFormatter({ colors: colours })
-
-/** Help, and the version alone as `--version` has always printed it; a mistaken invocation's error is `run`'s line. */
-const presenter: CliOutput.Presenter = {
-  present: (event) =>
-    event._tag === "Help"
-      ? Console.log(formatter.formatHelpDoc(event.helpDoc))
-      : event._tag === "Version"
-      ? Console.log(event.version)
-      : Effect.void
-}
-
 const unused = Effect.die(new Error("not available to this command line"))
 
 // What `effect/cli` runs with, where a platform package would give it: the arguments; the rest, for prompts, refuses.
@@ -54,7 +42,15 @@ const environment = Layer.mergeAll(
   ),
   Layer.succeed(ChildProcessSpawner.ChildProcessSpawner, ChildProcessSpawner.make(() => unused)),
   CliConfig.layer({ builtIns: GlobalFlag.BuiltIns.filter((flag) => flag !== GlobalFlag.Wizard) }),
-  CliOutput.layerPresenter(presenter)
+  // Help, and the version alone as `--version` has always printed it; a mistaken invocation's error is `run`'s line.
+  CliOutput.layerPresenter({
+    present: (event) =>
+      event._tag === "Help"
+        ? Console.log(CliOutput.defaultFormatter({ colors: colours }).formatHelpDoc(event.helpDoc))
+        : event._tag === "Version"
+        ? Console.log(event.version)
+        : Effect.void
+  })
 )
 
 const oneLine = (text: string) => text.replace(/\s+/g, " ").trim()

@@ -6,8 +6,7 @@ import { choiceOption, integerArgument, integerOption, switchOption, urlOption }
 import { petTable } from "../CommandLine/PetTable.js"
 import { run } from "../CommandLine/Run.js"
 import { httpUrl } from "../Config/AppConfig.js"
-import type { Pet } from "../Domain/Pet.js"
-import { PetStatus } from "../Domain/Pet.js"
+import { type Pet, PetStatus } from "../Domain/Pet.js"
 
 const statusOption = choiceOption("status", PetStatus.literals).pipe(
   Flag.withDescription("Only animals with this status: available, pending or sold"),
