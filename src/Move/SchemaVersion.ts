@@ -48,7 +48,6 @@ export const requireKnownVersion = (sql: SqlClient.SqlClient, store: Store, role
         }`
       })
     }
-    return known
   })
 
 /** Waits until every instance has seen read-only mode turned on at `since` (`settleMillis`). */
