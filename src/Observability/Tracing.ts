@@ -55,10 +55,7 @@ const originMicros = Math.round(performance.timeOrigin * 1000)
 let second = -1
 let secondText = ""
 
-/**
- * A `performance.now()` time as OTLP's nanoseconds since the epoch, to the microsecond: the second's digits written
- * once a second (a 16-digit number written whole costs as much as the rest of a span's conversion).
- */
+/** A `performance.now()` time as OTLP's epoch nanoseconds, to the µs; a 16-digit number written whole is slow. */
 const unixNanos = (time: number) => {
   const micros = originMicros + Math.round(time * 1000)
   const seconds = Math.floor(micros / 1e6)

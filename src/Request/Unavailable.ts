@@ -45,10 +45,7 @@ export const orUnavailable = <A, E, R>(self: Effect.Effect<A, E, R>) =>
     )
   })
 
-/**
- * `self`, a store call of the current request, counted as a wait on the database while it runs:
- * a deadline passing meanwhile is answered `database_unavailable` (`Http/RequestDeadline.ts`).
- */
+/** `self` counted as a wait on the database: a deadline passing meanwhile answers `database_unavailable`. */
 export const waitingOnDatabase = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) => {
     const current = fiber.getRef(CurrentRequest)
