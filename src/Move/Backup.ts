@@ -1,4 +1,4 @@
-import { Console, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
 import type { SqlClient } from "effect/sql"
 import { isSqlError } from "effect/sql/SqlError"
 import * as fs from "node:fs"
@@ -195,7 +195,7 @@ export const restore = (store: Store, backupFile: string, options: { readonly id
     }))
     const seconds = (performance.now() - startedAt) / 1000
     const ids = warning === undefined ? "above every id the replaced file handed out" : "the backup's own"
-    if (warning !== undefined) yield* Console.error(`warning: ${warning}`)
+    if (warning !== undefined) process.stderr.write(`warning: ${warning}\n`)
     return `restored ${target} from ${backupFile} in ${seconds.toFixed(1)} s (integrity check ok; ` +
       `${counts.join(", ")}); next ids ${next.map((id) => `${id.name} ${id.next}`).join(", ")}, ${ids}`
   }).pipe(Effect.scoped, removingOnFailure(copy))

@@ -1,4 +1,4 @@
-import { Cause, Console, Duration, Effect, Fiber, Option } from "effect"
+import { Cause, Duration, Effect, Fiber, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { existsSync } from "node:fs"
 import { resolve } from "node:path"
@@ -196,15 +196,15 @@ export const copy = (from: Store, to: Store) => {
           "an instance did not see the flag, and the target misses them; copy again into an empty target"
       })
     }
-    const note = `note: the source took writes after the snapshot (${what}); they are not on the target. ` +
-      "Turn read-only on (npm run db -- read-only on) before the copy that precedes a switch"
-    if (wrote) yield* Console.error(note)
-    return [
+    const lines = [
       ...snapshot.comparison.lines,
       `copied ${snapshot.copied.rows} rows from ${engineName(from)} ${from.label} to ${engineName(to)} ${to.label} ` +
       `and verified them in ${Duration.toSeconds(took).toFixed(1)} s ` +
       `(copy ${snapshot.copied.seconds.toFixed(1)} s, verify ${snapshot.verified.seconds.toFixed(1)} s); ` +
       snapshot.nextIds.join(", ")
     ]
+    const note = `note: the source took writes after the snapshot (${what}); they are not on the target. ` +
+      "Turn read-only on (npm run db -- read-only on) before the copy that precedes a switch"
+    return { lines, note: wrote ? note : undefined }
   }).pipe(Effect.scoped, Effect.onError((cause) => cleanUp(to, created, cause)))
 }

@@ -11,6 +11,8 @@ import { readOnly, status } from "../Move/SchemaVersion.js"
 import { defaultStore, interruption, MoveError, parseStore, passwordOf, type Store } from "../Move/Store.js"
 import { verify } from "../Move/Verify.js"
 
+const warn = (line: string) => Effect.sync(() => process.stderr.write(`${line}\n`))
+
 /** A side of a move, or the name of an environment variable holding it, which keeps a password out of ps and history. */
 const sideOptions = (name: string, description: string) => ({
   value: Flag.String(name).pipe(Flag.withDescription(description), Flag.optional),
@@ -31,7 +33,7 @@ const resolveSide = (name: string, side: Side, fallback?: Effect.Effect<Store, u
       parseStore(side.value.value, `--${name}`),
       (store) =>
         store.engine === "postgres" && passwordOf(store.url) !== ""
-          ? Console.error(
+          ? warn(
             `warning: --${name} holds a password, which other users see in ps while the command runs and the shell's ` +
               `history keeps; put the URL in an environment variable and give its name with --${name}-env`
           )
@@ -85,7 +87,9 @@ const onDatabase = <const Config extends Command.Command.Config>(
 const copyCommand = Command.make("copy", { from, to }, (options) =>
   Effect.gen(function*() {
     const source = yield* resolveSide("from", options.from)
-    yield* Console.log((yield* copy(source, yield* resolveSide("to", options.to))).join("\n"))
+    const { lines, note } = yield* copy(source, yield* resolveSide("to", options.to))
+    yield* Console.log(lines.join("\n"))
+    if (note !== undefined) yield* warn(note)
   })).pipe(Command.withDescription(
     "Copy everything the service keeps into an empty database, built from this build's migrations, and verify it"
   ))
