@@ -32,9 +32,11 @@ export class ApiKeyAlreadyRevoked extends Data.TaggedError("ApiKeyAlreadyRevoked
 
 type FoundKey = { readonly holder: Option.Option<CurrentCaller["Service"]>; readonly until: number }
 
+const environmentPrefix: Record<Environment, string> = { production: "ps_live_", staging: "ps_test_" }
+
 /** A new key: the environment's prefix and 256 random bits; its first 12 characters are shown to people. */
 const generateKey = (environment: Environment) => {
-  const key = (environment === "production" ? "ps_live_" : "ps_test_") + randomBytes(32).toString("base64url")
+  const key = environmentPrefix[environment] + randomBytes(32).toString("base64url")
   return { key, prefix: key.slice(0, 12) }
 }
 
