@@ -16,6 +16,7 @@ export const Readiness = Schema.Struct({
   })
 }).annotate({ identifier: "Readiness", description: "The instance is ready; the database's own state beside it." })
 
+/** Probes for process supervisors and load balancers; they need no API key. */
 export class HealthApi extends HttpApiGroup.make("health")
   .add(
     HttpApiEndpoint.get("livez", "/livez", { success: Health, error: errorBodies.InternalError })

@@ -51,6 +51,7 @@ export const createPetStoreClient = (options: PromiseClientOptions) => {
     createPet: (...args: Parameters<Service["createPet"]>) => run((client) => client.createPet(...args)),
     /** @deprecated Removed on 5 December 2030: use `listPets` or `listAll` with `status`. */
     getPet: (petId: number) => run((client) => client.getPet(petId)),
+    /** Releases the client's resources. */
     close: () => runtime.dispose()
   }
 }

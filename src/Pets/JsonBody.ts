@@ -51,7 +51,7 @@ const readText = (request: HttpServerRequest.HttpServerRequest) => {
 
 const decodeNewPet = SchemaParser.decodeUnknownResult(NewPet, { ...newPetParseOptions, errors: "first" })
 
-/** 415, 413 past 64 KiB, else 400; not HttpApi's decoding, which answers 415 with its own body and parses any depth. */
+/** 415 unless JSON, 413 past 64 KiB, 400 unless a NewPet; not HttpApi's decoding (its own 415 body, any depth parsed). */
 export const readNewPet = Effect.flatMap(
   HttpServerRequest.HttpServerRequest,
   (request): Effect.Effect<NewPet, UnsupportedMediaType | PayloadTooLarge | BadRequest> => {

@@ -59,6 +59,7 @@ const writable = (sql: SqlClient.SqlClient) =>
 const sqlErrorOf = (exit: Exit.Exit<unknown, unknown>): SqlError | undefined =>
   Option.getOrUndefined(Option.filter(Exit.findErrorOption(exit), isSqlError))
 
+/** While PostgreSQL is not answering, a checkout that another is already trying for. */
 const notAnswering = () =>
   Effect.fail(
     connectionError("PostgreSQL is not answering; one connection at a time is tried until it does", "connect")
