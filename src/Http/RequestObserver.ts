@@ -29,9 +29,7 @@ const statusOf = (exit: Exit.Exit<HttpServerResponse.HttpServerResponse, unknown
 export const makeRequestObserver = ({ clientAddress, ended, metrics, tracing }: {
   readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => ClientAddress
   readonly metrics: boolean
-  readonly tracing:
-    | { readonly sample: Sampler; readonly tracer: Tracer.Tracer }
-    | undefined
+  readonly tracing: { readonly sample: Sampler; readonly tracer: Tracer.Tracer } | undefined
   readonly ended?: ((record: RequestRecord, route: string, status: number) => void) | undefined
 }) => {
   const routeOf = makeRouteLabels(metrics)

@@ -12,13 +12,11 @@ import {
   Tracer,
   Version
 } from "effect"
-import { identity } from "effect/Function"
 import { FetchHttpClient, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
 import { OtlpResource, OtlpSerialization, type OtlpTracer } from "effect/observability"
 import { readAtScrape } from "./Metrics.js"
 import { ObservabilityConfig, type Tracing } from "./ObservabilityConfig.js"
 
-type SpanOptions = Parameters<Tracer.Tracer["span"]>[0]
 type OtlpSpan = OtlpTracer.TraceData["resourceSpans"][number]["scopeSpans"][number]["spans"][number]
 
 /** A span the export could not hold, and the work below it: W3C's invalid ids (no trace named), never exported. */
@@ -50,7 +48,6 @@ const transparent = (span: Tracer.Span): Tracer.Span => ({
   sampled: span.sampled
 })
 
-// Read once: `performance.timeOrigin` is a property read through to the runtime on every use.
 const originMicros = Math.round(performance.timeOrigin * 1000)
 let second = -1
 let secondText = ""
@@ -77,7 +74,7 @@ class ExportedSpan extends Tracer.NativeSpan {
   private readonly startedAt = performance.now()
   private endedAt = 0
 
-  constructor(options: SpanOptions, private readonly ended: (span: ExportedSpan) => void) {
+  constructor(options: Parameters<Tracer.Tracer["span"]>[0], private readonly ended: (span: ExportedSpan) => void) {
     super(options)
   }
 
@@ -358,7 +355,7 @@ export const startChildSpan = (fiber: Fiber.Fiber<unknown, unknown>, name: strin
 export const inSampledSpan = (
   name: string,
   attributes: Readonly<Record<string, unknown>>,
-  exitOf: (exit: Exit.Exit<unknown, unknown>) => Exit.Exit<unknown, unknown> = identity
+  exitOf: (exit: Exit.Exit<unknown, unknown>) => Exit.Exit<unknown, unknown> = (exit) => exit
 ) => {
   const entries = Object.entries(attributes)
   return <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
