@@ -4,7 +4,7 @@ import { Context, Effect, Metric, type Scope } from "effect"
 export const defaultRegistry: Context.Context<never> = Context.empty()
 
 /** `series` in the registry now, at 0 (one that first appears with its first event is one whose `rate()` misses it). */
-export const exported = (series: Metric.Metric<number, unknown>): (value: number) => void => {
+export const registered = (series: Metric.Metric<number, unknown>): (value: number) => void => {
   series.valueUnsafe(defaultRegistry)
   return (value) => series.updateUnsafe(value, defaultRegistry)
 }
@@ -16,7 +16,7 @@ const durationBoundaries = Metric.boundariesFromIterable(
 
 /** A metric per series, not `Metric.withAttributes` ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)). */
 export const requestDurationOf = (method: string, route: string, status: number): (seconds: number) => void =>
-  exported(Metric.histogram("http_server_request_duration_seconds", {
+  registered(Metric.histogram("http_server_request_duration_seconds", {
     description: "Duration of HTTP server requests, by method, route template and status code",
     boundaries: durationBoundaries,
     attributes: { http_request_method: method, http_route: route, http_response_status_code: String(status) }
@@ -32,7 +32,7 @@ const statementBoundaries = Metric.boundariesFromIterable(
 )
 
 const counterOf = (name: string, description: string, attributes?: Record<string, string>): () => void => {
-  const add = exported(Metric.counter(name, { description, incremental: true, ...(attributes && { attributes }) }))
+  const add = registered(Metric.counter(name, { description, incremental: true, ...(attributes && { attributes }) }))
   return () => add(1)
 }
 

@@ -3,7 +3,7 @@ import { PrometheusMetrics } from "effect/observability"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { defaultRegistry, exported, readAtScrape } from "./Metrics.js"
+import { defaultRegistry, readAtScrape, registered } from "./Metrics.js"
 
 /** Set in the workers' environment: the folder where each worker serves its metrics on a socket. */
 export const metricsFolderVariable = "PETSTORE_METRICS_FOLDER"
@@ -24,7 +24,7 @@ const processMetrics = Effect.gen(function*() {
     const { system, user } = process.cpuUsage()
     return (user + system) / 1e6
   })
-  const recordDelay = exported(eventLoopDelay)
+  const recordDelay = registered(eventLoopDelay)
   yield* Effect.timed(Effect.sleep(100)).pipe(
     Effect.map(([took]) => recordDelay(Math.max(0, Duration.toSeconds(took) - 0.1))),
     Effect.forever,
