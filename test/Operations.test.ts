@@ -7,6 +7,7 @@ import { PetStoreApi } from "../src/Api.js"
 import { InFlightRequests } from "../src/Http/InFlightRequests.js"
 import { PetRepository, type Readiness } from "../src/Pets/PetRepository.js"
 import { answeredOrWaiting, createKey, makeTestServer, publicBaseUrl, send, TestServer } from "./support/TestServer.js"
+import { waitForEffect } from "./support/WaitFor.js"
 
 const storeWhoseReadinessIs = (readiness: Readiness) =>
   Layer.effect(
@@ -240,8 +241,10 @@ describe("served beside the API", () => {
       // A path no route serves is refused by nothing: it is answered 404 as always.
       expect((yield* send("GET", "/nowhere")).status).toBe(404)
       // Each answer carries its route's label, the stop's 503s included. The log's lines are
-      // written at the next turn of the event loop.
-      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      // written in batches, within 50 ms.
+      yield* waitForEffect(Effect.sync(() => lines.join("").includes(`"path":"/nowhere"`)), {
+        what: "the last request's log line"
+      })
       const logged = lines.join("").trim().split("\n").map((line) => JSON.parse(line).annotations)
       expect(logged.filter(({ status }) => status === 503).map(({ route }) => route)).toEqual(["/readyz", "/livez"])
       expect(logged.at(-1)).toMatchObject({ path: "/nowhere", route: "unmatched", status: 404 })

@@ -12,6 +12,7 @@ import { ObservabilityConfig } from "../src/Observability/ObservabilityConfig.js
 import { Cursors } from "../src/Pets/Cursors.js"
 import { PetRepository } from "../src/Pets/PetRepository.js"
 import { createKey, makeTestServer, send } from "./support/TestServer.js"
+import { waitForEffect } from "./support/WaitFor.js"
 
 /** The router, noting every route added to it (the router itself lists none). */
 const recordingRouter = (registered: Array<{ readonly method: string; readonly path: string }>) =>
@@ -74,8 +75,10 @@ describe("routes, read from the API definition", () => {
         yield* send("GET", "/v1/pets;x", { key })
       ]
       expect(sent.map(({ status }) => status)).toEqual([404, 201, 200, 200, 405, 404])
-      // The log's lines are written at the next turn of the event loop.
-      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      // The log's lines are written in batches, within 50 ms.
+      yield* waitForEffect(Effect.sync(() => lines.join("").includes(`"path":"/v1/pets;x"`)), {
+        what: "the last request's log line"
+      })
       const logged = lines.join("").trim().split("\n").map((line) => JSON.parse(line).annotations)
       expect(logged.map(({ method, route }) => `${method} ${route}`)).toEqual([
         "GET /v1/pets/{petId}",

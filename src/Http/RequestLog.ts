@@ -5,29 +5,32 @@ import { pathOf } from "./Routes.js"
 export class RequestLines extends Context.Service<RequestLines, { readonly add: (line: string) => void }>()(
   "petstore/RequestLines"
 ) {
-  /** Lines to `write` once per turn of the event loop, not per request (under load, most of what logging costs). */
+  /** Lines to `write` held at most 50 ms or 64 KiB; the rest at the release or on `exit` (fatal error, late stop). */
   static readonly layer = (write: (chunk: string) => void) =>
-    Layer.effect(
-      RequestLines,
-      Effect.gen(function*() {
-        let buffer = ""
-        const flush = () => {
-          const chunk = buffer
-          buffer = ""
-          if (chunk !== "") write(chunk)
+    Layer.effect(RequestLines)(Effect.gen(function*() {
+      let buffer = ""
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const flush = () => {
+        clearTimeout(timer)
+        timer = undefined
+        if (buffer !== "") write(buffer)
+        buffer = ""
+      }
+      process.on("exit", flush)
+      yield* Effect.addFinalizer(() =>
+        Effect.andThen(Effect.sync(() => process.off("exit", flush)), Effect.sync(flush))
+      )
+      return {
+        add: (line: string) => {
+          buffer += line + "\n"
+          if (buffer.length > 64 * 1024) flush()
+          else timer ??= setTimeout(flush, 50).unref()
         }
-        yield* Effect.addFinalizer(() => Effect.sync(flush))
-        return {
-          add: (line: string) => {
-            if (buffer === "") setImmediate(flush)
-            buffer += line + "\n"
-            if (buffer.length > 64 * 1024) flush()
-          }
-        }
-      })
-    )
+      }
+    }))
 
-  static readonly Stdout = RequestLines.layer((chunk) => process.stdout.write(chunk))
+  /** Synchronous in Bun, waiting out a full pipe: what `exit` flushes is written; `process.stdout.write` queues. */
+  static readonly Stdout = RequestLines.layer((chunk) => console.log(chunk.slice(0, -1)))
 }
 
 /** A JSON line, no header or query; not `Logger` ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)). */
@@ -35,10 +38,7 @@ export const makeRequestLog = (log: (line: string) => void) => {
   let lastMillis = -1
   let lastTimestamp = ""
   const timestampAt = (millis: number) => {
-    if (millis !== lastMillis) {
-      lastMillis = millis
-      lastTimestamp = new Date(millis).toISOString()
-    }
+    if (millis !== lastMillis) [lastMillis, lastTimestamp] = [millis, new Date(millis).toISOString()]
     return lastTimestamp
   }
   return (record: RequestRecord, route: string, status: number): void => {
