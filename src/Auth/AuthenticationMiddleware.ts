@@ -11,7 +11,7 @@ import { CurrentRequest, noteResponseHeaders, type RequestRecord } from "../Requ
 import { errorResponse } from "../Request/ErrorResponse.js"
 import { orUnavailable } from "../Request/Unavailable.js"
 import { ApiKeys, hashKey } from "./ApiKeys.js"
-import { makeRateLimitHeaders, RateLimiter, type RateLimitPolicy } from "./RateLimiter.js"
+import { RateLimiter, rateLimitHeaders, type RateLimitPolicy } from "./RateLimiter.js"
 
 const bearer = /^bearer +([\x21-\x7e]+) *$/i
 
@@ -72,7 +72,6 @@ export const AuthenticationLive = Layer.effect(
     const countTooManyFailures = rateLimitedCounter(failedAuthentication.name)
     const countFailure = new Map(codesOf(Unauthorized).map((code) => [code, failedAuthenticationCounter(code)]))
     const clientAddressOf = makeClientAddress(trustedProxies)
-    const rateLimitHeaders = makeRateLimitHeaders()
     const refuse = (client: ClientAddress, { code, response }: ReturnType<typeof refusal>) =>
       Effect.flatMap(limiter.take(failedAuthentication, client.limitedAs), (decision) => {
         if (!decision.allowed) {

@@ -31,20 +31,11 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   static readonly InMemoryShare = (workers: number) =>
     Layer.sync(RateLimiter, () => {
       const whole = makeInMemory()
-      // One share per policy, made once, so that its headers are made once too.
-      const shares = new Map<RateLimitPolicy, RateLimitPolicy>()
-      const share = (policy: RateLimitPolicy) => {
-        let shared = shares.get(policy)
-        if (shared === undefined) {
-          shared = {
-            ...policy,
-            perSecond: policy.perSecond / workers,
-            burst: Math.max(1, Math.floor(policy.burst / workers))
-          }
-          shares.set(policy, shared)
-        }
-        return shared
-      }
+      const share = (policy: RateLimitPolicy): RateLimitPolicy => ({
+        ...policy,
+        perSecond: policy.perSecond / workers,
+        burst: Math.max(1, Math.floor(policy.burst / workers))
+      })
       return RateLimiter.of({ take: (policy, key) => whole.take(share(policy), key) })
     })
 }
@@ -80,16 +71,9 @@ export const decision = (policy: RateLimitPolicy, allowed: boolean, tokens: numb
   retryAfterSeconds: allowed ? 0 : Math.ceil((1 - tokens) / policy.perSecond)
 })
 
-/** draft-ietf-httpapi-ratelimit-headers-10: the quota (`q` per `w` seconds), made once per policy; left (`r`), whole (`t`). */
-export const makeRateLimitHeaders = () => {
-  const quotas = new Map<RateLimitPolicy, string>()
-  return ({ policy, remaining, resetSeconds, retryAfterSeconds }: RateLimitDecision): Record<string, string> => {
-    let quota = quotas.get(policy)
-    if (quota === undefined) {
-      quota = `"${policy.name}";q=${policy.burst};w=${Math.ceil(policy.burst / policy.perSecond)}`
-      quotas.set(policy, quota)
-    }
-    const headers = { "ratelimit-policy": quota, ratelimit: `"${policy.name}";r=${remaining};t=${resetSeconds}` }
-    return retryAfterSeconds > 0 ? { ...headers, "retry-after": String(retryAfterSeconds) } : headers
-  }
-}
+/** draft-ietf-httpapi-ratelimit-headers-10: the quota (`q` per `w` seconds), what is left (`r`), when whole (`t`). */
+export const rateLimitHeaders = ({ policy, remaining, resetSeconds, retryAfterSeconds }: RateLimitDecision) => ({
+  "ratelimit-policy": `"${policy.name}";q=${policy.burst};w=${Math.ceil(policy.burst / policy.perSecond)}`,
+  ratelimit: `"${policy.name}";r=${remaining};t=${resetSeconds}`,
+  ...(retryAfterSeconds > 0 ? { "retry-after": String(retryAfterSeconds) } : {})
+})
