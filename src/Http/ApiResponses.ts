@@ -13,15 +13,13 @@ import { databaseUnavailableResponse, warnUnavailable } from "../Request/Unavail
 import { toUnavailable } from "../Sql/DatabaseErrors.js"
 import { makeAllowedMethods, pathOf } from "./Routes.js"
 
-/** Every response's headers, whoever wrote it: `X-Request-Id`, `no-store` unless it set its own, `nosniff`, then noted. */
-export const withResponseHeaders = (record: RequestRecord) => (response: HttpServerResponse.HttpServerResponse) => {
-  const headers = {
+/** Every response's headers, whoever wrote it: `X-Request-Id`, `no-store` unless it set its own, `nosniff`. */
+export const withResponseHeaders = (record: RequestRecord) => (response: HttpServerResponse.HttpServerResponse) =>
+  HttpServerResponse.setHeaders(response, {
     "x-request-id": record.id,
     "cache-control": response.headers["cache-control"] ?? "no-store",
     "x-content-type-options": "nosniff"
-  }
-  return HttpServerResponse.setHeaders(response, record.noted === undefined ? headers : { ...headers, ...record.noted })
-}
+  })
 
 /** An answer the server middleware gives itself (deadline, stop), sent as is: it gets every response's headers here. */
 export const answeredEarly = (response: HttpServerResponse.HttpServerResponse) =>
