@@ -153,7 +153,7 @@ describe("Prometheus metrics", () => {
             JSON.parse(line).annotations as { method: string; path: string; route: string; status: number }
           )
           .map(({ method, path, route, status }) => `${method} ${path} ${route} ${status}`)
-      await waitFor(() => logged().includes("POST /v1/pets /v1/pets 201"), { what: "the create's line", timeout: 1000 })
+      await waitFor(() => logged().includes("POST /v1/pets /v1/pets 201"), { what: "the create's line", timeout: 5000 })
         .catch(() => undefined)
       expect(logged()).toEqual(expect.arrayContaining([
         "GET /v1/pets /v1/pets 200",

@@ -246,7 +246,7 @@ describe("traces over OTLP/HTTP", () => {
     // The three requests' log lines (written within 50 ms): only the sampled ones name a trace.
     const lines = () =>
       server.logs().split("\n").filter((l) => l.includes(`"path":"/v1/pets"`)).map((l) => JSON.parse(l).annotations)
-    await waitFor(() => lines().length >= 3, { what: "the three log lines", timeout: 1000 }).catch(() => undefined)
+    await waitFor(() => lines().length >= 3, { what: "the three log lines", timeout: 5000 }).catch(() => undefined)
     expect(lines().map((line) => line.trace_id)).toEqual([undefined, callerTraceId, newTrace.traceId])
   })
 
