@@ -105,6 +105,8 @@ describe("a start that cannot succeed says why in words a person can act on, and
     expect(unknownHost.output).toContain(
       "Cannot connect to the PostgreSQL database at db.nonexistent.invalid:5432 that DATABASE_URL names"
     )
+    // Only a refusal is retried, and only a retry is logged as one.
+    expect(unknownHost.output).not.toContain("retrying")
     for (const { output } of [refused, unknownHost]) expect(output).not.toContain(password)
   })
 })

@@ -179,10 +179,10 @@ const makeClient = (config: AppConfig["Service"], observed: boolean, traced: boo
 
     yield* current.pool.use((session) => session.query("SELECT 1")).pipe(
       Effect.retry({
-        // Refused, or up but not yet accepting sessions (57P03): worth another try while the database starts.
-        while: (error) => ["ECONNREFUSED", "57P03"].includes(driverCode(error) ?? ""),
         schedule: Schedule.min([Schedule.exponential("200 millis"), Schedule.spaced("2 seconds")]).pipe(
           Schedule.upTo({ duration: config.databaseStartTimeout }),
+          // Refused, or up but not yet accepting sessions (57P03): worth another try, and logged, while it starts.
+          Schedule.while(({ input }) => ["ECONNREFUSED", "57P03"].includes(driverCode(input as SqlError) ?? "")),
           Schedule.tap(({ input }) =>
             Effect.logWarning("the database refuses connections; retrying").pipe(
               Effect.annotateLogs({ reason: databaseWords(input as SqlError) })
