@@ -2,6 +2,9 @@ import { Context, Effect, Layer } from "effect"
 import type { RequestRecord } from "../Request/CurrentRequest.js"
 import { pathOf } from "./Routes.js"
 
+// The most whole lines within 4 KiB, or one longer line; past ASCII a character takes up to 3 bytes.
+const [ascii, wide] = [4096, 1365].map((size) => new RegExp(`[^]{0,${size - 1}}\\n|[^\\n]+\\n`, "g"))
+
 export class RequestLines extends Context.Service<RequestLines, { readonly add: (line: string) => void }>()(
   "petstore/RequestLines"
 ) {
@@ -13,13 +16,12 @@ export class RequestLines extends Context.Service<RequestLines, { readonly add: 
       const flush = () => {
         clearTimeout(timer)
         timer = undefined
-        if (buffer !== "") write(buffer)
+        // Whole lines, 4 KiB at most a write (PIPE_BUF, one piece on a pipe): workers sharing stdout cut no line.
+        for (const piece of buffer.match(Buffer.byteLength(buffer) === buffer.length ? ascii : wide) ?? []) write(piece)
         buffer = ""
       }
       process.on("exit", flush)
-      yield* Effect.addFinalizer(() =>
-        Effect.andThen(Effect.sync(() => process.off("exit", flush)), Effect.sync(flush))
-      )
+      yield* Effect.addFinalizer(() => Effect.sync(() => (process.off("exit", flush), flush())))
       return {
         add: (line: string) => {
           buffer += line + "\n"
