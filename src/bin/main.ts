@@ -26,7 +26,7 @@ const armStopDeadline = () => {
   // A little before the bound, for the exit itself; unref'd, so a stop that ends in time exits with its own code.
   setTimeout(() => {
     const message = `stopping took longer than ${Duration.format(stopBound)}; exiting without waiting further`
-    process.stdout.write(`${JSON.stringify({ message, logLevel: "ERROR", timestamp: new Date().toISOString() })}\n`)
+    console.log(JSON.stringify({ message, logLevel: "ERROR", timestamp: new Date().toISOString() }))
     process.exit(1)
   }, Math.max(0, Duration.toMillis(stopBound) - 250)).unref()
 }
