@@ -6,10 +6,9 @@ import { callerSpanOf } from "../Observability/TraceContext.js"
 import { untimed } from "../Observability/Tracing.js"
 import type { ClientAddress } from "../Request/ClientAddress.js"
 import { CurrentRequest, RequestRecord } from "../Request/CurrentRequest.js"
+import type { App } from "./InFlightRequests.js"
 import { pathOf } from "./Routes.js"
 import { makeRouteLabels, methodLabel, unmatchedRoute } from "./RouteTemplates.js"
-
-type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
 /** Whether a request ended because its client went away (the server marks that interruption). */
 export const isClientAbort = (cause: Cause.Cause<unknown>): boolean =>
