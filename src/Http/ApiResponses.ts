@@ -1,5 +1,5 @@
 import { Cause, Effect, Predicate, Result } from "effect"
-import { HttpServerError, HttpServerResponse } from "effect/http"
+import { HttpEffect, HttpServerError, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import { SqlError } from "effect/sql"
 import { SchemaErrors } from "../Api/SchemaErrors.js"
@@ -13,17 +13,22 @@ import { databaseUnavailableResponse, warnUnavailable } from "../Request/Unavail
 import { toUnavailable } from "../Sql/DatabaseErrors.js"
 import { makeAllowedMethods, pathOf } from "./Routes.js"
 
-/** Every response's headers, whoever wrote it: `X-Request-Id`, `no-store` unless it set its own, `nosniff`. */
-export const withResponseHeaders = (record: RequestRecord) => (response: HttpServerResponse.HttpServerResponse) =>
-  HttpServerResponse.setHeaders(response, {
-    "x-request-id": record.id,
-    "cache-control": response.headers["cache-control"] ?? "no-store",
-    "x-content-type-options": "nosniff"
+/**
+ * Every response's headers, whoever wrote it (an endpoint, a failure, the deadline, the stop): `X-Request-Id`, `no-store`
+ * unless it set its own, `nosniff`, then those its request noted; in one copy, by one platform pre-response handler a
+ * request, not one a note ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
+ */
+export const withResponseHeaders = <A, E, R>(record: RequestRecord, self: Effect.Effect<A, E, R>) =>
+  HttpEffect.withPreResponseHandler(self, (_request, response) => {
+    const headers = {
+      "x-request-id": record.id,
+      "cache-control": response.headers["cache-control"] ?? "no-store",
+      "x-content-type-options": "nosniff"
+    }
+    return Effect.succeed(
+      HttpServerResponse.setHeaders(response, record.noted === undefined ? headers : { ...headers, ...record.noted })
+    )
   })
-
-/** An answer the server middleware gives itself (deadline, stop), sent as is: it gets every response's headers here. */
-export const answeredEarly = (response: HttpServerResponse.HttpServerResponse) =>
-  CurrentRequest.useSync((current) => current === undefined ? response : withResponseHeaders(current)(response))
 
 const internalError = new InternalError({
   code: "internal_error",

@@ -3,7 +3,6 @@ import { HttpServerResponse } from "effect/http"
 import { retryAfterHeader } from "../Domain/ApiError.js"
 import { shuttingDown, Stopping } from "../Health/Stopping.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
-import { answeredEarly } from "./ApiResponses.js"
 
 const refused = errorResponse(shuttingDown, { connection: "close", ...retryAfterHeader("shutting_down") })
 
@@ -45,7 +44,7 @@ export class InFlightRequests extends Context.Service<InFlightRequests, {
             (response) => phase === "serving" ? response : HttpServerResponse.setHeader(response, "connection", "close")
           )
         }),
-      refusingWhenClosed: (handler) => Effect.suspend(() => phase === "closed" ? answeredEarly(refused) : handler),
+      refusingWhenClosed: (handler) => Effect.suspend(() => phase === "closed" ? Effect.succeed(refused) : handler),
       stop: ({ closeListener, drain, grace }) =>
         Effect.gen(function*() {
           phase = "grace"

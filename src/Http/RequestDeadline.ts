@@ -4,7 +4,6 @@ import { retryAfterHeader, ServiceUnavailable } from "../Domain/ApiError.js"
 import { CurrentRequest } from "../Request/CurrentRequest.js"
 import { errorResponse } from "../Request/ErrorResponse.js"
 import { databaseUnavailableResponse, warnUnavailable } from "../Request/Unavailable.js"
-import { answeredEarly } from "./ApiResponses.js"
 import { isClientAbort } from "./RequestObserver.js"
 
 const timedOut = errorResponse(
@@ -96,9 +95,9 @@ export const makeDeadline = (deadline: Duration.Duration) =>
             if (due.onDatabase === undefined || !Cause.hasInterrupts(cause) || isClientAbort(cause)) {
               return Effect.failCause(cause)
             }
-            if (!due.onDatabase) return answeredEarly(timedOut)
+            if (!due.onDatabase) return Effect.succeed(timedOut)
             const id = fiber.getRef(CurrentRequest)?.id
-            return Effect.andThen(warnUnavailable(id, databaseSilent), answeredEarly(databaseUnavailableResponse))
+            return Effect.as(warnUnavailable(id, databaseSilent), databaseUnavailableResponse)
           }
         })
       })

@@ -73,7 +73,7 @@ export const answered = AppConfig.useSync(({ corsOrigins }) => {
       const inner = isCanonicalPath(url)
         ? Effect.catchCause(app, (cause) => failureAnswers(cause, current))
         : Effect.succeed(routeNotFound(pathOf(url)))
-      return Effect.map(cors === undefined ? inner : cors(inner), withResponseHeaders(current))
+      return withResponseHeaders(current, cors === undefined ? inner : cors(inner))
     })
 })
 

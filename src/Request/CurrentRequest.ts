@@ -1,5 +1,5 @@
 import { Context, Effect, type Tracer } from "effect"
-import { HttpEffect, type HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { HttpRouter, HttpServerRequest } from "effect/http"
 import type { ClientAddress } from "./ClientAddress.js"
 
 const acceptableRequestId = /^[\w.:-]{1,128}$/
@@ -13,6 +13,8 @@ export class RequestRecord {
   route: HttpRouter.Route<any, any> | undefined = undefined
   /** The request's store calls running now (`waitingOnDatabase`), read by its deadline. */
   databaseWaits = 0
+  /** Headers noted for its response (`noteResponseHeaders`), a later one winning; a noted object is never changed. */
+  noted: Readonly<Record<string, string>> | undefined = undefined
 
   constructor(
     readonly request: HttpServerRequest.HttpServerRequest,
@@ -38,13 +40,8 @@ export const CurrentRequest = Context.Reference<RequestRecord | undefined>("pets
   defaultValue: () => undefined
 })
 
-/**
- * Headers for the response, success or failure; a header noted later wins. The platform's pre-response handler: the
- * service's own was not enough faster ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
- */
-export const noteResponseHeaders = (
-  headers: Record<string, string>
-): Effect.Effect<void, never, HttpServerRequest.HttpServerRequest> =>
-  HttpEffect.appendPreResponseHandler((_request, response) =>
-    Effect.succeed(HttpServerResponse.setHeaders(response, headers))
-  )
+/** Headers for the response, success or failure: written with every response's own (`Http/ApiResponses.ts`). */
+export const noteResponseHeaders = (headers: Readonly<Record<string, string>>): Effect.Effect<void> =>
+  CurrentRequest.useSync((current) => {
+    if (current !== undefined) current.noted = current.noted === undefined ? headers : { ...current.noted, ...headers }
+  })
