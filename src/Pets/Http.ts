@@ -58,6 +58,7 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
     // A claim older than the request deadline was abandoned: a retry takes it over.
     const abandonedAfterMillis = Duration.toMillis(requestTimeout)
     const readOnlyMode = yield* ReadOnlyMode
+    const listUrl = new URL(`${publicBaseUrl}/v1/pets`).href
 
     /** A create under an idempotency key: reserved before the body is read, replayed to a retry with the same body. */
     const createOnce = (scope: IdempotencyScope) =>
@@ -85,11 +86,9 @@ export const PetsHttpLive = HttpApiBuilder.group(PetStoreApi, "pets", (handlers)
           const found = yield* pets.list({ afterId, limit, status })
           const last = found.pets[found.pets.length - 1]
           if (!found.hasMore || last === undefined) return page(found.pets)
-          const next = new URL(`${publicBaseUrl}/v1/pets`)
-          next.searchParams.set("limit", String(limit))
-          if (status !== undefined) next.searchParams.set("status", status)
-          next.searchParams.set("cursor", cursors.encode({ afterId: last.id, status }))
-          return page(found.pets, { link: `<${next.href}>; rel="next"` })
+          // Each value is URL-safe as it is: a number, a status literal, a base64url cursor.
+          const next = `${listUrl}?limit=${limit}${status === undefined ? "" : `&status=${status}`}&cursor=`
+          return page(found.pets, { link: `<${next}${cursors.encode({ afterId: last.id, status })}>; rel="next"` })
         }).pipe(orUnavailable))
       // Raw: the body is read here, after authentication, with its own size and media-type checks.
       .handleRaw("createPet", ({ headers }) => {
