@@ -4,7 +4,8 @@ import { SqlClient } from "effect/sql"
 import { isSqlError } from "effect/sql/SqlError"
 import { ApiKeys, hashKey } from "../src/Auth/ApiKeys.js"
 import { AppConfig } from "../src/Config/AppConfig.js"
-import { toUnavailable } from "../src/Sql/DatabaseErrors.js"
+import { databaseWords, toUnavailable } from "../src/Sql/DatabaseErrors.js"
+import { directStatementsOf } from "../src/Sql/DirectStatements.js"
 import { migrations } from "../src/Sql/Migrations.js"
 import { petColumnNames } from "../src/Sql/PetColumns.js"
 import { PostgresConnection } from "../src/Sql/PostgresConnection.js"
@@ -100,6 +101,24 @@ describe("the PostgreSQL database", () => {
       const faulty = yield* failing(sql`SELECT missing_column FROM pets`)
       expect(yield* isOpen(faulty)).toBe(true)
     }).pipe(Effect.provide(TemporaryPostgres), Effect.scoped))
+
+  it.effect("runs the stores' direct statements on a session of its own, and in a transaction on the transaction's", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // Without it a store would fall back to effect/sql's statement, unseen.
+      expect("runDirect" in sql).toBe(true)
+      const executeDirect = directStatementsOf(sql)
+      const names = (rows: ReadonlyArray<Record<string, unknown>>) => rows.map((row) => row["name"])
+      const insert = "INSERT INTO pets (name, category_id) VALUES ($1, $2) RETURNING name"
+      expect(yield* executeDirect(insert, ["Rex", 1], names)).toEqual(["Rex"])
+      const inside = yield* Effect.gen(function*() {
+        yield* sql`INSERT INTO pets (name, category_id) VALUES (${"Tom"}, ${2})`
+        return yield* executeDirect("SELECT name FROM pets ORDER BY id", [], names)
+      }).pipe(sql.withTransaction)
+      expect(inside).toEqual(["Rex", "Tom"])
+      const failed = yield* Effect.flip(executeDirect("SELECT missing_column FROM pets", [], names))
+      expect(databaseWords(failed)).toMatch(/missing_column/)
+    }).pipe(Effect.provide(TemporaryPostgres)))
 
   it.effect("keeps only the SHA-256 hash of a key, never the key", () =>
     Effect.gen(function*() {

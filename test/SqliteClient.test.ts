@@ -7,44 +7,49 @@ import { TestClock } from "effect/testing"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { isSqliteClient, make as makeSqliteClient, type SqliteClient } from "../src/Sql/SqliteClient.js"
+import { directStatementsOf } from "../src/Sql/DirectStatements.js"
+import { make as makeSqliteClient } from "../src/Sql/SqliteClient.js"
 import { TemporarySqlite } from "./support/SqliteStores.js"
 
 const names = (rows: ReadonlyArray<Record<string, unknown>>) => rows.map((row) => row.name)
 
-const sqliteClient: Effect.Effect<SqliteClient, never, SqlClient.SqlClient> = Effect.flatMap(
-  SqlClient.SqlClient,
-  (sql) => isSqliteClient(sql) ? Effect.succeed(sql) : Effect.die("not the SQLite client")
-)
+/** The SQLite client, and its statements as the stores run them: directly when it carries `runDirect`. */
+const sqliteClient = Effect.map(SqlClient.SqlClient, (sql) => ({ sql, executeDirect: directStatementsOf(sql) }))
 
-describe("SqliteClient.executeDirect: a statement run on the connection itself", () => {
+describe("SqliteClient's direct statements: a statement run on the connection itself", () => {
+  it.effect("are carried by the client, so that the stores take them", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      expect("runDirect" in sql).toBe(true)
+    }).pipe(Effect.provide(TemporarySqlite)))
+
   it.effect("answers what the library's statement answers, through the transform, and fails as it does", () =>
     Effect.gen(function*() {
-      const sql = yield* sqliteClient
+      const { executeDirect, sql } = yield* sqliteClient
       yield* sql`INSERT INTO pets (name, category_id) VALUES (${"Rex"}, ${1}), (${"Tom"}, ${2})`
       const text = "SELECT name FROM pets WHERE category_id >= ? ORDER BY id"
-      expect(yield* sql.executeDirect(text, [1], names)).toEqual(
+      expect(yield* executeDirect(text, [1], names)).toEqual(
         names(yield* sql.unsafe<Record<string, unknown>>(text, [1]))
       )
-      expect(yield* sql.executeDirect(text, [2], names)).toEqual(["Tom"])
-      const failed = yield* Effect.flip(sql.executeDirect("SELECT missing_column FROM pets", [], names))
+      expect(yield* executeDirect(text, [2], names)).toEqual(["Tom"])
+      const failed = yield* Effect.flip(executeDirect("SELECT missing_column FROM pets", [], names))
       expect(failed._tag).toBe("SqlError")
       expect(failed.message).toMatch(/missing_column/)
     }).pipe(Effect.provide(TemporarySqlite)))
 
   it.effect("inside a transaction runs on the transaction's connection and sees its writes", () =>
     Effect.gen(function*() {
-      const sql = yield* sqliteClient
+      const { executeDirect, sql } = yield* sqliteClient
       const inside = yield* Effect.gen(function*() {
         yield* sql`INSERT INTO pets (name, category_id) VALUES (${"Rex"}, ${1})`
-        return yield* sql.executeDirect("SELECT name FROM pets", [], names)
+        return yield* executeDirect("SELECT name FROM pets", [], names)
       }).pipe(sql.withTransaction)
       expect(inside).toEqual(["Rex"])
     }).pipe(Effect.provide(TemporarySqlite)))
 
   it.effect("outside a transaction that has begun waits for its end, and never reads what it has not committed", () =>
     Effect.gen(function*() {
-      const sql = yield* sqliteClient
+      const { executeDirect, sql } = yield* sqliteClient
       const written = yield* Latch.make(false)
       const commit = yield* Latch.make(false)
       const transaction = yield* Effect.gen(function*() {
@@ -53,7 +58,7 @@ describe("SqliteClient.executeDirect: a statement run on the connection itself",
         yield* commit.await
       }).pipe(sql.withTransaction, Effect.forkChild)
       yield* written.await
-      const reader = yield* Effect.forkChild(sql.executeDirect("SELECT name FROM pets", [], names))
+      const reader = yield* Effect.forkChild(executeDirect("SELECT name FROM pets", [], names))
       yield* Effect.yieldNow
       expect(reader.pollUnsafe()).toBeUndefined()
       yield* commit.open
@@ -77,8 +82,9 @@ describe("SqliteClient.executeDirect: a statement run on the connection itself",
         }
       })
       yield* sql.unsafe("CREATE TABLE pets (id INTEGER PRIMARY KEY, name TEXT)")
-      yield* sql.executeDirect("SELECT name FROM pets WHERE id > ?", [0], names)
-      yield* Effect.flip(sql.executeDirect("SELECT nothing FROM pets", [], names))
+      const executeDirect = directStatementsOf(sql)
+      yield* executeDirect("SELECT name FROM pets WHERE id > ?", [0], names)
+      yield* Effect.flip(executeDirect("SELECT nothing FROM pets", [], names))
       expect(runs).toEqual([
         { sql: "CREATE TABLE pets (id INTEGER PRIMARY KEY, name TEXT)", onFiber: true, ended: "Success" },
         { sql: "SELECT name FROM pets WHERE id > ?", onFiber: true, ended: "Success" },
@@ -107,10 +113,11 @@ describe("SqliteClient.executeDirect: a statement run on the connection itself",
         }
       })
       yield* sql.unsafe("CREATE TABLE pets (id INTEGER PRIMARY KEY, name TEXT)")
+      const executeDirect = directStatementsOf(sql)
       const other = new Database(filename)
       other.run("BEGIN IMMEDIATE")
       const insert = "INSERT INTO pets (name) VALUES (?)"
-      const writer = yield* Effect.forkChild(sql.executeDirect(insert, ["Rex"], names))
+      const writer = yield* Effect.forkChild(executeDirect(insert, ["Rex"], names))
       // Several tries, each refused while the other connection holds the lock.
       yield* TestClock.adjust("20 millis")
       expect(runs.filter((run) => run.sql === insert)).toEqual([{ sql: insert }])

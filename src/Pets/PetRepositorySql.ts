@@ -2,8 +2,8 @@ import { Clock, Effect, Option, Schedule } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { NewPet, Pet } from "../Domain/Pet.js"
 import { toUnavailable, unavailableOrDie } from "../Sql/DatabaseErrors.js"
+import { directStatementsOf } from "../Sql/DirectStatements.js"
 import { newPetColumnNames, newPetValues, petColumnNames, petFromRow } from "../Sql/PetColumns.js"
-import { isSqliteClient, type SqliteClient } from "../Sql/SqliteClient.js"
 import { ClaimTakenOver, idempotencyRetentionMillis, type IdempotencyScope, type Reservation } from "./Idempotency.js"
 import type { PetRepository, Readiness } from "./PetRepository.js"
 
@@ -27,10 +27,7 @@ export const makeSqlPetRepository = Effect.map(SqlClient.SqlClient, (sql) => {
   const pageByStatus = `${selectPets} WHERE status = ${placeholder(1)} AND ${pageFrom(2)}`
   const insert = `INSERT INTO pets (${newPetColumnNames.join(", ")}) ` +
     `VALUES (${newPetColumnNames.map((_, i) => placeholder(i + 1)).join(", ")}) RETURNING ${petColumnNames.join(", ")}`
-  // On SQLite they run on the connection itself, past effect/sql's statement (`executeDirect`).
-  const execute: SqliteClient["executeDirect"] = isSqliteClient(sql)
-    ? sql.executeDirect
-    : (text, params, transform) => Effect.map(sql.unsafe<Record<string, unknown>>(text, params), transform)
+  const execute = directStatementsOf(sql)
   const insertPet = (pet: NewPet) => execute(insert, newPetValues(pet), (rows) => petFromRow(rows[0]!))
   const findRecord = ({ apiKeyId, key }: IdempotencyScope) =>
     sql<{ fingerprint: string | null; pet_id: unknown }>`

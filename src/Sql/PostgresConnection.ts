@@ -8,6 +8,7 @@ import { AppConfig } from "../Config/AppConfig.js"
 import { readAtScrape } from "../Observability/Metrics.js"
 import { ObservabilityConfig } from "../Observability/ObservabilityConfig.js"
 import { connectionError, databaseWords, driverCode, isReadOnly, sqlError } from "./DatabaseErrors.js"
+import type { Run } from "./DirectStatements.js"
 import { runMigrations } from "./Migrations.js"
 import { startStatementSpan, withTransactionSpans } from "./StatementSpans.js"
 import { statementDurations, statementFailures } from "./StatementTiming.js"
@@ -18,13 +19,7 @@ const idleTimeout = Duration.seconds(10)
 const migrationLock = 7_346_270_001
 
 /** A URL part percent-decoded, or as it is when it does not decode. */
-export const decode = (text: string) => {
-  try {
-    return decodeURIComponent(text)
-  } catch {
-    return text
-  }
-}
+export const decode = (text: string) => Option.getOrElse(Option.liftThrowable(decodeURIComponent)(text), () => text)
 
 /** Why the service cannot start, naming host and port, never the password (the driver may quote it decoded). */
 const cannotStart = (databaseUrl: string, doing: string) => (error: unknown): Error => {
@@ -279,34 +274,35 @@ const makeClient = (config: AppConfig["Service"], observed: boolean, traced: boo
         })
       })
     const acquirer = checkout(false)
-    return yield* SqlClient.make({
+    // `pool.use` lends without a scope, the cheaper path, while a checkout cannot have to wait.
+    const borrower = <A, E, R>(f: (connection: Connection) => Effect.Effect<A, E, R>) =>
+      Effect.suspend(() => {
+        const sessions = current
+        if (full(sessions) || unanswered) return Effect.scoped(Effect.flatMap(acquirer, f))
+        // Uninterruptible from the count to its release's registration, as in `checkout`.
+        return Effect.uninterruptibleMask((restore) => {
+          count(sessions, 1)
+          let lent: PgConnection.PgConnection | undefined
+          return Effect.onExit(
+            restore(sessions.pool.use((session) => {
+              lent = session
+              unanswered = false
+              usage?.take(session)
+              return f(connectionOf(sessions, false)(session))
+            })),
+            (exit) =>
+              Effect.sync(() => {
+                count(sessions, -1)
+                if (lent !== undefined) return usage?.give(lent)
+                failedWith(exit)
+                if (sqlErrorOf(exit)?.reason._tag === "ConnectionError") unanswered = true
+              })
+          )
+        })
+      })
+    const client = yield* SqlClient.make({
       acquirer,
-      // `pool.use` lends without a scope, the cheaper path, while a checkout cannot have to wait.
-      borrower: (f) =>
-        Effect.suspend(() => {
-          const sessions = current
-          if (full(sessions) || unanswered) return Effect.scoped(Effect.flatMap(acquirer, f))
-          // Uninterruptible from the count to its release's registration, as in `checkout`.
-          return Effect.uninterruptibleMask((restore) => {
-            count(sessions, 1)
-            let lent: PgConnection.PgConnection | undefined
-            return Effect.onExit(
-              restore(sessions.pool.use((session) => {
-                lent = session
-                unanswered = false
-                usage?.take(session)
-                return f(connectionOf(sessions, false)(session))
-              })),
-              (exit) =>
-                Effect.sync(() => {
-                  count(sessions, -1)
-                  if (lent !== undefined) return usage?.give(lent)
-                  failedWith(exit)
-                  if (sqlErrorOf(exit)?.reason._tag === "ConnectionError") unanswered = true
-                })
-            )
-          })
-        }),
+      borrower,
       transactionAcquirer: checkout(true),
       isTransaction: (connection) => !lostTransactions.has(connection),
       // PostgreSQL prepares transaction control like any other statement.
@@ -318,6 +314,8 @@ const makeClient = (config: AppConfig["Service"], observed: boolean, traced: boo
       // Its statement spans named by the system, which the tracer knows to stand aside for the service's.
       spanAttributes: [["db.system.name", "postgresql"]]
     })
+    const runDirect: Run = (sql, params, f) => borrower((on) => Effect.map(on.execute(sql, params, undefined), f))
+    return Object.assign(client, { runDirect })
   })
 
 /** The pool's gauges, read at each scrape; idle: given back within the idle timeout, when the pool closes them. */

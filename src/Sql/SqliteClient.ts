@@ -1,25 +1,14 @@
 /** The stand-in for `@effect/sql-sqlite-bun`, which does not load on effect 4.1.0 (docs/architecture.md). */
 import { Database, type Statement as Prepared } from "bun:sqlite"
 import type { Exit, Scope } from "effect"
-import { Context, Duration, Effect, identity, Latch, Layer, Schedule, Semaphore, Stream } from "effect"
+import { Duration, Effect, identity, Latch, Layer, Schedule, Semaphore, Stream } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as Client from "effect/sql/SqlClient"
 import type { Connection } from "effect/sql/SqlConnection"
 import { classifySqliteError, SqlError } from "effect/sql/SqlError"
 import * as Statement from "effect/sql/Statement"
 import { connectionError } from "./DatabaseErrors.js"
-
-export interface SqliteClient extends Client.SqlClient {
-  /** `Effect.map(unsafe(sql, params), transform)` without effect/sql's statement around it, outside a transaction. */
-  readonly executeDirect: <A>(
-    sql: string,
-    params: ReadonlyArray<unknown>,
-    transform: (rows: ReadonlyArray<Record<string, unknown>>) => A
-  ) => Effect.Effect<A, SqlError>
-}
-
-/** Whether a `SqlClient` is this one: a store given only the `SqlClient` may use what it adds. */
-export const isSqliteClient = (client: Client.SqlClient): client is SqliteClient => "executeDirect" in client
+import type { Run } from "./DirectStatements.js"
 
 export interface SqliteClientConfig {
   readonly filename: string
@@ -56,7 +45,7 @@ const isBusy = (error: SqlError) => error.reason._tag === "LockTimeoutError"
 /** One connection to `options.filename`; rows read to their end: SQLite checkpoints only after a finished statement. */
 export const make = (
   options: SqliteClientConfig
-): Effect.Effect<SqliteClient, SqlError, Scope.Scope | Reactivity.Reactivity> =>
+): Effect.Effect<Client.SqlClient & { readonly runDirect: Run }, SqlError, Scope.Scope | Reactivity.Reactivity> =>
   Effect.gen(function*() {
     const prepared = new Map<string, Kept>()
     const db = yield* Effect.acquireRelease(
@@ -198,13 +187,8 @@ export const make = (
       driver: "sqlite-bun",
       spanAttributes: [["db.system.name", "sqlite"]]
     })
-    const executeDirect: SqliteClient["executeDirect"] = (sql, params, transform) =>
-      Effect.withFiber((fiber) =>
-        Context.getOrUndefined(fiber.context, client.transactionService) === undefined
-          ? runNow(sql, params, false, true, transform)
-          : Effect.map(client.unsafe<Record<string, unknown>>(sql, params), transform)
-      )
-    return Object.assign(client, { executeDirect })
+    const runDirect: Run = (sql, params, f) => runNow(sql, params, false, true, f)
+    return Object.assign(client, { runDirect })
   })
 
 export const layer = (config: SqliteClientConfig): Layer.Layer<Client.SqlClient, SqlError> =>
