@@ -202,6 +202,13 @@ describe("a deadline that passes while the request waits on its database", () =>
         const answer = yield* Fiber.join(list)
         expect(answer.status).toBe(503)
         expect(answer.headers["retry-after"]).toBe("1")
+        // The deadline's own answer carries every response's headers, and those its request noted (the key's quota).
+        expect(answer.headers).toMatchObject({
+          "x-request-id": "frozen-list",
+          "cache-control": "no-store",
+          "x-content-type-options": "nosniff",
+          "ratelimit-policy": expect.stringContaining("per-key")
+        })
         expect(answer.body).toEqual({
           code: "database_unavailable",
           message: "The database cannot serve this request now; retry",

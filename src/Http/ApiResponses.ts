@@ -19,16 +19,16 @@ import { makeAllowedMethods, pathOf } from "./Routes.js"
  * request, not one a note ([benchmarks](../../docs/benchmarks.md#the-librarys-pieces)).
  */
 export const withResponseHeaders = <A, E, R>(record: RequestRecord, self: Effect.Effect<A, E, R>) =>
-  HttpEffect.withPreResponseHandler(self, (_request, response) => {
-    const headers = {
-      "x-request-id": record.id,
-      "cache-control": response.headers["cache-control"] ?? "no-store",
-      "x-content-type-options": "nosniff"
-    }
-    return Effect.succeed(
-      HttpServerResponse.setHeaders(response, record.noted === undefined ? headers : { ...headers, ...record.noted })
-    )
-  })
+  HttpEffect.withPreResponseHandler(
+    self,
+    (_request, response) =>
+      Effect.succeed(HttpServerResponse.setHeaders(response, {
+        "x-request-id": record.id,
+        "cache-control": response.headers["cache-control"] ?? "no-store",
+        "x-content-type-options": "nosniff",
+        ...record.noted
+      }))
+  )
 
 const internalError = new InternalError({
   code: "internal_error",
